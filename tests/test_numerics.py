@@ -1,0 +1,223 @@
+"""Tests of langclass.core.numerics: f_large, round_to and the certified range N_max^(k) (Eq. 10)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from langclass.core.errors import InputError, LimitExceeded
+from langclass.core.numerics import (
+    DTYPES,
+    certified_length,
+    delta_L,
+    f_large,
+    float_format,
+    ideal_certified_length,
+    next_up,
+    realized_offset_scores,
+    rotation_table,
+    round_to,
+)
+
+TORCH = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _prev(x: float, dtype: str) -> float:
+    """Previous value of ``dtype`` below the positive normal value x (independent of next_up)."""
+    if dtype == "float64":
+        return float(np.nextafter(np.float64(x), 0.0))
+    if dtype == "float32":
+        return float(np.nextafter(np.float32(x), np.float32(0)))
+    if dtype == "float16":
+        return float(np.nextafter(np.float16(x), np.float16(0)))
+    bits = np.array([x], dtype=np.float32).view(np.uint32)[0]
+    assert bits & 0xFFFF == 0
+    return float(np.array([bits - 0x10000], dtype=np.uint32).view(np.float32)[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_f_large_is_the_smallest_value_whose_exp_underflows_in_torch(dtype):
+    fl = f_large(dtype)
+    td = TORCH[dtype]
+    # f_large is a value of the format
+    assert float(torch.tensor(fl, dtype=torch.float64).to(td).double()) == fl
+    assert torch.exp(-torch.tensor([fl], dtype=td)).item() == 0.0
+    # ... and beyond it everything underflows too
+    assert torch.exp(-torch.tensor([fl * 1.5, fl * 4], dtype=td)).eq(0).all()
+    prev = _prev(fl, dtype)
+    assert torch.exp(-torch.tensor([prev], dtype=td)).item() > 0.0
+
+
+def test_f_large_known_values_and_numpy_agreement():
+    assert f_large("bfloat16") == 93.0
+    assert f_large("float16") == 17.34375
+    assert f_large("float32") == 103.97208404541016
+    assert 745.13 < f_large("float64") < 745.14
+    assert f_large("bf16") == f_large("bfloat16")
+    for dtype, npd in (("float64", np.float64), ("float32", np.float32)):
+        fl = f_large(dtype)
+        assert np.exp(-npd(fl)) == 0
+        assert np.exp(-npd(_prev(fl, dtype))) > 0
+    # the threshold is (p − emin) ln 2 and f_large is the next representable value above it
+    for dtype in DTYPES:
+        fmt = float_format(dtype)
+        assert f_large(dtype) > (fmt.precision - fmt.emin) * math.log(2) - 1e-9
+        assert _prev(f_large(dtype), dtype) < (fmt.precision - fmt.emin) * math.log(2) + 1e-9
+
+
+def test_stable_softmax_with_margin_f_large_is_exactly_one_hot():
+    for dtype in ("float32", "float16", "bfloat16"):
+        fl = f_large(dtype)
+        td = TORCH[dtype]
+        scores = torch.tensor([[3.0, 3.0 - fl, 3.0 - 2 * fl, -1e3]], dtype=torch.float32).to(td)
+        w = torch.softmax(scores, dim=-1)
+        assert w.dtype == td and w.tolist() == [[1.0, 0.0, 0.0, 0.0]]
+        # one step less margin leaves a non-zero weight
+        close = torch.tensor([[3.0, 3.0 - _prev(fl, dtype)]], dtype=torch.float64)
+        w = torch.softmax(close.to(td), dim=-1)
+        assert w[0, 1].item() > 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False, width=32))
+def test_round_to_bfloat16_matches_torch_bitwise(x):
+    mine = round_to(np.float32(x), "bfloat16")
+    ref = torch.tensor([x], dtype=torch.float32).to(torch.bfloat16).float().numpy()[0]
+    assert np.array([mine], np.float32).view(np.uint32)[0] == np.array([ref], np.float32).view(np.uint32)[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False, width=64))
+def test_round_to_float32_and_float16_match_numpy(x):
+    with np.errstate(over="ignore"):
+        assert round_to(x, "float32").tobytes() == np.array(x, dtype=np.float32).tobytes()
+        ref16 = np.array(x, dtype=np.float16)
+    assert round_to(x, "float16").tobytes() == ref16.tobytes()
+
+
+def test_round_to_edge_cases():
+    # subnormals, ties to even, overflow
+    assert float(round_to(2.0**-149 * 0.5, "float32")) == 0.0  # tie → 0 (even)
+    assert float(round_to(2.0**-149 * 0.51, "float32")) == 2.0**-149
+    assert float(round_to(2.0**-133 * 0.75, "bfloat16")) == 2.0**-133
+    assert float(round_to(1 + 2**-8, "bfloat16")) == 1.0
+    assert float(round_to(1 + 3 * 2**-8, "bfloat16")) == 1 + 2**-6
+    assert math.isinf(float(round_to(65520.0, "float16")))  # max + half ulp → inf (tie to even)
+    assert float(round_to(65519.0, "float16")) == 65504.0
+    assert math.isnan(float(round_to(float("nan"), "bfloat16")))
+    assert round_to(np.array([[1.0, 2.0]]), "bfloat16").shape == (1, 2)
+    assert next_up(1.0, "bfloat16") == 1 + 2**-7
+    assert next_up(0.0, "float16") == 2.0**-24
+    with pytest.raises(InputError):
+        round_to(1.0, "int8")
+    with pytest.raises(InputError):
+        f_large("float8")
+
+
+def _brute_force_certified(k, g, C, dtype, max_length):
+    """Eq. 10 literally, scalar by scalar, with the realized scores of realized_offset_scores."""
+    S = realized_offset_scores(k, g, C, dtype, max_length)
+    fl = f_large(dtype)
+    best = min(k - 1, max_length)
+    for L in range(k, max_length + 1):
+        ok = True
+        for i in range(k + 1, L + 2):
+            for j in range(0, i):
+                if j != i - k and S[i, i - k] - S[i, j] < fl:
+                    ok = False
+        if not ok:
+            break
+        best = L
+    return best
+
+
+@pytest.mark.parametrize(
+    "k,g,C,dtype",
+    [(1, 1.0, 1e4, "float32"), (2, 1.0, 1e4, "bfloat16"), (1, 0.7, 400.0, "float16"), (3, 2.0, 5e3, "float32"),
+     (1, 1.0, 2e3, "float64")],
+)
+def test_certified_length_agrees_with_brute_force(k, g, C, dtype):
+    got = certified_length(k, g, C, dtype, 60)
+    assert got == _brute_force_certified(k, g, C, dtype, 60)
+    assert k - 1 <= got <= 60
+
+
+def test_realized_scores_match_torch_arithmetic():
+    """The numpy emulation of the App. D head equals the same operations done by torch in F."""
+    for dtype in ("float32", "float16", "bfloat16"):
+        k, g, C, L = 1, 1.0, 300.0, 50
+        S = realized_offset_scores(k, g, C, dtype, L)
+        td = TORCH[dtype]
+        c, s = rotation_table(g, np.arange(L + 2), dtype)
+        c = torch.tensor(c.astype(np.float64)).to(td)
+        s = torch.tensor(s.astype(np.float64)).to(td)
+        b0 = torch.tensor(C * math.cos(k * g), dtype=torch.float64).to(td)
+        b1 = torch.tensor(-C * math.sin(k * g), dtype=torch.float64).to(td)
+        q0 = c * b0 - s * b1
+        q1 = s * b0 + c * b1
+        St = q0[:, None] * c[None, :] + q1[:, None] * s[None, :]
+        mask = np.tril(np.ones((L + 2, L + 2), bool), -1)
+        np.testing.assert_array_equal(St.double().numpy()[mask], S[mask])
+
+
+def test_certified_range_gives_exact_hard_selection_and_fails_after():
+    k, g, C, dtype, max_len = 1, 1.0, 1e4, "float32", 200
+    N = certified_length(k, g, C, dtype, max_len)
+    assert 0 < N < max_len
+    S = torch.tensor(realized_offset_scores(k, g, C, dtype, N + 1), dtype=torch.float32)
+    n = S.shape[0]
+    visible = torch.tril(torch.ones(n, n, dtype=torch.bool), -1)
+    w = torch.softmax(S.nan_to_num(0.0).masked_fill(~visible, float("-inf"))[1:], dim=-1)  # rows i = 1..N+2
+    for i in range(k + 1, N + 2):
+        row = w[i - 1]
+        assert row[i - k].item() == 1.0 and (row.sum() - row[i - k]).item() == 0.0
+    # at i = N + 2 some competitor is within f_large of the target (Eq. 10 fails there)
+    i = N + 2
+    gaps = S[i, i - k] - S[i, :i]
+    gaps[i - k] = float("inf")
+    assert gaps.min().item() < f_large(dtype)
+
+
+def test_ideal_bound_and_delta():
+    assert delta_L(1.0, 0) == math.inf
+    assert delta_L(1.0, 1) == pytest.approx(1 - math.cos(1.0))
+    # 1 − cos(44) is small: 44 ≈ 7·2π
+    assert delta_L(1.0, 44) < 2e-4
+    Lid = ideal_certified_length(1.0, 1e4, "float32", 500)
+    assert 1e4 * delta_L(1.0, Lid) >= f_large("float32") > 1e4 * delta_L(1.0, Lid + 1)
+    # realized and ideal ranges agree closely in float32 at moderate C
+    assert abs(certified_length(1, 1.0, 1e4, "float32", 500) - Lid) <= 2
+    # a larger scale never certifies less in exact arithmetic
+    assert ideal_certified_length(1.0, 1e6, "float32", 2000) >= Lid
+
+
+def test_certified_length_input_errors_and_limit():
+    with pytest.raises(InputError):
+        certified_length(0, 1.0, 1.0, "float32", 10)
+    with pytest.raises(InputError):
+        certified_length(1, float("nan"), 1.0, "float32", 10)
+    with pytest.raises(InputError):
+        certified_length(1, 1.0, -1.0, "float32", 10)
+    with pytest.raises(InputError):
+        certified_length(1, 1.0, 1.0, "float32", -1)
+    with pytest.raises(InputError):
+        certified_length(1, 1.0, 1.0, "int4", 10)
+    with pytest.raises(LimitExceeded) as e:
+        certified_length(1, 1.0, 1.0, "float32", 10**6)
+    assert e.value.limit == "certified_length_work"
+    assert certified_length(5, 1.0, 1e4, "float32", 3) == 3  # L < k: vacuous
+
+
+def test_phase_modes_agree_at_small_positions():
+    c1, s1 = rotation_table(1.0, np.arange(100), "float32", "ideal")
+    c2, s2 = rotation_table(1.0, np.arange(100), "float32", "float32")
+    assert np.max(np.abs(c1 - c2)) < 1e-4
+    # at large positions the float32 phase drifts from the ideal one
+    c1, _ = rotation_table(1.0, np.array([10**8 + 1]), "float32", "ideal")
+    c2, _ = rotation_table(1.0, np.array([10**8 + 1]), "float32", "float32")
+    assert abs(float(c1[0]) - float(c2[0])) > 1e-3
