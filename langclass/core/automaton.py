@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import AlphabetError, UnknownSymbolError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .limits import Limits
 
 __all__ = ["DFA", "Word"]
 
@@ -127,9 +132,14 @@ class DFA:
         """
         try:
             return self._index[symbol]
-        except KeyError:
+        except (KeyError, TypeError):
+            if isinstance(symbol, str):
+                j = self._index.get(unicodedata.normalize("NFC", symbol))
+                if j is not None:
+                    return j
             raise UnknownSymbolError(
-                f"symbol {symbol!r} is not in the alphabet {list(self.alphabet)}", symbol=symbol
+                f"symbol {symbol!r} is not in the alphabet {list(self.alphabet)}",
+                symbol=symbol if isinstance(symbol, str) else repr(symbol),
             ) from None
 
     def encode(self, word: Word) -> list[int]:
@@ -270,12 +280,16 @@ class DFA:
         """Complement with respect to Σ* (same alphabet)."""
         return DFA(self.alphabet, self.transitions, self.initial, ~self.accepting)
 
-    def product(self, other: DFA, op: str) -> DFA:
+    def product(self, other: DFA, op: str, *, limits: "Limits | None" = None) -> DFA:
         """Product automaton for ``op`` in ``{"and", "or", "xor", "diff"}`` (reachable part only).
 
         Raises:
             AlphabetError: the alphabets differ.
+            LimitExceeded: more than ``limits.max_states`` reachable pairs (only when ``limits`` is given).
         """
+        if op not in ("and", "or", "xor", "diff"):
+            raise ValueError(f"unknown product operation {op!r}")
+        max_states = None if limits is None else limits.max_states
         if self.alphabet != other.alphabet:
             raise AlphabetError(
                 f"cannot combine languages over different alphabets {list(self.alphabet)} and {list(other.alphabet)}"
@@ -299,6 +313,12 @@ class DFA:
                 if j is None:
                     j = index[r] = len(order)
                     order.append(r)
+                    if max_states is not None and len(order) > max_states:
+                        from .errors import LimitExceeded
+
+                        raise LimitExceeded(
+                            "max_states", max_states, f"the product automaton has more than max_states={max_states} states"
+                        )
                 row.append(j)
             rows.append(row)
         pairs = np.asarray(order, dtype=np.int64)

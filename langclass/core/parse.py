@@ -1,0 +1,345 @@
+"""Ingest a regular language: a regex over an explicit alphabet, or a DFA as JSON.
+
+Both entry points return the *canonical minimal complete DFA* (:meth:`DFA.canonical`): unreachable
+states removed, Myhill–Nerode-equivalent states merged (the sink counts as a state, as in textbooks),
+states numbered breadth-first from the initial state with letters in alphabet order. Two inputs
+describing the same language over the same alphabet therefore give equal DFAs and equal
+:meth:`DFA.fingerprint` values.
+
+Every problem with the input raises a typed :class:`~langclass.core.errors.InputError` subclass
+naming the offending item (``field`` is a path into the input such as ``"transitions.q1.c"`` or
+``"states[2]"``); every expensive step is bounded by :class:`~langclass.core.limits.Limits`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .automaton import DFA
+from .errors import AlphabetError, DfaFormatError, InputError, UnknownSymbolError
+from .limits import DEFAULT_LIMITS, Deadline, Limits
+
+__all__ = ["normalize_alphabet", "parse_regex", "parse_dfa_json", "parse_language", "DFA_KEYS"]
+
+#: Keys of the DFA JSON object (all required).
+DFA_KEYS = ("alphabet", "states", "initial", "accepting", "transitions")
+
+
+# ------------------------------------------------------------------------------ alphabet
+
+
+def normalize_alphabet(symbols: Any, limits: Limits = DEFAULT_LIMITS, *, field: str = "alphabet") -> tuple[str, ...]:
+    """Validate an ordered alphabet and NFC-normalize its symbols.
+
+    Args:
+        symbols: a sequence (list/tuple) of non-empty strings. A plain ``str`` is rejected (``"ab"``
+            is ambiguous: one symbol or two?) — pass ``["a", "b"]`` or ``list("ab")``.
+        limits: ``max_alphabet`` bounds the number of symbols.
+
+    Returns:
+        the symbols in the given order, each in Unicode NFC.
+
+    Raises:
+        AlphabetError: not a list, empty, a symbol that is not a non-empty string, or two symbols
+            equal once NFC-normalized (``field`` = ``"alphabet[i]"`` of the second one).
+        LimitExceeded: more than ``max_alphabet`` symbols.
+
+    Example:
+        >>> normalize_alphabet(["a", "e\\u0301"])  # e + combining acute → é
+        ('a', 'é')
+    """
+    if isinstance(symbols, (str, bytes)) or not isinstance(symbols, (Sequence, tuple, list)):
+        raise AlphabetError(
+            f"the alphabet must be a list of symbols (strings), not {type(symbols).__name__}", field=field
+        )
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    if len(symbols) == 0:
+        raise AlphabetError("the alphabet is empty", field=field)
+    limits.check("max_alphabet", len(symbols))
+    for i, s in enumerate(symbols):
+        if not isinstance(s, str):
+            raise AlphabetError(f"alphabet symbol {s!r} at index {i} is not a string", field=f"{field}[{i}]", index=i)
+        if s == "":
+            raise AlphabetError(f"alphabet symbol at index {i} is the empty string", field=f"{field}[{i}]", index=i)
+        n = unicodedata.normalize("NFC", s)
+        if n in seen:
+            j = seen[n]
+            same = "is a duplicate of" if symbols[j] == s else "collides after Unicode NFC normalization with"
+            raise AlphabetError(
+                f"alphabet symbol {s!r} at index {i} {same} symbol {symbols[j]!r} at index {j}",
+                field=f"{field}[{i}]",
+                index=i,
+                symbol=n,
+            )
+        seen[n] = i
+        out.append(n)
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------------- regex
+
+
+def parse_regex(
+    regex: str, alphabet: Sequence[str], limits: Limits = DEFAULT_LIMITS, *, deadline: Deadline | None = None
+) -> DFA:
+    """The canonical minimal complete DFA of a regex over an explicit alphabet.
+
+    Syntax (see ``docs/regex.md``): union ``|``, concatenation, ``*``, ``+``, ``?``, ``{n}``, ``{n,}``,
+    ``{n,m}``, parentheses, ``ε`` or ``()`` for the empty word, ``∅`` for the empty language, ``.``
+    for any symbol, ``&`` intersection and ``~`` complement w.r.t. Σ*; whitespace is ignored; ``\\c``
+    escapes a reserved character ``c``. Symbols are single characters of ``alphabet``.
+
+    Args:
+        regex: the regex text (NFC-normalized before parsing; positions refer to the normalized text).
+        alphabet: the ordered alphabet (list of single-character strings); it is part of the
+            language's identity, nothing is ever inferred from the regex.
+        limits: ``max_regex_length``, ``max_nesting_depth``, ``max_repetition``, ``max_states``
+            (default 100,000 DFA states after determinization), ``time_limit_s``.
+        deadline: share a running :class:`Deadline` instead of starting ``limits.deadline()``.
+
+    Returns:
+        canonical minimal complete :class:`DFA` (sink included when the language has one).
+
+    Raises:
+        RegexSyntaxError: malformed regex; ``extra['position']`` is the 0-based offset.
+        UnknownSymbolError: a regex symbol not in ``alphabet`` (``extra['symbol']``, ``extra['position']``).
+        AlphabetError: bad alphabet, or a symbol longer than one character.
+        LimitExceeded / TimeLimitExceeded: a limit was hit; ``extra['limit']`` names it.
+
+    Example:
+        >>> parse_regex("(a|b)*a", ["a", "b"]).num_states
+        2
+        >>> parse_regex("a{0}", ["a"]).accepts([]), parse_regex("a{0}", ["a"]).accepts(["a"])
+        (True, False)
+    """
+    from .regex import regex_to_dfa
+
+    alpha = normalize_alphabet(alphabet, limits)
+    return regex_to_dfa(regex, alpha, limits, deadline)
+
+
+# ------------------------------------------------------------------------------ DFA JSON
+
+
+class _PairsDict(dict):
+    """A JSON object that remembers keys given more than once (``object_pairs_hook``)."""
+
+    __slots__ = ("duplicates",)
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__()
+        self.duplicates: list[str] = []
+        for k, v in pairs:
+            if k in self:
+                self.duplicates.append(k)
+            self[k] = v
+
+
+def _check_duplicates(obj: Any, field: str) -> None:
+    dups = getattr(obj, "duplicates", None)
+    if dups:
+        where = field or "the top-level object"
+        raise DfaFormatError(f"duplicate JSON key {dups[0]!r} in {where}", field=(f"{field}.{dups[0]}" if field else dups[0]), key=dups[0])
+
+
+def _state_key(name: Any, field: str) -> str:
+    """Normalized name of a state: integers and strings are matched up (``1`` ≡ ``"1"``)."""
+    if isinstance(name, bool) or name is None:
+        raise DfaFormatError(f"state name {json.dumps(name)} is not a string or an integer", field=field)
+    if isinstance(name, int):
+        return str(name)
+    if isinstance(name, str):
+        if name == "":
+            raise DfaFormatError("a state name is the empty string", field=field)
+        return unicodedata.normalize("NFC", name)
+    if isinstance(name, float) and math.isfinite(name) and name.is_integer():
+        raise DfaFormatError(f"state name {name!r} is a float; write the integer {int(name)}", field=field)
+    raise DfaFormatError(f"state name {name!r} ({type(name).__name__}) is not a string or an integer", field=field)
+
+
+def _decode(data: str | bytes | bytearray | Mapping) -> Any:
+    if isinstance(data, (bytes, bytearray)):
+        try:
+            data = bytes(data).decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise DfaFormatError(f"the DFA JSON is not valid UTF-8 (byte {e.start})", field=None) from None
+    if isinstance(data, str):
+        try:
+            return json.loads(data, object_pairs_hook=_PairsDict, parse_constant=_reject_constant)
+        except json.JSONDecodeError as e:
+            raise DfaFormatError(
+                f"the DFA is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", line=e.lineno, column=e.colno
+            ) from None
+        except RecursionError:
+            raise DfaFormatError("the DFA JSON is nested too deeply") from None
+    return data
+
+
+def _reject_constant(name: str) -> Any:
+    raise DfaFormatError(f"the DFA JSON contains {name}, which is not JSON")
+
+
+def parse_dfa_json(data: str | bytes | Mapping, limits: Limits = DEFAULT_LIMITS) -> DFA:
+    """The canonical minimal complete DFA of a DFA given as JSON.
+
+    Schema::
+
+        {"alphabet": ["a", "b"], "states": ["q0", "q1", 2], "initial": "q0",
+         "accepting": ["q1"], "transitions": {"q0": {"a": "q1", "b": 2}, "q1": {"a": "q1"}, "2": {}}}
+
+    State names are strings or integers; JSON object keys are always strings, so ``"2"`` in
+    ``transitions`` means the state ``2`` (a state list holding both ``2`` and ``"2"`` is an error).
+    Symbols may be multi-character strings; they are NFC-normalized. Missing transitions (a state
+    absent from ``transitions``, or a symbol absent from its row) go to a sink state that is added.
+
+    Args:
+        data: JSON text (``str``/``bytes``; duplicate keys are detected) or an already decoded mapping.
+        limits: ``max_alphabet``, ``max_states``.
+
+    Returns:
+        canonical minimal complete :class:`DFA`.
+
+    Raises:
+        DfaFormatError: invalid JSON, duplicate key, missing or unknown top-level key, bad or colliding
+            state name, unknown state, initial state not listed, a list of targets (nondeterminism).
+            ``field`` names the item, e.g. ``"transitions.q0.a"``.
+        AlphabetError: empty alphabet, empty/non-string/duplicate symbol (``field`` = ``"alphabet[i]"``).
+        UnknownSymbolError: a transition on a symbol not in the alphabet (``field`` = ``"transitions.q.sym"``).
+        LimitExceeded: ``max_alphabet`` or ``max_states``.
+    """
+    doc = _decode(data)
+    if not isinstance(doc, Mapping):
+        raise DfaFormatError(f"the DFA must be a JSON object, not {type(doc).__name__}")
+    _check_duplicates(doc, "")
+    for key in doc:
+        if key not in DFA_KEYS:
+            raise DfaFormatError(f"unknown key {key!r} in the DFA object (allowed: {', '.join(DFA_KEYS)})", field=str(key), key=key)
+    for key in DFA_KEYS:
+        if key not in doc:
+            raise DfaFormatError(f"the DFA object lacks the required key {key!r}", field=key, key=key)
+
+    alphabet = normalize_alphabet(doc["alphabet"], limits)
+    letter = {s: i for i, s in enumerate(alphabet)}
+    k = len(alphabet)
+
+    states = doc["states"]
+    if isinstance(states, (str, bytes)) or not isinstance(states, Sequence):
+        raise DfaFormatError(f"'states' must be a list of state names, not {type(states).__name__}", field="states")
+    if len(states) == 0:
+        raise DfaFormatError("the DFA has no states ('states' is empty)", field="states")
+    limits.check("max_states", len(states))
+    index: dict[str, int] = {}
+    for i, name in enumerate(states):
+        key = _state_key(name, f"states[{i}]")
+        if key in index:
+            j = index[key]
+            how = "is listed twice" if states[j] == name else f"collides with state {states[j]!r} at index {j} (names are matched as strings)"
+            raise DfaFormatError(f"state {name!r} at index {i} {how}", field=f"states[{i}]", state=key)
+        index[key] = i
+    n = len(states)
+
+    def lookup(name: Any, field: str) -> int:
+        if isinstance(name, list):
+            raise DfaFormatError(
+                f"{field} is a list {name!r}: a DFA has exactly one target per state and symbol (nondeterminism is not allowed)",
+                field=field,
+            )
+        key = _state_key(name, field)
+        j = index.get(key)
+        if j is None:
+            raise DfaFormatError(f"{field} refers to {name!r}, which is not in 'states'", field=field, state=key)
+        return j
+
+    initial = doc["initial"]
+    if isinstance(initial, list):
+        raise DfaFormatError(f"'initial' must be one state, not a list {initial!r}", field="initial")
+    init = lookup(initial, "initial")
+
+    accepting = doc["accepting"]
+    if isinstance(accepting, (str, bytes)) or not isinstance(accepting, Sequence):
+        raise DfaFormatError(f"'accepting' must be a list of state names, not {type(accepting).__name__}", field="accepting")
+    acc = np.zeros(n + 1, dtype=bool)
+    for i, name in enumerate(accepting):
+        j = lookup(name, f"accepting[{i}]")
+        if acc[j]:
+            raise DfaFormatError(f"accepting state {name!r} is listed twice", field=f"accepting[{i}]")
+        acc[j] = True
+
+    trans = doc["transitions"]
+    if not isinstance(trans, Mapping):
+        raise DfaFormatError(f"'transitions' must be an object {{state: {{symbol: state}}}}, not {type(trans).__name__}", field="transitions")
+    _check_duplicates(trans, "transitions")
+    sink = n
+    table = np.full((n + 1, k), sink, dtype=np.int64)
+    given: dict[int, Any] = {}
+    for qname, row in trans.items():
+        qfield = f"transitions.{qname}"
+        q = lookup(qname, qfield)
+        if q in given:
+            raise DfaFormatError(
+                f"transitions of state {qname!r} are given twice (as {given[q]!r} and {qname!r})", field=qfield, state=str(qname)
+            )
+        given[q] = qname
+        if not isinstance(row, Mapping):
+            if isinstance(row, list):
+                raise DfaFormatError(
+                    f"{qfield} must be an object {{symbol: state}}, not a list", field=qfield
+                )
+            raise DfaFormatError(f"{qfield} must be an object {{symbol: state}}, not {type(row).__name__}", field=qfield)
+        _check_duplicates(row, qfield)
+        seen_letters: dict[int, str] = {}
+        for sym, target in row.items():
+            sfield = f"{qfield}.{sym}"
+            if not isinstance(sym, str) or sym == "":
+                raise UnknownSymbolError(f"{sfield}: transition symbol {sym!r} is not a non-empty string", field=sfield, symbol=repr(sym))
+            nsym = unicodedata.normalize("NFC", sym)
+            a = letter.get(nsym)
+            if a is None:
+                raise UnknownSymbolError(
+                    f"{sfield}: symbol {sym!r} is not in the alphabet {list(alphabet)}", field=sfield, symbol=nsym, state=str(qname)
+                )
+            if a in seen_letters:
+                raise DfaFormatError(
+                    f"{qfield}: symbols {seen_letters[a]!r} and {sym!r} are the same symbol once NFC-normalized", field=sfield
+                )
+            seen_letters[a] = sym
+            table[q, a] = lookup(target, sfield)
+    # the sink (row n) loops on itself; drop it when no edge reaches it
+    if (table[:n] == sink).any():
+        dfa = DFA(alphabet, table, init, acc)
+    else:
+        dfa = DFA(alphabet, table[:n], init, acc[:n])
+    return dfa.canonical()
+
+
+# ---------------------------------------------------------------------------- either one
+
+
+def parse_language(spec: Mapping, limits: Limits = DEFAULT_LIMITS, *, deadline: Deadline | None = None) -> DFA:
+    """Ingest ``{"regex": str, "alphabet": [...]}`` or ``{"dfa": {...DFA JSON...}}``.
+
+    Raises:
+        InputError: neither or both forms given; otherwise whatever :func:`parse_regex` or
+            :func:`parse_dfa_json` raise (``field`` prefixed with ``"dfa."`` for the DFA form).
+    """
+    if not isinstance(spec, Mapping):
+        raise InputError(f"a language is an object with 'regex' and 'alphabet', or 'dfa'; got {type(spec).__name__}")
+    has_regex, has_dfa = "regex" in spec, "dfa" in spec
+    if has_regex == has_dfa:
+        raise InputError("give exactly one of 'regex' (with 'alphabet') or 'dfa'", field="regex" if has_regex else None)
+    if has_regex:
+        if "alphabet" not in spec:
+            raise AlphabetError("a regex needs an explicit 'alphabet' (it is never inferred from the regex)", field="alphabet")
+        return parse_regex(spec["regex"], spec["alphabet"], limits, deadline=deadline)
+    try:
+        return parse_dfa_json(spec["dfa"], limits)
+    except InputError as e:
+        e.field = "dfa" if e.field is None else f"dfa.{e.field}"
+        raise
