@@ -1,0 +1,203 @@
+"""The ``langclass`` command line.
+
+Commands::
+
+    langclass serve [--host 127.0.0.1] [--port 8000]    migrate, then serve the API (uvicorn)
+    langclass db upgrade [REVISION]                     apply migrations (default: head)
+    langclass db downgrade REVISION                     revert migrations (e.g. base)
+    langclass db current                                the database's revision and the head
+    langclass classify --regex '(ab)*' --alphabet ab    classes, certificates, encodings (table)
+    langclass classify --dfa dfa.json --json            the same record POST /v1/classify returns
+
+Later issues add commands from their own modules: each module in :data:`SUBCOMMAND_MODULES`
+defines ``register(app: typer.Typer) -> None`` (append one line to the list).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..core.errors import InputError, LangclassError
+from .settings import Settings, get_settings
+
+__all__ = ["app", "main", "SUBCOMMAND_MODULES", "parse_alphabet"]
+
+SUBCOMMAND_MODULES: list[str] = [
+    # "langclass.app.cli_jobs",       (issue 6: worker, train)
+    # "langclass.app.cli_construct",  (issue 7: construct)
+]
+"""Modules whose ``register(app)`` adds commands to :data:`app`."""
+
+app = typer.Typer(
+    name="langclass",
+    help="Classify regular languages for transformer expressivity; serve the REST API.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+db_app = typer.Typer(help="Database migrations (Alembic).", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+def parse_alphabet(text: str) -> list[str]:
+    """An alphabet from the command line: ``"ab"`` → ``["a", "b"]`` (one symbol per character), or
+    comma-separated for multi-character symbols: ``"x1,x2"`` → ``["x1", "x2"]``."""
+    if "," in text:
+        return [s.strip() for s in text.split(",")]
+    return list(text)
+
+
+def _fail(err: LangclassError, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"error": err.to_dict()}, indent=2, default=str), err=True)
+    else:
+        where = f" [{err.field}]" if err.field else ""
+        extra = "".join(f" {k}={v}" for k, v in err.extra.items())
+        typer.echo(f"error ({err.code}){where}: {err.detail}{extra}", err=True)
+    raise typer.Exit(code=2)
+
+
+@app.command()
+def serve(
+    host: Annotated[Optional[str], typer.Option(help="interface to bind (default LANGCLASS_HOST or 127.0.0.1)")] = None,
+    port: Annotated[Optional[int], typer.Option(help="port (default LANGCLASS_PORT or 8000)")] = None,
+    migrate: Annotated[bool, typer.Option(help="apply migrations before serving")] = True,
+    workers: Annotated[int, typer.Option(min=1, help="uvicorn worker processes")] = 1,
+) -> None:
+    """Apply migrations, then serve the API with uvicorn (SQLite ./langclass.db by default)."""
+    import uvicorn
+
+    from .db import upgrade
+
+    settings = get_settings()
+    if migrate and settings.auto_migrate:
+        upgrade(settings.database_url)
+    uvicorn.run(
+        "langclass.app.main:create_app",
+        factory=True,
+        host=host or settings.host,
+        port=port or settings.port,
+        workers=workers,
+        log_level=settings.log_level,
+        proxy_headers=True,
+    )
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: Annotated[str, typer.Argument(help="target revision")] = "head") -> None:
+    """Apply migrations up to REVISION (default: the newest)."""
+    from .db import upgrade
+
+    settings = get_settings()
+    upgrade(settings.database_url, revision)
+    typer.echo(f"database at {revision} ({_safe_url(settings)})")
+
+
+@db_app.command("downgrade")
+def db_downgrade(revision: Annotated[str, typer.Argument(help="target revision, e.g. base")]) -> None:
+    """Revert migrations down to REVISION."""
+    from .db import downgrade
+
+    settings = get_settings()
+    downgrade(settings.database_url, revision)
+    typer.echo(f"database at {revision} ({_safe_url(settings)})")
+
+
+@db_app.command("current")
+def db_current() -> None:
+    """Print the database's revision and the newest one."""
+    from .db import Database, schema_status
+
+    settings = get_settings()
+    db = Database(settings.database_url)
+    try:
+        status = schema_status(db.engine, db.url)
+    finally:
+        db.dispose()
+    typer.echo(json.dumps(status))
+
+
+def _safe_url(settings: Settings) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(settings.database_url).render_as_string(hide_password=True)
+
+
+@app.command()
+def classify(
+    regex: Annotated[Optional[str], typer.Option("--regex", "-r", help="regex over the alphabet (docs/regex.md)")] = None,
+    alphabet: Annotated[Optional[str], typer.Option("--alphabet", "-a", help="'ab' = {a,b}; 'x1,x2' for longer symbols")] = None,
+    dfa: Annotated[Optional[Path], typer.Option("--dfa", help="DFA JSON file ('-' = standard input)")] = None,
+    formula: Annotated[Optional[str], typer.Option("--formula", "-f", help="LTL formula over the alphabet")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the record POST /v1/classify returns")] = False,
+) -> None:
+    """Classify one language: classes with certificates and the encoding that suffices."""
+    from .service import classify as classify_record
+
+    settings = get_settings()
+    try:
+        dfa_data: Any = None
+        if dfa is not None:
+            try:
+                text = sys.stdin.read() if str(dfa) == "-" else dfa.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise InputError(f"cannot read {dfa}: {exc.strerror}", field="dfa") from None
+            dfa_data = text
+        alpha = parse_alphabet(alphabet) if alphabet is not None else None
+        record = _classify_text(classify_record, regex, dfa_data, formula, alpha, settings)
+    except LangclassError as err:
+        _fail(err, as_json)
+        return
+    if as_json:
+        typer.echo(json.dumps(record, indent=2, ensure_ascii=False, default=str))
+        return
+    from ..core.analysis import format_table
+
+    typer.echo(f"language {record['id']}")
+    typer.echo(f"alphabet {record['alphabet']}   minimal DFA: {record['num_states']} states")
+    typer.echo(format_table(_analysis_of(record)))
+
+
+def _classify_text(fn: Any, regex: Any, dfa_text: Any, formula: Any, alphabet: Any, settings: Settings) -> dict[str, Any]:
+    dfa_data = None
+    if dfa_text is not None:
+        try:
+            dfa_data = json.loads(dfa_text)
+        except json.JSONDecodeError as exc:
+            from ..core.errors import DfaFormatError
+
+            raise DfaFormatError(f"the DFA file is not valid JSON: {exc.msg} at line {exc.lineno}", field="dfa") from None
+        if not isinstance(dfa_data, dict):
+            from ..core.errors import DfaFormatError
+
+            raise DfaFormatError("the DFA JSON must be an object", field="dfa")
+    return fn(regex=regex, dfa=dfa_data, formula=formula, alphabet=alphabet, limits=settings.limits())
+
+
+def _analysis_of(record: dict[str, Any]) -> Any:
+    """Re-run nothing: rebuild the table input from the record (the analysis dict)."""
+    return record
+
+
+def _register_subcommands() -> None:
+    for name in SUBCOMMAND_MODULES:
+        module = importlib.import_module(name)
+        module.register(app)
+
+
+_register_subcommands()
+
+
+def main() -> None:
+    """Console-script entry point (``langclass``)."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,161 @@
+"""The FastAPI application factory.
+
+``create_app(settings)`` builds an app bound to one database; ``uvicorn --factory
+langclass.app.main:create_app`` or ``langclass serve`` runs it. The schema is *not* migrated here:
+``langclass serve`` / ``langclass db upgrade`` do that before serving (``/readyz`` reports a
+database that is behind).
+
+Extension points for later issues (append one entry each):
+
+* :data:`langclass.app.routes.ROUTERS` — routers to mount;
+* :data:`LIFESPAN_HOOKS` — async context managers ``hook(app)`` entered at start-up and left at
+  shutdown (e.g. embedded job workers).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .db import Database
+from .problems import PayloadTooLarge, install_problem_handlers, problem_response
+from .routes import ROUTERS
+from .service import ClassifyRunner, code_version
+from .settings import Settings, get_settings
+
+__all__ = ["create_app", "LIFESPAN_HOOKS", "BodySizeLimitMiddleware"]
+
+log = logging.getLogger("langclass.app")
+
+LIFESPAN_HOOKS: list[Callable[[FastAPI], AbstractAsyncContextManager[Any]]] = []
+"""Async context managers entered (in order) at app start-up and exited at shutdown."""
+
+_DESCRIPTION = """\
+Classify regular languages exactly in the logic/algebra hierarchy that decides what transformers
+recognize (LTL[P], LTL[P,MOD], LTL[P,Y], star-free, DA, FO[<,MOD], …), say which positional
+encoding suffices, and store the results.
+
+Errors are RFC 9457 problem details (`application/problem+json`) with a `code` and the offending
+`field`; limit errors name the `limit`. When `LANGCLASS_API_KEYS` is set, DELETE and GPU-costing
+writes need `Authorization: Bearer <key>`; reads stay open.
+"""
+
+_TAGS = [
+    {"name": "classify", "description": "Classify without storing."},
+    {"name": "languages", "description": "Stored languages: create (idempotent), browse, inspect, delete."},
+    {"name": "encodings", "description": "The positional-encoding catalogue."},
+    {"name": "health", "description": "Liveness and readiness probes."},
+    {"name": "problems", "description": "Documentation of the problem types (the `type` URIs of errors)."},
+]
+
+
+class BodySizeLimitMiddleware:
+    """Answers 413 (problem+json) for request bodies over ``max_bytes``.
+
+    Checks ``Content-Length`` up front and also counts streamed (chunked) bodies while the app reads
+    them, so a missing or false length header does not get around the cap.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    length = -1
+                if length < 0:
+                    await self._reject(scope, send, 400, "bad-request", "Bad request", "invalid Content-Length header")
+                    return
+                if length > self.max_bytes:
+                    await self._too_large(scope, send)
+                    return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise PayloadTooLarge(self.max_bytes)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except PayloadTooLarge:
+            if started:
+                raise
+            await self._too_large(scope, send)
+
+    async def _too_large(self, scope: Scope, send: Send) -> None:
+        await self._reject(
+            scope, send, 413, "payload-too-large", "Payload too large",
+            f"request body exceeds {self.max_bytes} bytes (LANGCLASS_MAX_BODY_BYTES)", max_bytes=self.max_bytes,
+        )
+
+    async def _reject(self, scope: Scope, send: Send, status: int, code: str, title: str, detail: str, **extra: Any) -> None:
+        response = problem_response(status, code, title, detail, instance=scope.get("path"), headers={"Connection": "close"}, **extra)
+
+        async def empty_receive() -> Message:
+            return {"type": "http.disconnect"}
+
+        await response(scope, empty_receive, send)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the service.
+
+    Args:
+        settings: the configuration; default :func:`~langclass.app.settings.get_settings` (environment).
+
+    ``app.state`` holds ``settings``, ``db`` (:class:`~langclass.app.db.Database`) and ``runner``
+    (:class:`~langclass.app.service.ClassifyRunner`).
+    """
+    settings = settings or get_settings()
+    db = Database(settings.database_url)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for hook in LIFESPAN_HOOKS:
+                await stack.enter_async_context(hook(app))
+            try:
+                yield
+            finally:
+                pass
+        db.dispose()
+
+    app = FastAPI(
+        title="langclass",
+        version=settings.code_version or code_version(),
+        description=_DESCRIPTION,
+        openapi_tags=_TAGS,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.db = db
+    app.state.runner = ClassifyRunner(settings.classify_concurrency, settings.time_limit_s)
+    install_problem_handlers(app)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    for router in ROUTERS:
+        app.include_router(router)
+    return app

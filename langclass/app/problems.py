@@ -1,0 +1,297 @@
+"""RFC 9457 problem details (``application/problem+json``) for every error the service returns.
+
+The mapping goes by exception *class*, never by message text:
+
+* :class:`~langclass.core.errors.LangclassError` subclasses carry ``code`` (problem type), ``status``,
+  ``field`` and ``extra`` (for limits: ``limit`` and ``value``) — rendered as they are;
+* FastAPI request validation errors → 422 ``validation-error`` with every offending ``field``;
+  a body that is not JSON → 400 ``malformed-json``;
+* Starlette HTTP errors (404 unknown route, 405 wrong method, 413 body too large) → their status;
+* anything else → 500 ``internal-error`` (a bug: user input must never get here).
+
+Each ``type`` is the relative URI ``/problems/<code>``; ``GET /problems/<code>`` describes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..core import errors as core_errors
+from ..core.errors import LangclassError
+
+__all__ = [
+    "PROBLEM_JSON",
+    "Problem",
+    "problem_response",
+    "install_problem_handlers",
+    "problem_responses",
+    "ServiceError",
+    "NotFoundError",
+    "AuthenticationError",
+    "InvalidCursorError",
+    "NotReadyError",
+    "PayloadTooLarge",
+    "router",
+]
+
+log = logging.getLogger("langclass.app")
+
+PROBLEM_JSON = "application/problem+json"
+_RESERVED = {"type", "title", "status", "detail", "instance", "code", "field"}
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem details object, with ``code`` and ``field`` as extension members."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "type": "/problems/regex-syntax",
+                    "title": "Regex syntax error",
+                    "status": 422,
+                    "detail": "unbalanced parenthesis at position 3",
+                    "instance": "/v1/classify",
+                    "code": "regex-syntax",
+                    "field": "regex",
+                    "position": 3,
+                },
+                {
+                    "type": "/problems/limit-exceeded",
+                    "title": "Limit exceeded",
+                    "status": 422,
+                    "detail": "max_states=100000 exceeded (needed at least 131072)",
+                    "code": "limit-exceeded",
+                    "limit": "max_states",
+                    "value": 100000,
+                },
+            ]
+        },
+    )
+
+    type: str = Field(description="URI reference of the problem type: /problems/<code>")
+    title: str = Field(description="short summary of the problem type")
+    status: int = Field(description="HTTP status code")
+    detail: str = Field(description="explanation of this occurrence, naming the offending item")
+    instance: str | None = Field(None, description="the request path")
+    code: str = Field(description="stable machine-readable problem code")
+    field: str | None = Field(None, description="the offending input field, dotted path (e.g. dfa.transitions.q1.a)")
+
+
+# --- service-side errors (same family, so one handler renders them) ---------------------
+
+
+class ServiceError(LangclassError):
+    """An error raised by the service layer; may carry response headers."""
+
+    def __init__(self, detail: str, *, field: str | None = None, headers: dict[str, str] | None = None, **extra: Any) -> None:
+        super().__init__(detail, field=field, **extra)
+        self.headers = headers or {}
+
+
+class NotFoundError(ServiceError):
+    """The addressed resource does not exist."""
+
+    code = "not-found"
+    status = 404
+    title = "Not found"
+
+
+class AuthenticationError(ServiceError):
+    """The request needs ``Authorization: Bearer <key>`` with a configured API key."""
+
+    code = "unauthorized"
+    status = 401
+    title = "Authentication required"
+
+
+class InvalidCursorError(ServiceError):
+    """A pagination cursor that this service did not issue."""
+
+    code = "invalid-cursor"
+    status = 400
+    title = "Invalid cursor"
+
+
+class NotReadyError(ServiceError):
+    """The database is unreachable or its schema is not at the newest migration."""
+
+    code = "not-ready"
+    status = 503
+    title = "Service not ready"
+
+
+class PayloadTooLarge(StarletteHTTPException):
+    """Raised while reading a request body that exceeds ``LANGCLASS_MAX_BODY_BYTES``."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(413, f"request body exceeds {max_bytes} bytes (LANGCLASS_MAX_BODY_BYTES)")
+        self.max_bytes = max_bytes
+
+
+# Problems that only the HTTP layer produces (not exceptions of the LangclassError family).
+_HTTP_PROBLEMS: dict[str, tuple[int, str, str]] = {
+    "validation-error": (422, "Request validation failed", "The request does not match the documented schema; `errors` lists every offending field."),
+    "malformed-json": (400, "Malformed JSON", "The request body is not valid JSON."),
+    "bad-request": (400, "Bad request", "The request could not be understood."),
+    "not-found": (404, "Not found", "No resource at this address."),
+    "method-not-allowed": (405, "Method not allowed", "The resource exists but not with this HTTP method; see the Allow header."),
+    "payload-too-large": (413, "Payload too large", "The request body exceeds LANGCLASS_MAX_BODY_BYTES."),
+    "unsupported-media-type": (415, "Unsupported media type", "The body must be application/json."),
+    "internal-error": (500, "Internal error", "A bug on our side; the log has the traceback."),
+}
+_STATUS_CODES = {400: "bad-request", 404: "not-found", 405: "method-not-allowed", 413: "payload-too-large", 415: "unsupported-media-type"}
+
+
+def _error_classes() -> list[type[LangclassError]]:
+    out: list[type[LangclassError]] = []
+    stack: list[type[LangclassError]] = [LangclassError]
+    while stack:
+        cls = stack.pop()
+        out.append(cls)
+        stack.extend(cls.__subclasses__())
+    return out
+
+
+def problem_catalogue() -> dict[str, dict[str, Any]]:
+    """Every problem type this service can return: ``{code: {code, title, status, description}}``."""
+    cat: dict[str, dict[str, Any]] = {}
+    for code, (status, title, desc) in _HTTP_PROBLEMS.items():
+        cat[code] = {"code": code, "title": title, "status": status, "description": desc}
+    for cls in _error_classes():
+        doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        cat.setdefault(cls.code, {"code": cls.code, "title": cls.title, "status": cls.status, "description": doc})
+    return cat
+
+
+def problem_response(
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    *,
+    instance: str | None = None,
+    field: str | None = None,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    """A ``application/problem+json`` response (RFC 9457) with ``code``/``field`` extension members."""
+    body: dict[str, Any] = {"type": f"/problems/{code}", "title": title, "status": status, "detail": detail}
+    if instance is not None:
+        body["instance"] = instance
+    body["code"] = code
+    if field is not None:
+        body["field"] = field
+    for key, value in extra.items():
+        if key not in _RESERVED:
+            body[key] = value
+    return JSONResponse(jsonable_encoder(body), status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _loc_to_field(loc: tuple[Any, ...] | list[Any]) -> tuple[str, str | None]:
+    parts = list(loc)
+    where = str(parts[0]) if parts else "body"
+    rest = parts[1:] if parts and parts[0] in ("body", "query", "path", "header", "cookie") else parts
+    return where, (".".join(str(p) for p in rest) or None)
+
+
+async def _langclass_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, LangclassError)
+    headers = getattr(exc, "headers", None) or None
+    return problem_response(
+        exc.status, exc.code, exc.title, exc.detail, instance=request.url.path, field=exc.field, headers=headers, **exc.extra
+    )
+
+
+async def _validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errs = []
+    for err in exc.errors():
+        where, field = _loc_to_field(err.get("loc", ()))
+        if err.get("type") == "json_invalid":
+            ctx = err.get("ctx") or {}
+            where_txt = f" at position {err['loc'][-1]}" if len(err.get("loc", ())) > 1 else ""
+            reason = ctx.get("error") if isinstance(ctx.get("error"), str) else err.get("msg", "")
+            return problem_response(
+                400, "malformed-json", "Malformed JSON", f"the request body is not valid JSON{where_txt}: {reason}", instance=request.url.path
+            )
+        errs.append({"location": where, "field": field, "message": str(err.get("msg", "")), "type": str(err.get("type", ""))})
+    first = errs[0] if errs else {"field": None, "message": "invalid request", "location": "body"}
+    detail = f"{first['location']}{'.' + first['field'] if first['field'] else ''}: {first['message']}"
+    if len(errs) > 1:
+        detail += f" (and {len(errs) - 1} more)"
+    return problem_response(
+        422, "validation-error", "Request validation failed", detail, instance=request.url.path, field=first["field"], errors=errs
+    )
+
+
+async def _http_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _STATUS_CODES.get(exc.status_code, f"http-{exc.status_code}")
+    title = _HTTP_PROBLEMS.get(code, (exc.status_code, "HTTP error", ""))[1]
+    detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    if exc.status_code == 404 and detail == "Not Found":
+        detail = f"no resource at {request.url.path}"
+    if exc.status_code == 405 and detail == "Method Not Allowed":
+        detail = f"{request.method} is not allowed on {request.url.path}"
+    return problem_response(exc.status_code, code, title, detail, instance=request.url.path, headers=getattr(exc, "headers", None))
+
+
+async def _internal_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return problem_response(500, "internal-error", "Internal error", "an unexpected error occurred; it has been logged", instance=request.url.path)
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    """Register the problem+json handlers on ``app``."""
+    app.add_exception_handler(LangclassError, _langclass_error_handler)
+    app.add_exception_handler(RequestValidationError, _validation_error_handler)
+    app.add_exception_handler(StarletteHTTPException, _http_error_handler)
+    app.add_exception_handler(Exception, _internal_error_handler)
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses=`` entries documenting problem+json answers for ``statuses``."""
+    descriptions = {
+        400: "Malformed request (not JSON, bad cursor)",
+        401: "Missing or wrong API key",
+        404: "Not found",
+        413: "Request body too large",
+        422: "Invalid input (names the field) or a limit hit (names the limit)",
+        503: "Not ready",
+    }
+    return {
+        s: {"model": Problem, "description": descriptions.get(s, "Problem"), "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+        for s in statuses
+    }
+
+
+router = APIRouter(tags=["problems"])
+
+
+@router.get("/problems", summary="Every problem type this service returns")
+def list_problems() -> list[dict[str, Any]]:
+    """The catalogue of problem types (``code``, ``title``, ``status``, ``description``)."""
+    return sorted(problem_catalogue().values(), key=lambda p: (p["status"], p["code"]))
+
+
+@router.get("/problems/{code}", summary="Describe one problem type", responses=problem_responses(404))
+def describe_problem(code: str) -> dict[str, Any]:
+    """The documentation of the problem type ``/problems/{code}`` (the ``type`` URI of a problem)."""
+    cat = problem_catalogue()
+    if code not in cat:
+        raise NotFoundError(f"no problem type {code!r}", field="code")
+    return cat[code]
+
+
+# Keep the import used (the family is enumerated through LangclassError.__subclasses__()).
+_ = core_errors

@@ -1,0 +1,212 @@
+"""The languages repository: the only module that queries the ``languages`` tables.
+
+Functions take an open :class:`~sqlalchemy.orm.Session` (the caller owns the transaction) and
+return ORM rows or plain dicts; routes turn them into resources.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, delete, exists, func, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from .orm import LanguageClassRow, LanguageRow, utcnow
+from .problems import InvalidCursorError
+
+__all__ = [
+    "class_memberships",
+    "get_language",
+    "insert_language",
+    "delete_language",
+    "list_languages",
+    "encode_cursor",
+    "decode_cursor",
+    "language_resource",
+    "language_summary",
+]
+
+
+def class_memberships(analysis: Mapping[str, Any]) -> dict[str, bool | None]:
+    """``{class_key: member}`` from an analysis record (``member`` None when undecided)."""
+    out: dict[str, bool | None] = {}
+    for key, info in (analysis.get("classes") or {}).items():
+        member = info.get("member") if isinstance(info, Mapping) else None
+        out[str(key)] = member if isinstance(member, bool) else None
+    return out
+
+
+def get_language(session: Session, language_id: str) -> LanguageRow | None:
+    """The stored language with this fingerprint, or None."""
+    return session.get(LanguageRow, language_id)
+
+
+def insert_language(
+    session: Session,
+    *,
+    fingerprint: str,
+    name: str | None,
+    tags: list[str],
+    alphabet: list[str],
+    source: dict[str, Any],
+    dfa: dict[str, Any],
+    num_states: int,
+    analysis: dict[str, Any],
+    code_version: str,
+) -> tuple[LanguageRow, bool]:
+    """Store a classified language unless its fingerprint is already there.
+
+    Returns:
+        ``(row, created)``: the new row and True, or the existing row and False (also when a
+        concurrent request inserted the same language first).
+    """
+    existing = session.get(LanguageRow, fingerprint)
+    if existing is not None:
+        return existing, False
+    row = LanguageRow(
+        id=fingerprint,
+        name=name,
+        tags=list(tags),
+        alphabet=list(alphabet),
+        alphabet_size=len(alphabet),
+        source=source,
+        dfa=dfa,
+        num_states=num_states,
+        analysis=analysis,
+        code_version=code_version,
+        created_at=utcnow(),
+    )
+    row.classes = [LanguageClassRow(class_key=k, member=m) for k, m in sorted(class_memberships(analysis).items())]
+    savepoint = session.begin_nested()
+    try:
+        session.add(row)
+        session.flush()
+    except IntegrityError:
+        savepoint.rollback()
+        session.expire_all()
+        existing = session.get(LanguageRow, fingerprint)
+        if existing is None:  # pragma: no cover - an integrity error of another kind
+            raise
+        return existing, False
+    savepoint.commit()
+    return row, True
+
+
+def delete_language(session: Session, language_id: str) -> bool:
+    """Delete a language and its class rows; True when it existed."""
+    session.execute(delete(LanguageClassRow).where(LanguageClassRow.language_id == language_id))
+    result = session.execute(delete(LanguageRow).where(LanguageRow.id == language_id))
+    return bool(result.rowcount)
+
+
+def encode_cursor(row: LanguageRow) -> str:
+    """An opaque cursor pointing after ``row`` in the (created_at, id) order."""
+    raw = json.dumps([row.created_at.isoformat(), row.id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """Inverse of :func:`encode_cursor`; raises :class:`InvalidCursorError` for anything else."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created, lid = json.loads(raw)
+        when = datetime.fromisoformat(created)
+        if not isinstance(lid, str) or when.tzinfo is None:
+            raise ValueError("bad cursor")
+        return when, lid
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, json.JSONDecodeError):
+        raise InvalidCursorError("the cursor is not one this service issued", field="cursor") from None
+
+
+def list_languages(
+    session: Session,
+    *,
+    limit: int,
+    cursor: str | None = None,
+    class_key: str | None = None,
+    member: bool | None = None,
+    alphabet_size: int | None = None,
+    num_states: int | None = None,
+    min_states: int | None = None,
+    max_states: int | None = None,
+    name: str | None = None,
+) -> tuple[list[LanguageRow], str | None]:
+    """A page of languages ordered by (created_at, id), with filters.
+
+    ``class_key`` with ``member`` keeps languages whose membership in that class is exactly
+    ``member``; ``class_key`` alone keeps languages that are members (``member=true``). ``name`` is a
+    case-insensitive substring match.
+
+    Returns:
+        ``(rows, next_cursor)`` — ``next_cursor`` is None on the last page.
+    """
+    stmt = select(LanguageRow)
+    if class_key is not None:
+        want = True if member is None else member
+        stmt = stmt.where(
+            exists().where(
+                and_(
+                    LanguageClassRow.language_id == LanguageRow.id,
+                    LanguageClassRow.class_key == class_key,
+                    LanguageClassRow.member == want,
+                )
+            )
+        )
+    if alphabet_size is not None:
+        stmt = stmt.where(LanguageRow.alphabet_size == alphabet_size)
+    if num_states is not None:
+        stmt = stmt.where(LanguageRow.num_states == num_states)
+    if min_states is not None:
+        stmt = stmt.where(LanguageRow.num_states >= min_states)
+    if max_states is not None:
+        stmt = stmt.where(LanguageRow.num_states <= max_states)
+    if name:
+        stmt = stmt.where(func.lower(LanguageRow.name).contains(name.lower(), autoescape=True))
+    if cursor is not None:
+        when, lid = decode_cursor(cursor)
+        stmt = stmt.where(or_(LanguageRow.created_at > when, and_(LanguageRow.created_at == when, LanguageRow.id > lid)))
+    stmt = stmt.order_by(LanguageRow.created_at, LanguageRow.id).limit(limit + 1)
+    rows = list(session.scalars(stmt))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor(rows[-1]) if more and rows else None
+    return rows, next_cursor
+
+
+def language_resource(row: LanguageRow) -> dict[str, Any]:
+    """The Language resource of a stored row (analysis fields + identity + labels)."""
+    out: dict[str, Any] = {
+        "id": row.id,
+        "name": row.name,
+        "tags": list(row.tags or []),
+        "alphabet": list(row.alphabet),
+        "source": row.source,
+        "dfa": row.dfa,
+    }
+    out.update(row.analysis)
+    out["num_states"] = row.num_states
+    out["code_version"] = row.code_version
+    out["created_at"] = row.created_at
+    return out
+
+
+def language_summary(row: LanguageRow) -> dict[str, Any]:
+    """The short listing form of a stored row."""
+    monoid = row.analysis.get("monoid") or {}
+    size = monoid.get("size") if isinstance(monoid, Mapping) else None
+    return {
+        "id": row.id,
+        "name": row.name,
+        "tags": list(row.tags or []),
+        "alphabet": list(row.alphabet),
+        "num_states": row.num_states,
+        "monoid_size": size if isinstance(size, int) else None,
+        "classes": class_memberships(row.analysis),
+        "created_at": row.created_at,
+    }

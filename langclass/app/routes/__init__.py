@@ -1,0 +1,15 @@
+"""The routers the app mounts, in order. Later issues append their router here (one line each)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from ..problems import router as problems_router
+from .health import router as health_router
+from .languages import router as languages_router
+
+ROUTERS: list[APIRouter] = [
+    health_router,
+    languages_router,
+    problems_router,
+]

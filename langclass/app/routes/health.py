@@ -1,0 +1,42 @@
+"""Liveness and readiness probes."""
+
+from __future__ import annotations
+
+import anyio
+from fastapi import APIRouter, Request
+
+from ..db import Database, schema_status
+from ..problems import NotReadyError, problem_responses
+from ..schemas import Health, Readiness
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", response_model=Health, summary="Liveness: the process answers")
+def healthz() -> dict[str, str]:
+    """Always ``{"status": "ok"}`` while the process serves requests (no database access)."""
+    return {"status": "ok"}
+
+
+@router.get(
+    "/readyz", response_model=Readiness, summary="Readiness: database reachable, schema at head", responses=problem_responses(503)
+)
+async def readyz(request: Request) -> dict[str, object]:
+    """``ready`` when the database answers and its schema is at the newest migration, else 503."""
+    db: Database = request.app.state.db
+
+    def check() -> dict[str, object]:
+        try:
+            db.ping()
+            status = schema_status(db.engine, db.url)
+        except Exception as exc:  # any driver error means "not ready"
+            raise NotReadyError(f"database unreachable: {type(exc).__name__}") from exc
+        if not status["at_head"]:
+            raise NotReadyError(
+                f"database schema at {status['current'] or 'no revision'}, expected {status['head']}; run `langclass db upgrade`",
+                schema_revision=status["current"],
+                schema_head=status["head"],
+            )
+        return {"status": "ready", "database": db.engine.dialect.name, "schema_revision": status["current"], "schema_head": status["head"]}
+
+    return await anyio.to_thread.run_sync(check)

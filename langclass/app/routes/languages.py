@@ -1,0 +1,326 @@
+"""``/v1`` routes for languages, classification and the encoding catalogue.
+
+Routes stay thin: parse/classify through :mod:`langclass.app.service` (off the event loop, under the
+limits), store and query through :mod:`langclass.app.repository` (in worker threads).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import anyio
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import PlainTextResponse
+
+from ...core.errors import DfaFormatError, InputError
+from .. import repository as repo
+from ..db import Database
+from ..problems import NotFoundError, problem_responses
+from ..schemas import (
+    Classification,
+    ClassifyInput,
+    Language,
+    LanguageEncodings,
+    LanguageInput,
+    LanguagePage,
+    MonoidPage,
+)
+from ..security import require_api_key, require_write_key
+from ..service import (
+    ClassifyRunner,
+    ParsedLanguage,
+    analyze_language,
+    classification_record,
+    code_version,
+    dfa_from_record,
+    find_duplicate_key,
+    parse_language,
+)
+from ..settings import Settings
+
+router = APIRouter(prefix="/v1")
+
+LanguageId = Annotated[str, Path(description="the language's fingerprint (SHA-256 hex)", max_length=200)]
+
+
+def _settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def _db(request: Request) -> Database:
+    return request.app.state.db
+
+
+def _runner(request: Request) -> ClassifyRunner:
+    return request.app.state.runner
+
+
+def _version(request: Request) -> str:
+    return request.app.state.settings.code_version or code_version()
+
+
+async def _parse(request: Request, body: ClassifyInput) -> ParsedLanguage:
+    limits = _settings(request).limits()
+    if body.dfa is not None:
+        # JSON decoding kept only the last of repeated keys; a DFA must not be read that way
+        duplicate = find_duplicate_key(await request.body())
+        if duplicate is not None:
+            err_cls = DfaFormatError if duplicate.startswith("dfa.") else InputError
+            raise err_cls(f"duplicate JSON key {duplicate.rsplit('.', 1)[-1]!r} at {duplicate}", field=duplicate)
+    return await _runner(request).run(
+        parse_language, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits
+    )
+
+
+def _load(db: Database, language_id: str) -> dict[str, Any]:
+    with db.session_scope() as session:
+        row = repo.get_language(session, language_id)
+        if row is None:
+            raise NotFoundError(f"no language with id {language_id!r}", field="id")
+        return repo.language_resource(row)
+
+
+# --- classify (no storage) ------------------------------------------------------------------
+
+
+@router.post(
+    "/classify",
+    response_model=Classification,
+    tags=["classify"],
+    summary="Classify a language without storing it",
+    responses=problem_responses(400, 413, 422),
+)
+async def classify_language(body: ClassifyInput, request: Request) -> dict[str, Any]:
+    """Parse the language, build its minimal DFA and syntactic monoid, and return every class with
+    its certificate and the encoding that suffices. Nothing is stored."""
+    parsed = await _parse(request, body)
+    analysis = await _runner(request).run(analyze_language, parsed.dfa, _settings(request).limits())
+    return classification_record(parsed, analysis, _version(request))
+
+
+# --- languages --------------------------------------------------------------------------------
+
+
+@router.post(
+    "/languages",
+    status_code=201,
+    response_model=Language,
+    tags=["languages"],
+    summary="Classify and store a language (idempotent)",
+    responses={
+        200: {"model": Language, "description": "The language (same fingerprint) was already stored; the stored record."},
+        201: {"description": "Stored a new language."},
+        **problem_responses(400, 401, 413, 422),
+    },
+)
+async def create_language(
+    body: LanguageInput, request: Request, response: Response, _key: str | None = Depends(require_write_key)
+) -> dict[str, Any]:
+    """Classify and store. Two spellings of the same language (same canonical minimal DFA) are one
+    record: the first POST answers 201, later ones 200 with the stored record (labels unchanged)."""
+    db = _db(request)
+    parsed = await _parse(request, body)
+
+    def existing() -> dict[str, Any] | None:
+        with db.session_scope() as session:
+            row = repo.get_language(session, parsed.fingerprint)
+            return None if row is None else repo.language_resource(row)
+
+    found = await anyio.to_thread.run_sync(existing)
+    response.headers["Location"] = f"/v1/languages/{parsed.fingerprint}"
+    if found is not None:
+        response.status_code = 200
+        return found
+    analysis = await _runner(request).run(analyze_language, parsed.dfa, _settings(request).limits())
+    record = classification_record(parsed, analysis, _version(request))
+
+    def store() -> tuple[dict[str, Any], bool]:
+        with db.session_scope() as session:
+            row, created = repo.insert_language(
+                session,
+                fingerprint=parsed.fingerprint,
+                name=body.name,
+                tags=list(body.tags),
+                alphabet=list(parsed.dfa.alphabet),
+                source=parsed.source,
+                dfa=record["dfa"],
+                num_states=int(record["num_states"]),
+                analysis=analysis,
+                code_version=record["code_version"],
+            )
+            return repo.language_resource(row), created
+
+    resource, created = await anyio.to_thread.run_sync(store)
+    response.status_code = 201 if created else 200
+    return resource
+
+
+def _known_class_keys() -> set[str] | None:
+    try:
+        from ...core.lattice import CLASS_INFO
+    except ImportError:  # pragma: no cover - before the lattice module exists
+        return None
+    return set(CLASS_INFO)
+
+
+@router.get(
+    "/languages",
+    response_model=LanguagePage,
+    tags=["languages"],
+    summary="Browse stored languages",
+    responses=problem_responses(400, 422),
+)
+async def list_languages(
+    request: Request,
+    class_key: Annotated[
+        str | None, Query(alias="class", max_length=64, description="class key, e.g. ltl_p_mod", examples=["ltl_p_mod"])
+    ] = None,
+    member: Annotated[bool | None, Query(description="with `class`: members (true, the default) or non-members (false)")] = None,
+    alphabet_size: Annotated[int | None, Query(ge=1, le=1_000_000, description="exact alphabet size")] = None,
+    states: Annotated[int | None, Query(ge=1, le=2**31 - 1, description="exact number of states of the minimal DFA")] = None,
+    min_states: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+    max_states: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+    name: Annotated[str | None, Query(max_length=200, description="case-insensitive substring of the name")] = None,
+    limit: Annotated[int, Query(ge=1, le=200, description="page size")] = 50,
+    cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page")] = None,
+) -> dict[str, Any]:
+    """Stored languages in a stable order (creation time, then id), filtered and paginated by cursor."""
+    if member is not None and class_key is None:
+        raise InputError("'member' needs 'class' (which class to test membership of)", field="member")
+    if class_key is not None:
+        known = _known_class_keys()
+        if known is not None and class_key not in known:
+            raise InputError(f"unknown class key {class_key!r}; known: {', '.join(sorted(known))}", field="class")
+    db = _db(request)
+
+    def query() -> dict[str, Any]:
+        with db.session_scope() as session:
+            rows, next_cursor = repo.list_languages(
+                session,
+                limit=limit,
+                cursor=cursor,
+                class_key=class_key,
+                member=member,
+                alphabet_size=alphabet_size,
+                num_states=states,
+                min_states=min_states,
+                max_states=max_states,
+                name=name,
+            )
+            return {"items": [repo.language_summary(r) for r in rows], "next_cursor": next_cursor, "limit": limit}
+
+    return await anyio.to_thread.run_sync(query)
+
+
+@router.get(
+    "/languages/{language_id}",
+    response_model=Language,
+    tags=["languages"],
+    summary="One stored language",
+    responses=problem_responses(404, 422),
+)
+async def get_language(language_id: LanguageId, request: Request) -> dict[str, Any]:
+    """The stored Language resource."""
+    return await anyio.to_thread.run_sync(_load, _db(request), language_id)
+
+
+@router.get(
+    "/languages/{language_id}/dfa",
+    tags=["languages"],
+    summary="The canonical minimal DFA as JSON or Graphviz DOT",
+    responses={
+        200: {
+            "description": "The DFA",
+            "content": {"application/json": {"schema": {"type": "object"}}, "text/vnd.graphviz": {"schema": {"type": "string"}}},
+        },
+        **problem_responses(404, 422),
+    },
+)
+async def get_dfa(
+    language_id: LanguageId,
+    request: Request,
+    format: Annotated[Literal["json", "dot"], Query(description="json (DFA JSON schema) or dot (Graphviz)")] = "json",
+) -> Any:
+    """The canonical minimal complete DFA (states numbered breadth-first from the initial state)."""
+    resource = await anyio.to_thread.run_sync(_load, _db(request), language_id)
+    if format == "json":
+        return resource["dfa"]
+    from ...core.export import dfa_to_dot
+
+    dfa = dfa_from_record(resource["dfa"], _settings(request).limits())
+    return PlainTextResponse(dfa_to_dot(dfa), media_type="text/vnd.graphviz")
+
+
+@router.get(
+    "/languages/{language_id}/monoid",
+    response_model=MonoidPage,
+    tags=["languages"],
+    summary="The syntactic monoid: elements as words, idempotents, Green's classes (paginated)",
+    responses=problem_responses(404, 422),
+)
+async def get_monoid(
+    language_id: LanguageId,
+    request: Request,
+    offset: Annotated[int, Query(ge=0, le=2**31 - 1, description="index of the first element")] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000, description="elements per page")] = 100,
+) -> dict[str, Any]:
+    """The transition monoid of the minimal DFA (= the syntactic monoid): its size, each element as
+    its shortest word with idempotent flag and R/L/J/H-class ids, and the D-class structure."""
+    resource = await anyio.to_thread.run_sync(_load, _db(request), language_id)
+    limits = _settings(request).limits()
+
+    def describe() -> dict[str, Any]:
+        from ...core.monoid import transition_monoid
+
+        dfa = dfa_from_record(resource["dfa"], limits)
+        return transition_monoid(dfa, limits).describe(offset, limit)
+
+    page = await _runner(request).run(describe)
+    return {"id": language_id, **page}
+
+
+@router.get(
+    "/languages/{language_id}/encodings",
+    response_model=LanguageEncodings,
+    tags=["languages"],
+    summary="Which positional encoding suffices for this language",
+    responses=problem_responses(404, 422),
+)
+async def get_language_encodings(language_id: LanguageId, request: Request) -> dict[str, Any]:
+    """Per attention family (soft, hard): the encoding that suffices, its parameters and theorem."""
+    resource = await anyio.to_thread.run_sync(_load, _db(request), language_id)
+    classes = {k: (v.get("member") if isinstance(v, dict) else None) for k, v in (resource.get("classes") or {}).items()}
+    return {"id": language_id, "classes": classes, "encodings": resource.get("encodings") or {}}
+
+
+@router.delete(
+    "/languages/{language_id}",
+    status_code=204,
+    tags=["languages"],
+    summary="Delete a stored language (needs an API key when keys are set)",
+    responses=problem_responses(401, 404, 422),
+)
+async def delete_language(
+    language_id: LanguageId, request: Request, _key: str | None = Depends(require_api_key)
+) -> Response:
+    """Remove the language and its class memberships."""
+    db = _db(request)
+
+    def remove() -> bool:
+        with db.session_scope() as session:
+            return repo.delete_language(session, language_id)
+
+    if not await anyio.to_thread.run_sync(remove):
+        raise NotFoundError(f"no language with id {language_id!r}", field="id")
+    return Response(status_code=204)
+
+
+# --- encodings catalogue ------------------------------------------------------------------------
+
+
+@router.get("/encodings", tags=["encodings"], summary="The positional-encoding catalogue")
+def list_encodings() -> list[dict[str, Any]]:
+    """Each encoding family, the class of languages it captures, its parameters and the source."""
+    from ...core.encoding_choice import encoding_catalogue
+
+    return encoding_catalogue()

@@ -1,0 +1,176 @@
+"""Pydantic models of the REST API (requests and responses), with OpenAPI examples.
+
+They map ``core`` records (plain dicts from ``Analysis.to_dict()``) to documented resources; they
+never go into ``core``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+__all__ = [
+    "ClassifyInput",
+    "LanguageInput",
+    "ClassResult",
+    "Classification",
+    "Language",
+    "LanguageSummary",
+    "LanguagePage",
+    "MonoidPage",
+    "LanguageEncodings",
+    "Health",
+    "Readiness",
+]
+
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+_AB_STAR_DFA = {
+    "alphabet": ["a", "b"],
+    "states": [0, 1, 2],
+    "initial": 0,
+    "accepting": [0],
+    "transitions": {"0": {"a": 1, "b": 2}, "1": {"a": 2, "b": 0}, "2": {"a": 2, "b": 2}},
+}
+
+_INPUT_EXAMPLES = [
+    {"regex": "(ab)*", "alphabet": ["a", "b"], "name": "(ab)*", "tags": ["periodic"]},
+    {"dfa": _AB_STAR_DFA, "name": "(ab)* as a DFA"},
+    {"regex": "(a|b)*a", "alphabet": ["a", "b"]},
+]
+
+
+class ClassifyInput(BaseModel):
+    """A language: exactly one of ``regex`` (with ``alphabet``), ``dfa`` or ``formula`` (with ``alphabet``).
+
+    The regex syntax is documented in docs/regex.md; the DFA JSON schema is
+    ``{"alphabet": [...], "states": [...], "initial": q, "accepting": [...], "transitions": {q: {symbol: q'}}}``
+    (partial transitions go to a sink).
+    """
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": _INPUT_EXAMPLES[:1] + _INPUT_EXAMPLES[1:2]})
+
+    regex: str | None = Field(None, description="regular expression over `alphabet` (docs/regex.md)", examples=["(ab)*"])
+    dfa: dict[str, Any] | None = Field(None, description="a DFA in the DFA JSON schema", examples=[_AB_STAR_DFA])
+    formula: str | None = Field(None, description="an LTL formula over `alphabet` (docs/formulas.md)")
+    alphabet: list[str] | None = Field(
+        None, description="ordered alphabet: a list of non-empty symbols (required with regex/formula)", examples=[["a", "b"]]
+    )
+
+
+class LanguageInput(ClassifyInput):
+    """A language to classify and store, with optional labels (not part of its identity)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": _INPUT_EXAMPLES})
+
+    name: str | None = Field(None, max_length=200, description="a label for browsing", examples=["(ab)*"])
+    tags: list[Tag] = Field(default_factory=list, max_length=32, description="labels (≤ 32, each 1 to 64 characters)")
+
+
+class ClassResult(BaseModel):
+    """Membership of the language in one class, with the reason, certificate and source."""
+
+    model_config = ConfigDict(extra="allow")
+
+    key: str = Field(description="stable class key, e.g. ltl_p_mod")
+    name: str = Field(description="display name, e.g. LTL[P,MOD]")
+    logic: str | None = None
+    algebra: str | None = None
+    member: bool | None = Field(description="true/false; null when undecided (a limit was hit)")
+    reason: str | None = Field(None, description="one-line reason")
+    certificate: dict[str, Any] | None = Field(None, description="evidence as data (states, words)")
+    witness: dict[str, Any] | None = None
+    source: str | None = Field(None, description="paper title and theorem")
+    period: int | None = Field(None, description="for ltl_p_mod: the period k of the periodic encoding")
+
+
+_CLASSIFICATION_EXAMPLE = {
+    "id": "3f1c…(sha-256 hex)",
+    "alphabet": ["a", "b"],
+    "source": {"kind": "regex", "regex": "(ab)*", "alphabet": ["a", "b"]},
+    "dfa": _AB_STAR_DFA,
+    "num_states": 3,
+    "monoid": {"size": 6, "idempotents": 4},
+    "classes": {
+        "ltl_p": {"key": "ltl_p", "name": "LTL[P]", "member": False, "reason": "…", "certificate": {}},
+        "ltl_p_mod": {"key": "ltl_p_mod", "name": "LTL[P,MOD]", "member": True, "period": 2, "reason": "…", "certificate": {}},
+    },
+    "encodings": {"soft": {}, "hard": {}},
+    "code_version": "0.1.0+g0123abcd",
+}
+
+
+class Classification(BaseModel):
+    """The classification of one language (``POST /v1/classify``; stored records add labels)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [_CLASSIFICATION_EXAMPLE]})
+
+    id: str = Field(description="fingerprint: SHA-256 hex of the canonical minimal complete DFA")
+    alphabet: list[str]
+    source: dict[str, Any] = Field(description="the input as given")
+    dfa: dict[str, Any] = Field(description="the canonical minimal complete DFA (DFA JSON, integer states)")
+    num_states: int
+    monoid: dict[str, Any] = Field(description="syntactic monoid summary (size, idempotents, stability index, …)")
+    classes: dict[str, ClassResult]
+    encodings: dict[str, Any] = Field(description="which positional encoding suffices, per attention family")
+    code_version: str
+
+
+class Language(Classification):
+    """A stored language."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    created_at: datetime
+
+
+class LanguageSummary(BaseModel):
+    """One row of a listing: identity, labels, size and class memberships."""
+
+    id: str
+    name: str | None
+    tags: list[str]
+    alphabet: list[str]
+    num_states: int
+    monoid_size: int | None = Field(description="null when the monoid was over its size limit")
+    classes: dict[str, bool | None] = Field(description="class key → member")
+    created_at: datetime
+
+
+class LanguagePage(BaseModel):
+    """A page of languages in a stable order (creation time, then id)."""
+
+    items: list[LanguageSummary]
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last page")
+    limit: int
+
+
+class MonoidPage(BaseModel):
+    """A page of the syntactic monoid's elements (``core.monoid.TransitionMonoid.describe``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+
+
+class LanguageEncodings(BaseModel):
+    """Which encoding suffices for this language, per attention family, with the theorems."""
+
+    id: str
+    classes: dict[str, bool | None]
+    encodings: dict[str, Any]
+
+
+class Health(BaseModel):
+    status: str = Field(examples=["ok"])
+
+
+class Readiness(BaseModel):
+    status: str = Field(examples=["ready"])
+    database: str
+    schema_revision: list[str]
+    schema_head: list[str]

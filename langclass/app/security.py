@@ -1,0 +1,87 @@
+"""API-key access control.
+
+Policy (documented in the README):
+
+* reads (every GET) are always open;
+* ``POST /v1/classify`` (computes, stores nothing) is open;
+* when ``LANGCLASS_API_KEYS`` is set, DELETE and writes that cost GPU time (experiments, jobs) need
+  ``Authorization: Bearer <key>`` — routes declare this with ``Depends(require_api_key)``;
+* ``POST /v1/languages`` (stores a classification; CPU only, bounded by the limits) is open unless
+  ``LANGCLASS_REQUIRE_KEY_FOR_WRITES=true`` — routes declare this with ``Depends(require_write_key)``.
+
+Keys are compared in constant time (:func:`hmac.compare_digest`, against every configured key
+without early exit) and never logged; :func:`key_id` gives a short non-reversible label for logs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from .problems import AuthenticationError
+from .settings import Settings
+
+__all__ = ["bearer_scheme", "require_api_key", "require_write_key", "check_key", "key_id"]
+
+bearer_scheme = HTTPBearer(
+    auto_error=False,
+    scheme_name="ApiKey",
+    description="`Authorization: Bearer <key>` with one of LANGCLASS_API_KEYS (only when keys are configured).",
+)
+
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="langclass"'}
+
+
+def key_id(key: str) -> str:
+    """A short label for a key that is safe to log (first 8 hex digits of its SHA-256)."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:8]
+
+
+def check_key(settings: Settings, presented: str | None) -> str | None:
+    """Validate ``presented`` against ``settings.api_keys``.
+
+    Returns:
+        ``None`` when no keys are configured (access open), else the :func:`key_id` of the key.
+
+    Raises:
+        AuthenticationError: (401, with a ``WWW-Authenticate: Bearer`` challenge) when keys are
+            configured and ``presented`` is missing or matches none of them.
+    """
+    if not settings.api_keys:
+        return None
+    if not presented:
+        raise AuthenticationError("this operation needs Authorization: Bearer <key>", field="Authorization", headers=_CHALLENGE)
+    given = presented.encode("utf-8")
+    match = False
+    for key in settings.api_keys:
+        # compare against every key (no early exit) so timing does not reveal which one matched
+        match |= hmac.compare_digest(given, key.encode("utf-8"))
+    if not match:
+        raise AuthenticationError(
+            "the API key is not valid", field="Authorization", headers={"WWW-Authenticate": 'Bearer realm="langclass", error="invalid_token"'}
+        )
+    return key_id(presented)
+
+
+def require_api_key(
+    request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme)
+) -> str | None:
+    """FastAPI dependency for DELETE and GPU-costing writes: needs a key when keys are configured.
+
+    Returns the :func:`key_id` of the presented key (``None`` when access is open).
+    """
+    settings: Settings = request.app.state.settings
+    return check_key(settings, credentials.credentials if credentials else None)
+
+
+def require_write_key(
+    request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme)
+) -> str | None:
+    """FastAPI dependency for storing writes: needs a key only with ``LANGCLASS_REQUIRE_KEY_FOR_WRITES``."""
+    settings: Settings = request.app.state.settings
+    if not settings.require_key_for_writes:
+        return None
+    return check_key(settings, credentials.credentials if credentials else None)

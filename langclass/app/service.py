@@ -1,0 +1,264 @@
+"""Turning a request into a classified language: parse → canonical DFA → analysis → record.
+
+This is the only place the service calls ``core``; the API routes and the CLI both use it, so
+``langclass classify --json`` prints exactly the record ``POST /v1/classify`` returns.
+
+Every step runs under the :class:`~langclass.core.limits.Limits` built from the settings; heavy work
+runs off the event loop in :class:`ClassifyRunner` (worker threads, bounded concurrency, the
+cooperative :class:`~langclass.core.limits.Deadline` inside ``core`` plus a hard wall-clock backstop).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import json
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from ..core.automaton import DFA
+from ..core.errors import AlphabetError, InputError, TimeLimitExceeded, UnsupportedError
+from ..core.limits import Limits
+
+__all__ = [
+    "ParsedLanguage",
+    "parse_language",
+    "analyze_language",
+    "classification_record",
+    "classify",
+    "ClassifyRunner",
+    "code_version",
+    "dfa_from_record",
+    "find_duplicate_key",
+]
+
+T = TypeVar("T")
+_INPUT_KINDS = ("regex", "dfa", "formula")
+
+
+@dataclass(frozen=True)
+class ParsedLanguage:
+    """A parsed input.
+
+    Attributes:
+        dfa: the canonical minimal complete DFA.
+        fingerprint: its SHA-256 fingerprint (the language id).
+        source: the input as given: ``{"kind": "regex"|"dfa"|"formula", ...}``.
+    """
+
+    dfa: DFA
+    fingerprint: str
+    source: dict[str, Any]
+
+
+def parse_language(
+    *,
+    regex: str | None = None,
+    dfa: Mapping[str, Any] | str | bytes | None = None,
+    formula: str | None = None,
+    alphabet: Sequence[str] | None = None,
+    limits: Limits,
+) -> ParsedLanguage:
+    """Parse exactly one of ``regex`` / ``dfa`` / ``formula`` into the canonical minimal DFA.
+
+    ``regex`` and ``formula`` need ``alphabet``; a ``dfa`` (a mapping, or JSON text so duplicate keys
+    are detected) carries its own (a top-level ``alphabet``
+    given with it must be the same).
+
+    Raises:
+        InputError: none or several inputs given (``field`` names them).
+        AlphabetError: regex/formula without an alphabet, or one that differs from the DFA's.
+        RegexSyntaxError, DfaFormatError, FormulaSyntaxError, UnknownSymbolError, LimitExceeded:
+            from the parsers in ``core``.
+    """
+    given = [k for k, v in (("regex", regex), ("dfa", dfa), ("formula", formula)) if v is not None]
+    if len(given) != 1:
+        what = "none" if not given else " and ".join(given)
+        raise InputError(
+            f"give exactly one of 'regex', 'dfa' or 'formula' (got {what})", field=given[1] if len(given) > 1 else "regex"
+        )
+    kind = given[0]
+    if kind == "regex":
+        if alphabet is None:
+            raise AlphabetError("a regex needs an explicit 'alphabet' (a list of symbols)", field="alphabet")
+        from ..core.parse import parse_regex
+
+        machine = parse_regex(regex, list(alphabet), limits)  # type: ignore[arg-type]
+        source = {"kind": "regex", "regex": regex, "alphabet": list(alphabet)}
+    elif kind == "dfa":
+        from ..core.parse import parse_dfa_json
+
+        try:
+            machine = parse_dfa_json(dfa if isinstance(dfa, (str, bytes)) else dict(dfa), limits)  # type: ignore[arg-type]
+        except InputError as err:
+            err.field = "dfa" if err.field is None else f"dfa.{err.field}"
+            raise
+        if alphabet is not None:
+            from ..core.parse import normalize_alphabet
+
+            if tuple(normalize_alphabet(alphabet)) != tuple(machine.alphabet):
+                raise AlphabetError(
+                    "'alphabet' differs from the DFA's own alphabet (omit it, or give the same symbols in the same order)",
+                    field="alphabet",
+                )
+        source = {"kind": "dfa", "dfa": json.loads(dfa) if isinstance(dfa, (str, bytes)) else dict(dfa)}  # type: ignore[arg-type]
+    else:
+        if alphabet is None:
+            raise AlphabetError("a formula needs an explicit 'alphabet' (a list of symbols)", field="alphabet")
+        try:
+            from ..core.formulas import formula_to_dfa
+        except ImportError as exc:  # pragma: no cover - depends on the build
+            raise UnsupportedError("formula input is not available in this build", field="formula") from exc
+        machine = formula_to_dfa(formula, list(alphabet), limits)
+        source = {"kind": "formula", "formula": formula, "alphabet": list(alphabet)}
+    machine = machine.canonical()
+    return ParsedLanguage(dfa=machine, fingerprint=machine.fingerprint(), source=source)
+
+
+class _Pairs(list):
+    """A JSON object kept as its list of (key, value) pairs, so repeated keys stay visible."""
+
+
+def find_duplicate_key(raw: str | bytes) -> str | None:
+    """The dotted path of the first key that a JSON object in ``raw`` repeats, or None.
+
+    ``json.loads`` keeps the last of repeated keys silently; a DFA whose ``transitions`` repeat a
+    state must be rejected instead (the request body is checked with this before parsing).
+    """
+    try:
+        tree = json.loads(raw, object_pairs_hook=_Pairs)
+    except (ValueError, RecursionError):
+        return None  # not JSON: reported elsewhere
+
+    stack: list[tuple[Any, str]] = [(tree, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, _Pairs):
+            seen: set[str] = set()
+            for key, value in node:
+                where = f"{path}.{key}" if path else key
+                if key in seen:
+                    return where
+                seen.add(key)
+                stack.append((value, where))
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}.{i}" if path else str(i)) for i, v in enumerate(node))
+    return None
+
+
+def analyze_language(dfa: DFA, limits: Limits) -> dict[str, Any]:
+    """The analysis record of ``dfa`` (``core.analysis.analyze(dfa, limits).to_dict()``)."""
+    from ..core.analysis import analyze
+
+    return analyze(dfa, limits).to_dict()
+
+
+def dfa_to_json(dfa: DFA) -> dict[str, Any]:
+    """The canonical DFA in the DFA JSON schema (``core.export.dfa_to_json``)."""
+    from ..core.export import dfa_to_json as export
+
+    return export(dfa)
+
+
+def dfa_from_record(data: Mapping[str, Any], limits: Limits) -> DFA:
+    """Rebuild a stored canonical DFA from its DFA JSON."""
+    from ..core.parse import parse_dfa_json
+
+    return parse_dfa_json(dict(data), limits)
+
+
+def classification_record(parsed: ParsedLanguage, analysis: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """The Classification resource: ``id``, ``alphabet``, ``source``, ``dfa`` and the analysis fields."""
+    record: dict[str, Any] = {
+        "id": parsed.fingerprint,
+        "alphabet": list(parsed.dfa.alphabet),
+        "source": parsed.source,
+        "dfa": dfa_to_json(parsed.dfa),
+    }
+    record.update(analysis)
+    record.setdefault("num_states", parsed.dfa.num_states)
+    record["code_version"] = version
+    return record
+
+
+def classify(
+    *,
+    regex: str | None = None,
+    dfa: Mapping[str, Any] | str | bytes | None = None,
+    formula: str | None = None,
+    alphabet: Sequence[str] | None = None,
+    limits: Limits,
+) -> dict[str, Any]:
+    """Parse and classify one language; the record ``POST /v1/classify`` returns (synchronous)."""
+    parsed = parse_language(regex=regex, dfa=dfa, formula=formula, alphabet=alphabet, limits=limits)
+    return classification_record(parsed, analyze_language(parsed.dfa, limits), code_version())
+
+
+class ClassifyRunner:
+    """Runs blocking, CPU-heavy calls in worker threads so the event loop stays responsive.
+
+    At most ``concurrency`` calls run at once (others wait for a slot). Each call gets a hard
+    wall-clock backstop of ``1.5 × time_limit_s + 5`` s on top of the cooperative deadline that
+    ``core`` checks itself; past it the request ends with
+    :class:`~langclass.core.errors.TimeLimitExceeded` (the thread is abandoned and stops at its next
+    deadline check).
+    """
+
+    def __init__(self, concurrency: int, time_limit_s: float | None) -> None:
+        self.concurrency = concurrency
+        self.time_limit_s = time_limit_s
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    @property
+    def backstop_s(self) -> float | None:
+        return None if self.time_limit_s is None else 1.5 * self.time_limit_s + 5.0
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn(*args, **kwargs)`` in a worker thread under the limits; returns its result."""
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.concurrency)
+        call = functools.partial(fn, *args, **kwargs)
+        async with self._limiter:
+            backstop = self.backstop_s
+            if backstop is None:
+                return await anyio.to_thread.run_sync(call)
+            try:
+                with anyio.fail_after(backstop):
+                    return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+            except TimeoutError:
+                raise TimeLimitExceeded(
+                    "time_limit_s", self.time_limit_s, f"time limit of {self.time_limit_s} s exceeded (hard backstop at {backstop:.1f} s)"
+                ) from None
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """The code version stamped on stored records: package version + git commit when known.
+
+    ``LANGCLASS_CODE_VERSION`` (e.g. set at image build time) overrides it.
+    """
+    import os
+
+    override = os.environ.get("LANGCLASS_CODE_VERSION")
+    if override:
+        return override
+    try:
+        version = importlib.metadata.version("langclass")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a bare tree
+        version = "0.0.0"
+    root = Path(__file__).resolve().parents[2]
+    if (root / ".git").exists():
+        try:
+            sha = subprocess.run(
+                ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+            ).stdout.strip()
+            if sha:
+                version = f"{version}+g{sha}"
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return version

@@ -1,0 +1,134 @@
+"""Service settings, read once from environment variables prefixed ``LANGCLASS_``.
+
+Every knob of the service lives here (pydantic-settings validates it at start-up, so a typo in a
+value stops the service instead of surfacing later). Examples::
+
+    LANGCLASS_DATABASE_URL=postgresql+psycopg://user@db:5432/langclass
+    LANGCLASS_API_KEYS=key-one,key-two
+    LANGCLASS_MAX_STATES=5000
+    LANGCLASS_TIME_LIMIT_S=10
+
+:func:`get_settings` returns the process-wide instance; tests build their own ``Settings(...)``
+and pass it to :func:`langclass.app.main.create_app`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from ..core.limits import Limits
+
+__all__ = ["Settings", "get_settings"]
+
+_PLACEHOLDER_KEYS = {"changeme", "change-me", "secret", "placeholder", "your-key", "xxx"}
+
+
+class Settings(BaseSettings):
+    """All settings of the service, CLI and workers.
+
+    Attributes (environment variable = ``LANGCLASS_`` + upper-case name):
+        database_url: SQLAlchemy URL. Default: embedded SQLite file ``./langclass.db``.
+            PostgreSQL: ``postgresql+psycopg://user:password@host:5432/dbname``.
+        api_keys: comma-separated bearer keys. Empty = no authentication. When set, DELETE and
+            writes that cost GPU time (experiments) need ``Authorization: Bearer <key>``.
+        require_key_for_writes: when keys are set, also require one for ``POST /v1/languages``
+            (storing a language). Classification without storing (``POST /v1/classify``) and reads
+            stay open.
+        max_body_bytes: largest accepted request body; larger bodies get 413.
+        max_regex_length ... time_limit_s: the :class:`~langclass.core.limits.Limits` of one
+            classification request (time in seconds of wall clock).
+        classify_concurrency: classifications running at once (threads); further requests wait.
+        auto_migrate: ``langclass serve`` applies migrations before serving.
+        executor: ``"local"`` (embedded worker processes) or ``"ray"`` for training/construct jobs.
+        worker_slots: jobs a local executor runs at once (one process each).
+        ray_address: Ray cluster address (``RAY_ADDRESS`` is also honoured by Ray itself).
+        ray_num_gpus: GPU fraction each Ray task asks for (so many tiny models share one GPU).
+        ray_num_cpus: CPUs each Ray task asks for.
+        job_lease_s / job_max_attempts: job lease length and retries (used by the job layer).
+        code_version: overrides the code version stamped on every stored record.
+        log_level: ``debug`` | ``info`` | ``warning`` | ``error``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="LANGCLASS_", extra="ignore", validate_default=True)
+
+    database_url: str = "sqlite:///./langclass.db"
+
+    # --- access -------------------------------------------------------------------------
+    api_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
+    require_key_for_writes: bool = False
+
+    # --- request size and classification limits -----------------------------------------
+    max_body_bytes: int = Field(1_000_000, ge=1_024)
+    max_regex_length: int = Field(10_000, ge=1)
+    max_nesting_depth: int = Field(200, ge=1)
+    max_repetition: int = Field(1_000, ge=0)
+    max_states: int = Field(100_000, ge=1)
+    max_alphabet: int = Field(64, ge=1)
+    max_monoid_size: int = Field(100_000, ge=1)
+    max_k_automaton_letters: int = Field(1_000_000, ge=1)
+    time_limit_s: float | None = Field(30.0, gt=0)
+    classify_concurrency: int = Field(2, ge=1)
+
+    # --- service ------------------------------------------------------------------------
+    auto_migrate: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    code_version: str | None = None
+
+    # --- jobs (executor; used by the job layer) ----------------------------------------
+    executor: Literal["local", "ray"] = "local"
+    worker_slots: int = Field(1, ge=0)
+    ray_address: str | None = None
+    ray_num_gpus: float = Field(0.0, ge=0)
+    ray_num_cpus: float = Field(1.0, gt=0)
+    job_lease_s: float = Field(60.0, gt=0)
+    job_max_attempts: int = Field(3, ge=1)
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: object) -> object:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [k.strip() for k in value.split(",") if k.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _refuse_placeholder_keys(self) -> "Settings":
+        for key in self.api_keys:
+            if key.lower() in _PLACEHOLDER_KEYS or len(key) < 8:
+                raise ValueError("LANGCLASS_API_KEYS holds a placeholder or a key shorter than 8 characters")
+        return self
+
+    @property
+    def auth_enabled(self) -> bool:
+        """True when at least one API key is configured."""
+        return bool(self.api_keys)
+
+    def limits(self) -> Limits:
+        """The :class:`~langclass.core.limits.Limits` every classification of this service runs under."""
+        return Limits(
+            max_regex_length=self.max_regex_length,
+            max_nesting_depth=self.max_nesting_depth,
+            max_repetition=self.max_repetition,
+            max_states=self.max_states,
+            max_alphabet=self.max_alphabet,
+            max_monoid_size=self.max_monoid_size,
+            max_k_automaton_letters=self.max_k_automaton_letters,
+            time_limit_s=self.time_limit_s,
+        )
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read from the environment on first call."""
+    return Settings()
