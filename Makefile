@@ -1,0 +1,49 @@
+# langclass — the two commands of the README's Quick start:
+#   make serve   virtual environment + install + migrations + API on http://127.0.0.1:8000
+#   make test    virtual environment + install + the whole test suite
+#
+# The install step is the same one the Dockerfile runs. torch is pinned to its CPU build through
+# constraints.txt (a plain `pip install torch` would pull a multi-GB CUDA build). An existing .venv is
+# reused: the install runs again only when pyproject.toml or constraints.txt changed (stamp file).
+
+PYTHON ?= python3
+VENV ?= .venv
+EXTRAS ?= test,ray
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.langclass-install.stamp
+
+.PHONY: serve test install migrate bench-api clean-db help
+
+help:
+	@echo "make serve    start the API on http://$(HOST):$(PORT) (SQLite ./langclass.db by default)"
+	@echo "make test     run the whole test suite (SQLite + PostgreSQL at 127.0.0.1:5432)"
+	@echo "make install  create/refresh $(VENV)"
+	@echo "make migrate  apply database migrations (LANGCLASS_DATABASE_URL)"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install -c constraints.txt -e '.[$(EXTRAS)]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	$(BIN)/langclass db upgrade
+
+serve: migrate
+	$(BIN)/langclass serve --host $(HOST) --port $(PORT) --no-migrate
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench-api: install
+	$(BIN)/python bench/api.py
+
+clean-db:
+	rm -f langclass.db langclass.db-wal langclass.db-shm
