@@ -57,7 +57,7 @@ from .limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
     "Formula", "Atom", "Top", "Bottom", "Not", "And", "Or", "Implies", "Iff", "Past", "Yesterday", "Since", "Mod",
-    "TOP", "BOTTOM", "conj", "disj", "neg", "letters",
+    "TOP", "BOTTOM", "conj", "disj", "neg", "past", "letters",
     "parse_formula", "formula_to_dfa", "evaluate", "evaluate_batch", "truth_table", "subformulas",
     "operators", "fragment", "formula_depth", "formula_size", "SOURCE",
 ]
@@ -276,6 +276,11 @@ def disj(*fs: Formula) -> Formula:
     if not out:
         return BOTTOM
     return reduce(Or, out)
+
+
+def past(f: Formula) -> Formula:
+    """P f with P ⊥ = ⊥ folded."""
+    return BOTTOM if isinstance(f, Bottom) else Past(f)
 
 
 def letters(symbols: Iterable[str]) -> Formula:
