@@ -1,0 +1,233 @@
+"""Multi-head attention with stable soft attention or unique hard attention, and exact masks.
+
+Semantics (each is tested):
+
+* **Visibility.** Query i sees key j iff the mask allows it — ``strict``: j < i, ``nonstrict``:
+  j ≤ i, ``none``: every j — and key j is not padding. Indices are sequence indices (right padding,
+  so they are the semantic positions).
+* **Soft attention** is the stable softmax of *Disentangling the Expressivity of RoPE*, Eq. 2:
+  α_ij = exp(S_ij − max_k S_ik) / Σ_l exp(S_il − max_k S_ik) over the visible keys, computed in the
+  score dtype (float32 under autocast). A visible key whose score trails the row maximum by at least
+  ``f_large(dtype)`` gets weight exactly 0, and a unique maximum with such a margin gets exactly 1.
+* **Unique hard attention** (*Masked Hard-Attention Transformers Recognize Exactly the Star-Free
+  Languages*, §6.1): among the visible keys with the maximal score B_i, take j_i = min B_i
+  (``leftmost``) or max B_i (``rightmost``); the head returns the value at j_i.
+* **A row with no visible key** (e.g. BOS under a strict mask) gets all-zero weights, so each head
+  returns the zero vector there (§6.1: "if B_i = ∅, output c_i = 0"); the attention sub-layer then
+  outputs only ``out_proj.bias``.
+* **Padding never changes a result**: padded keys are invisible; padded query rows are computed
+  but never read.
+
+Exact-weight hooks: ``q_proj, k_proj, v_proj`` are ``nn.Linear(d_model, n_heads·d_head)`` whose
+weight rows ``h·d_head … (h+1)·d_head − 1`` belong to head h (``weight [n_heads·d_head, d_model]``);
+``out_proj`` is ``nn.Linear(n_heads·d_head, d_model)``. Scores are
+``score_scale · (q_h · k_h) + bias`` with ``score_scale = 1/√d_head`` unless set (constructions use 1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .encodings import NoPE, PositionalEncoding
+
+__all__ = ["MASKS", "ATTENTIONS", "TIES", "visibility", "stable_softmax", "hard_attention_weights", "MultiHeadAttention", "AttentionTrace"]
+
+MASKS = ("strict", "nonstrict", "none")
+ATTENTIONS = ("soft", "hard")
+TIES = ("leftmost", "rightmost")
+
+
+def visibility(seq_len: int, mask: str, valid: torch.Tensor | None = None, device: torch.device | str | None = None) -> torch.Tensor:
+    """Boolean visibility ``[batch or 1, 1, seq, seq]``: entry [b, 0, i, j] is True iff query i may see key j.
+
+    Args:
+        seq_len: sequence length T.
+        mask: ``"strict"`` (j < i), ``"nonstrict"`` (j ≤ i) or ``"none"``.
+        valid: optional ``bool [batch, seq]``, False on padding (padding keys become invisible).
+
+    Raises:
+        ValueError: unknown mask name.
+    """
+    i = torch.arange(seq_len, device=device)[:, None]
+    j = torch.arange(seq_len, device=device)[None, :]
+    if mask == "strict":
+        vis = j < i
+    elif mask == "nonstrict":
+        vis = j <= i
+    elif mask == "none":
+        vis = torch.ones(seq_len, seq_len, dtype=torch.bool, device=device)
+    else:
+        raise ValueError(f"unknown mask {mask!r}; expected one of {MASKS}")
+    vis = vis[None, None]  # [1, 1, T, T]
+    if valid is not None:
+        vis = vis & valid[:, None, None, :].to(vis.device)  # [B, 1, T, T]
+    return vis
+
+
+def stable_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """Stable softmax over the last axis restricted to visible entries (Eq. 2 of *Disentangling the Expressivity of RoPE*).
+
+    Args:
+        scores: ``[..., T_q, T_k]`` real scores (any float dtype; computed in that dtype).
+        visible: bool, broadcastable to ``scores``.
+
+    Returns:
+        Weights of ``scores``' shape and dtype: exp(S − row max) / Σ over visible keys, 0 on
+        invisible keys, and an all-zero row where no key is visible. The row maximum is treated as
+        a constant for autograd (softmax is invariant to it), and empty rows produce no NaN
+        gradients.
+    """
+    neg_inf = torch.tensor(float("-inf"), dtype=scores.dtype, device=scores.device)
+    masked = torch.where(visible, scores, neg_inf)
+    row_max = masked.amax(dim=-1, keepdim=True).detach()
+    has_key = visible.any(dim=-1, keepdim=True)
+    row_max = torch.where(has_key, row_max, torch.zeros_like(row_max))
+    e = torch.exp(masked - row_max)  # exp(−inf) = 0 on invisible keys
+    denom = e.sum(dim=-1, keepdim=True)
+    denom = torch.where(has_key, denom, torch.ones_like(denom))
+    return e / denom
+
+
+def hard_attention_weights(scores: torch.Tensor, visible: torch.Tensor, tie: str = "rightmost") -> torch.Tensor:
+    """One-hot weights of unique hard attention (*Masked Hard-Attention Transformers …*, §6.1).
+
+    Among visible keys with the maximal score, choose the leftmost (smallest index) or the rightmost
+    (largest index). Scores are compared exactly (ties are exact float equality).
+
+    Args:
+        scores: ``[..., T_q, T_k]``.
+        visible: bool, broadcastable to ``scores``.
+        tie: ``"leftmost"`` or ``"rightmost"``.
+
+    Returns:
+        0/1 weights in ``scores``' dtype; all-zero rows where no key is visible.
+
+    Raises:
+        ValueError: unknown tie rule.
+    """
+    if tie not in TIES:
+        raise ValueError(f"unknown tie-breaking rule {tie!r}; expected one of {TIES}")
+    visible = torch.broadcast_to(visible, scores.shape)
+    neg_inf = torch.tensor(float("-inf"), dtype=scores.dtype, device=scores.device)
+    masked = torch.where(visible, scores, neg_inf)
+    row_max = masked.amax(dim=-1, keepdim=True)
+    best = (masked == row_max) & visible  # B_i
+    T = scores.shape[-1]
+    idx = torch.arange(T, device=scores.device)
+    if tie == "leftmost":
+        choice = torch.where(best, idx, T).amin(dim=-1, keepdim=True)
+    else:
+        choice = torch.where(best, idx, -1).amax(dim=-1, keepdim=True)
+    has_key = visible.any(dim=-1, keepdim=True)
+    onehot = (idx == choice) & has_key
+    return onehot.to(scores.dtype)
+
+
+@dataclass
+class AttentionTrace:
+    """What one attention call computed, for verification of exact constructions.
+
+    Attributes:
+        scores: ``[batch, heads, seq, seq]`` pre-mask scores (after scaling and score bias).
+        weights: ``[batch, heads, seq, seq]`` attention weights (0 on invisible keys).
+        visible: ``bool [batch or 1, 1, seq, seq]``.
+        heads: ``[batch, heads, seq, d_head]`` per-head outputs (weights @ V).
+    """
+
+    scores: torch.Tensor
+    weights: torch.Tensor
+    visible: torch.Tensor
+    heads: torch.Tensor
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head self-attention (soft or unique hard) with positional hooks.
+
+    Args:
+        d_model: model width D.
+        n_heads: H.
+        d_head: per-head width (default D // H).
+        attention: ``"soft"`` or ``"hard"``.
+        tie: ``"leftmost"`` or ``"rightmost"`` (hard attention only).
+        mask: ``"strict"``, ``"nonstrict"`` or ``"none"``.
+        score_scale: multiplier of q·k (default 1/√d_head).
+        bias: whether the projections have biases (Eq. 4 of *Disentangling the Expressivity of RoPE*
+            has query/key biases b_q, b_k that RoPE rotates with the projection).
+
+    Forward: ``x [batch, seq, d_model]``, ``positions int64 [batch or 1, seq]``, ``valid bool [batch,
+    seq]`` (None = all valid), ``encoding`` → ``[batch, seq, d_model]`` (and an
+    :class:`AttentionTrace` with ``return_trace=True``).
+
+    Order of operations per head (*Transformer System M3.4*, §0x09): project Q, K, V; rotate Q and K
+    (never V) with ``encoding.rotate``; score = scale·QKᵀ + ``encoding.score_bias``; mask; soft or
+    hard weights; weights @ V; concatenate heads; ``out_proj``.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_head: int | None = None, attention: str = "soft", tie: str = "rightmost",
+                 mask: str = "strict", score_scale: float | None = None, bias: bool = True) -> None:
+        super().__init__()
+        if attention not in ATTENTIONS:
+            raise ValueError(f"unknown attention {attention!r}; expected one of {ATTENTIONS}")
+        if tie not in TIES:
+            raise ValueError(f"unknown tie rule {tie!r}; expected one of {TIES}")
+        if mask not in MASKS:
+            raise ValueError(f"unknown mask {mask!r}; expected one of {MASKS}")
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.d_head = d_head if d_head is not None else d_model // n_heads
+        if self.d_head < 1:
+            raise ValueError("d_head must be ≥ 1")
+        self.attention = attention
+        self.tie = tie
+        self.mask = mask
+        self.score_scale = 1.0 / math.sqrt(self.d_head) if score_scale is None else float(score_scale)
+        inner = self.n_heads * self.d_head
+        self.q_proj = nn.Linear(d_model, inner, bias=bias)  # weight [H·d_head, d_model]
+        self.k_proj = nn.Linear(d_model, inner, bias=bias)  # weight [H·d_head, d_model]
+        self.v_proj = nn.Linear(d_model, inner, bias=bias)  # weight [H·d_head, d_model]
+        self.out_proj = nn.Linear(inner, d_model, bias=bias)  # weight [d_model, H·d_head]
+
+    def _split(self, t: torch.Tensor) -> torch.Tensor:
+        B, T, _ = t.shape
+        return t.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # [B, H, T, d_head]
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor, valid: torch.Tensor | None = None,
+                encoding: PositionalEncoding | None = None, return_trace: bool = False):
+        encoding = encoding if encoding is not None else _NOPE
+        B, T, _ = x.shape  # x: [batch, seq, d_model]
+        if positions.shape[0] != B:
+            positions = positions.expand(B, T)  # [batch, seq]
+        q = self._split(self.q_proj(x))  # [B, H, T, d_head]
+        k = self._split(self.k_proj(x))  # [B, H, T, d_head]
+        v = self._split(self.v_proj(x))  # [B, H, T, d_head]  (never rotated)
+        q, k = encoding.rotate(q, k, positions)
+        scores = torch.matmul(q, k.transpose(-2, -1)) * self.score_scale  # [B, H, T, T]
+        bias = encoding.score_bias(positions)
+        if bias is not None:
+            scores = scores + bias.to(scores.dtype)
+        if torch.is_autocast_enabled() and scores.dtype in (torch.float16, torch.bfloat16):
+            scores = scores.float()  # like torch.softmax under autocast
+        vis = visibility(T, self.mask, valid, device=x.device)  # [B or 1, 1, T, T]
+        if self.attention == "soft":
+            w = stable_softmax(scores, vis)
+        else:
+            w = hard_attention_weights(scores, vis, self.tie)
+        heads = torch.matmul(w.to(v.dtype), v)  # [B, H, T, d_head]
+        out = self.out_proj(heads.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head))  # [B, T, d_model]
+        if return_trace:
+            return out, AttentionTrace(scores=scores, weights=w, visible=vis, heads=heads)
+        return out
+
+    # -- exact-weight helpers --------------------------------------------------------------
+    def head_slice(self, h: int) -> slice:
+        """Rows of q/k/v_proj.weight (and columns of out_proj.weight) that belong to head h."""
+        if not 0 <= h < self.n_heads:
+            raise IndexError(f"head {h} outside 0..{self.n_heads - 1}")
+        return slice(h * self.d_head, (h + 1) * self.d_head)
+
+
+_NOPE = NoPE()
