@@ -397,12 +397,21 @@ def _postorder(root: Node) -> Iterator[Node]:
             stack.append((c, False))
 
 
+def _pop(stack: list, k: int) -> list:
+    """Remove and return the last ``k`` items of ``stack`` (in order)."""
+    if k == 0:
+        return []
+    items = stack[-k:]
+    del stack[-k:]
+    return items
+
+
 def render(node: Node, alphabet: Sequence[str]) -> str:
     """Text of ``node`` in our syntax (fully parenthesized where needed); parsing it gives ``node`` back
     up to positions. Reserved characters in symbols are escaped."""
-    out: dict[int, str] = {}
+    out: list[str] = []  # value stack: shared sub-trees are fine
     for n in _postorder(node):
-        cs = [out.pop(id(c)) for c in n.children] if n.children else []
+        cs = _pop(out, len(n.children))
         if n.op == "sym":
             s = alphabet[int(n.value)]  # type: ignore[arg-type]
             t = "\\" + s if (s in RESERVED or s.isspace()) else s
@@ -431,8 +440,8 @@ def render(node: Node, alphabet: Sequence[str]) -> str:
             t = "(" + cs[0] + ")" + ("{%d}" % lo if hi == lo else "{%d,}" % lo if hi is None else "{%d,%d}" % (lo, hi))
         else:  # pragma: no cover
             raise AssertionError(n.op)
-        out[id(n)] = t
-    return out[id(node)]
+        out.append(t)
+    return out[0]
 
 
 # ------------------------------------------------------------------------------ NFA builder
@@ -479,9 +488,9 @@ class _NFA:
 
 def _nfa_size_estimate(root: Node, k: int) -> int:
     """Upper bound on Thompson NFA states, bounded repetitions expanded (exact ints, no overflow risk)."""
-    size: dict[int, int] = {}
+    size: list[int] = []
     for n in _postorder(root):
-        cs = [size.pop(id(c)) for c in n.children]
+        cs = _pop(size, len(n.children))
         if n.op in ("sym", "any", "eps", "empty"):
             s = 2
         elif n.op in ("union", "inter", "concat"):
@@ -494,8 +503,8 @@ def _nfa_size_estimate(root: Node, k: int) -> int:
             s = cs[0] * copies + 2 * copies + 2
         else:  # pragma: no cover
             raise AssertionError(n.op)
-        size[id(n)] = s
-    return size[id(root)]
+        size.append(s)
+    return size[0]
 
 
 def compile_regex(root: Node, alphabet: Sequence[str], limits: Limits = DEFAULT_LIMITS, deadline: Deadline | None = None) -> DFA:
@@ -520,10 +529,10 @@ def compile_regex(root: Node, alphabet: Sequence[str], limits: Limits = DEFAULT_
                 field="regex",
             )
     nfa = _NFA(k, limits.max_states)
-    frags: dict[int, tuple[int, int, int]] = {}
+    frags: list[tuple[int, int, int]] = []
     for n in _postorder(root):
         deadline.check("regex compilation")
-        cs = [frags.pop(id(c)) for c in n.children]
+        cs = _pop(frags, len(n.children))
         lo = cs[0][2] if cs else len(nfa.eps)
         op = n.op
         if op in ("sym", "any", "empty"):
@@ -597,8 +606,8 @@ def compile_regex(root: Node, alphabet: Sequence[str], limits: Limits = DEFAULT_
             frag = _embed(nfa, d, lo)
         else:  # pragma: no cover
             raise AssertionError(op)
-        frags[id(n)] = frag
-    s, e, _ = frags[id(root)]
+        frags.append(frag)
+    s, e, _ = frags[0]
     return _determinize(nfa, s, e, k, alphabet, limits, deadline)
 
 
