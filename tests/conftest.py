@@ -10,7 +10,7 @@ Fixtures other test modules can use:
 * ``sqlite_url`` / ``postgres_url``: an empty database (no tables) per test;
 * ``database_url``: parametrized over both backends, empty;
 * ``migrated_url``: parametrized over both backends, migrated to head, emptied of rows before each test;
-* ``make_client(url=None, **settings)``: a started ``TestClient`` for ``create_app(Settings(...))``;
+* ``make_client(url, **settings)``: a started ``TestClient`` for ``create_app(Settings(...))``;
 * ``api``: ``make_client()`` on ``migrated_url``.
 """
 
@@ -184,20 +184,16 @@ def make_settings(url: str, **overrides: Any) -> Any:
 
 
 @pytest.fixture
-def make_client(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
-    """``make_client(url=None, **settings)`` → a started ``TestClient`` (closed after the test).
-
-    Without ``url`` it uses the test's ``migrated_url``.
-    """
+def make_client() -> Iterator[Callable[..., Any]]:
+    """``make_client(url, **settings)`` → a started ``TestClient`` on ``create_app(Settings(...))``
+    (closed after the test; server errors come back as 500 responses, not exceptions)."""
     from fastapi.testclient import TestClient
 
     from langclass.app.main import create_app
 
     with ExitStack() as stack:
 
-        def factory(url: str | None = None, **overrides: Any) -> TestClient:
-            if url is None:
-                url = request.getfixturevalue("migrated_url")
+        def factory(url: str, **overrides: Any) -> TestClient:
             client = TestClient(create_app(make_settings(url, **overrides)), raise_server_exceptions=False)
             return stack.enter_context(client)
 

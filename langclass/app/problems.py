@@ -201,7 +201,10 @@ def _loc_to_field(loc: tuple[Any, ...] | list[Any]) -> tuple[str, str | None]:
     parts = list(loc)
     where = str(parts[0]) if parts else "body"
     rest = parts[1:] if parts and parts[0] in ("body", "query", "path", "header", "cookie") else parts
-    return where, (".".join(str(p) for p in rest) or None)
+    field = ""
+    for part in rest:
+        field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
+    return where, (field or None)
 
 
 async def _langclass_error_handler(request: Request, exc: Exception) -> JSONResponse:

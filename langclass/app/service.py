@@ -147,7 +147,7 @@ def find_duplicate_key(raw: str | bytes) -> str | None:
                 seen.add(key)
                 stack.append((value, where))
         elif isinstance(node, list):
-            stack.extend((v, f"{path}.{i}" if path else str(i)) for i, v in enumerate(node))
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
     return None
 
 

@@ -1,0 +1,576 @@
+"""The jobs repository: the only module that reads or writes the ``jobs`` table.
+
+A job is one long computation on a stored language — kind ``train`` (train recognizers and compare
+with the predicted encoding, :func:`langclass.models.experiment.run_experiment`) or ``construct``
+(build a transformer by construction and verify it, :func:`langclass.models.verify.run_construction`).
+The database row *is* the record: executors only run what they claim here.
+
+Life cycle (``status``)::
+
+    queued ──claim──▶ running ──finish──▶ succeeded | failed | cancelled
+      ▲                  │
+      └──lease expired───┘   (attempts < max_attempts; else failed, reason "worker-lost")
+    queued ──cancel──▶ cancelled          running ──cancel──▶ cancel_requested, the run stops itself
+
+Guarantees (on SQLite and PostgreSQL alike):
+
+* **enqueue after commit** — a job is a row inserted in the caller's transaction; no worker sees it
+  before that transaction commits, and a rolled-back request leaves nothing behind. Routes wake the
+  executor only after the commit (:meth:`Executor.notify`).
+* **one claimant** — :func:`claim` is a single ``UPDATE … WHERE id = (SELECT … LIMIT 1 FOR UPDATE
+  SKIP LOCKED) AND status = 'queued'`` statement. PostgreSQL locks the candidate row and skips rows
+  other workers hold; SQLite runs the whole statement under its single writer lock (the ``FOR
+  UPDATE`` clause is not rendered there), and the ``status = 'queued'`` guard makes it a
+  conditional update either way. Each claim writes a fresh random *lease token* into
+  ``lease_owner`` and reads the row back by that token.
+* **lease + heartbeat** — the holder extends ``lease_expires_at`` with :func:`heartbeat`; every
+  write of a holder (heartbeat, progress, :func:`finish`) is conditional on its token and on
+  ``status = 'running'``. A worker that lost its lease (it stalled, its job was requeued and claimed
+  by another) finds 0 rows updated, stops, and its result is discarded — never stored twice.
+* **no lost or stuck jobs** — :func:`recover_expired` (run by every worker loop, by the executor's
+  supervisor and at service start) requeues ``running`` jobs whose lease expired (``attempts`` was
+  already counted at claim) or, once ``attempts`` reached ``max_attempts``, marks them ``failed``
+  with ``error.reason = "worker-lost"``; a job whose cancel was requested becomes ``cancelled``.
+
+Error reasons (``error.reason``): ``worker-lost`` (lease expired after the last attempt; while a
+retry is queued the same reason is recorded with ``retrying: true``), ``invalid-spec`` and
+``limit-exceeded`` (the job function rejected its input: a :class:`~langclass.core.errors.
+LangclassError`, not retried), ``run-error`` (an unexpected exception: type, message and the
+traceback's tail; not retried, since it would fail again), ``unknown-kind``, ``cancelled``.
+
+Timestamps are UTC and come from the process that writes them (workers on several machines need
+synchronized clocks, as any lease scheme does; the lease is long compared to clock skew).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import socket
+import traceback
+import uuid
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    and_,
+    func,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from ..core.errors import LangclassError, LimitExceeded
+from .orm import Base, UTCDateTime, utcnow
+from .repository import decode_cursor, encode_cursor
+
+__all__ = [
+    "JobRow",
+    "JOB_KINDS",
+    "STATUSES",
+    "TERMINAL",
+    "Claim",
+    "new_owner_id",
+    "create_job",
+    "get_job",
+    "list_jobs",
+    "request_cancel",
+    "claim",
+    "heartbeat",
+    "finish",
+    "recover_expired",
+    "expire_leases_of",
+    "count_claimable",
+    "job_resource",
+    "job_summary",
+    "error_record",
+]
+
+log = logging.getLogger("langclass.jobs")
+
+STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
+
+JOB_KINDS: dict[str, str] = {
+    "train": "langclass.models.experiment:run_experiment",
+    "construct": "langclass.models.verify:run_construction",
+}
+"""Job kind → ``"module:function"`` of the job function ``f(spec, *, progress, should_cancel) -> dict``.
+
+Workers import the function lazily (torch is loaded only in the process that runs a job)."""
+
+
+class JobRow(Base):
+    """One job (see the module docstring for the life cycle).
+
+    Columns:
+        id: UUID4 string.
+        language_id: the stored language (deleting it deletes its jobs).
+        kind: ``train`` | ``construct``.
+        status: ``queued`` | ``running`` | ``succeeded`` | ``failed`` | ``cancelled``.
+        spec: the job function's input, complete (language DFA, encodings with their resolved
+            parameters, profile, seeds, learning rates, overrides, prediction).
+        attempts / max_attempts: claims so far / the most allowed.
+        lease_owner: the current (or last) lease token ``host:pid:random``.
+        lease_expires_at / heartbeat_at: end of the lease / last heartbeat (UTC).
+        progress: the job function's last progress report (step, total, last evaluation, …).
+        result: the job function's JSON result (``runs``, ``summary``, ``verdict``, …).
+        error: ``{"reason", "detail", …}`` when the job failed or was retried / cancelled.
+        cancel_requested: set by ``DELETE /v1/jobs/{id}`` while running.
+        created_at / started_at / finished_at: UTC timestamps (started = first claim).
+    """
+
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    language_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("languages.id", ondelete="CASCADE", name="fk_jobs_language_id"), nullable=False
+    )
+    kind: Mapped[str] = mapped_column(String(32), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="queued")
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
+    lease_owner: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')", name="ck_jobs_status"
+        ),
+        CheckConstraint("attempts >= 0 AND max_attempts >= 1", name="ck_jobs_attempts"),
+        Index("ix_jobs_status_created_at", "status", "created_at"),
+        Index("ix_jobs_language_created_at", "language_id", "created_at", "id"),
+        Index("ix_jobs_created_at_id", "created_at", "id"),
+        Index("ix_jobs_status_lease", "status", "lease_expires_at"),
+    )
+
+
+class Claim:
+    """What a claimant holds: the job's id, kind, spec, attempt number and lease token.
+
+    A plain object (no ORM state) so it can cross to a worker thread, process or Ray task.
+    """
+
+    __slots__ = ("job_id", "kind", "spec", "attempt", "max_attempts", "token", "lease_s")
+
+    def __init__(self, job_id: str, kind: str, spec: dict[str, Any], attempt: int, max_attempts: int, token: str, lease_s: float) -> None:
+        self.job_id = job_id
+        self.kind = kind
+        self.spec = spec
+        self.attempt = attempt
+        self.max_attempts = max_attempts
+        self.token = token
+        self.lease_s = lease_s
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (for shipping to a Ray task)."""
+        return {s: getattr(self, s) for s in self.__slots__}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Claim":
+        return cls(**{s: data[s] for s in cls.__slots__})
+
+    def __repr__(self) -> str:
+        return f"Claim(job_id={self.job_id!r}, kind={self.kind!r}, attempt={self.attempt}/{self.max_attempts})"
+
+
+def new_owner_id(prefix: str | None = None) -> str:
+    """A lease-owner prefix naming this process: ``host:pid`` (or ``prefix``), without the random part."""
+    import os
+
+    return prefix or f"{socket.gethostname()[:100]}:{os.getpid()}"
+
+
+def _token(owner: str) -> str:
+    return f"{owner}:{secrets.token_hex(8)}"
+
+
+# --- creating and reading -------------------------------------------------------------------------
+
+
+def create_job(
+    session: Session, *, language_id: str, kind: str, spec: dict[str, Any], max_attempts: int
+) -> JobRow:
+    """Insert a queued job in the caller's transaction (visible to workers once it commits).
+
+    Args:
+        language_id: a stored language's fingerprint (the caller checked it exists).
+        kind: a key of :data:`JOB_KINDS`.
+        spec: the complete JSON-ready input of the job function.
+        max_attempts: claims allowed before a lost worker fails the job (≥ 1).
+
+    Raises:
+        ValueError: unknown ``kind`` or ``max_attempts < 1`` (programming errors: the route
+            validated the request).
+    """
+    if kind not in JOB_KINDS:
+        raise ValueError(f"unknown job kind {kind!r}")
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be >= 1")
+    row = JobRow(
+        id=str(uuid.uuid4()),
+        language_id=language_id,
+        kind=kind,
+        status="queued",
+        spec=spec,
+        attempts=0,
+        max_attempts=max_attempts,
+        cancel_requested=False,
+        created_at=utcnow(),
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def get_job(session: Session, job_id: str) -> JobRow | None:
+    """The job with this id, or None (also for ids that are not UUIDs)."""
+    return session.get(JobRow, job_id)
+
+
+def list_jobs(
+    session: Session,
+    *,
+    limit: int,
+    cursor: str | None = None,
+    language_id: str | None = None,
+    status: str | None = None,
+    kind: str | None = None,
+) -> tuple[list[JobRow], str | None]:
+    """A page of jobs, newest first (created_at, then id, descending), with filters.
+
+    Returns:
+        ``(rows, next_cursor)``; ``next_cursor`` is None on the last page.
+
+    Raises:
+        InvalidCursorError: a cursor this service did not issue.
+    """
+    stmt = select(JobRow)
+    if language_id is not None:
+        stmt = stmt.where(JobRow.language_id == language_id)
+    if status is not None:
+        stmt = stmt.where(JobRow.status == status)
+    if kind is not None:
+        stmt = stmt.where(JobRow.kind == kind)
+    if cursor is not None:
+        when, jid = decode_cursor(cursor)
+        stmt = stmt.where(or_(JobRow.created_at < when, and_(JobRow.created_at == when, JobRow.id < jid)))
+    stmt = stmt.order_by(JobRow.created_at.desc(), JobRow.id.desc()).limit(limit + 1)
+    rows = list(session.scalars(stmt))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, (encode_cursor(rows[-1]) if more and rows else None)  # type: ignore[arg-type]
+
+
+def request_cancel(session: Session, job_id: str) -> JobRow | None:
+    """Cancel a job: a queued one becomes ``cancelled`` at once; a running one gets
+    ``cancel_requested`` (its worker sees it at the next heartbeat and stops); a finished one is
+    left as it is.
+
+    Both transitions are conditional updates, so a job claimed between the read and the write is
+    handled by the second one (never a cancelled status on a job that keeps running unseen).
+
+    Returns:
+        The job after the change (None when there is no such job).
+    """
+    now = utcnow()
+    res = session.execute(
+        update(JobRow)
+        .where(JobRow.id == job_id, JobRow.status == "queued")
+        .values(
+            status="cancelled",
+            cancel_requested=True,
+            finished_at=now,
+            error={"reason": "cancelled", "detail": "cancelled before it started"},
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if not res.rowcount:
+        session.execute(
+            update(JobRow)
+            .where(JobRow.id == job_id, JobRow.status == "running")
+            .values(cancel_requested=True)
+            .execution_options(synchronize_session=False)
+        )
+    session.expire_all()
+    return session.get(JobRow, job_id)
+
+
+# --- claiming and holding a lease -----------------------------------------------------------------
+
+
+def claim(
+    session: Session, *, owner: str, lease_s: float, kinds: tuple[str, ...] | None = None
+) -> Claim | None:
+    """Claim the oldest queued job (of ``kinds``, default any) for ``lease_s`` seconds.
+
+    One atomic statement (see the module docstring); commits before returning so the lease is
+    visible at once. Increments ``attempts`` and sets ``started_at`` on the first claim.
+
+    Args:
+        owner: the claimant's prefix (:func:`new_owner_id`); a random suffix makes the token.
+        lease_s: lease length in seconds (> 0).
+        kinds: job kinds this claimant can run.
+
+    Returns:
+        The :class:`Claim`, or None when nothing is queued.
+    """
+    now = utcnow()
+    token = _token(owner)
+    candidate = select(JobRow.id).where(JobRow.status == "queued")
+    if kinds is not None:
+        candidate = candidate.where(JobRow.kind.in_(list(kinds)))
+    candidate = candidate.order_by(JobRow.created_at, JobRow.id).limit(1).with_for_update(skip_locked=True)
+    stmt = (
+        update(JobRow)
+        .where(JobRow.id == candidate.scalar_subquery(), JobRow.status == "queued")
+        .values(
+            status="running",
+            attempts=JobRow.attempts + 1,
+            lease_owner=token,
+            lease_expires_at=now + timedelta(seconds=lease_s),
+            heartbeat_at=now,
+            started_at=func.coalesce(JobRow.started_at, now),
+            progress=None,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    res = session.execute(stmt)
+    if not res.rowcount:
+        session.commit()
+        return None
+    row = session.execute(
+        select(JobRow.id, JobRow.kind, JobRow.spec, JobRow.attempts, JobRow.max_attempts).where(JobRow.lease_owner == token)
+    ).one()
+    session.commit()
+    return Claim(row.id, row.kind, row.spec, int(row.attempts), int(row.max_attempts), token, float(lease_s))
+
+
+def heartbeat(
+    session: Session, held: Claim, *, progress: dict[str, Any] | None = None
+) -> tuple[bool, bool]:
+    """Extend ``held``'s lease (and store ``progress`` when given); commits.
+
+    Returns:
+        ``(still_held, cancel_requested)`` — ``still_held`` is False when the lease was lost (the
+        job was requeued, finished, cancelled or deleted): the holder must stop and not store.
+    """
+    now = utcnow()
+    values: dict[str, Any] = {"heartbeat_at": now, "lease_expires_at": now + timedelta(seconds=held.lease_s)}
+    if progress is not None:
+        values["progress"] = progress
+    res = session.execute(
+        update(JobRow)
+        .where(JobRow.id == held.job_id, JobRow.lease_owner == held.token, JobRow.status == "running")
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    if not res.rowcount:
+        session.commit()
+        return False, False
+    cancel = session.execute(select(JobRow.cancel_requested).where(JobRow.id == held.job_id)).scalar_one()
+    session.commit()
+    return True, bool(cancel)
+
+
+def finish(
+    session: Session,
+    held: Claim,
+    *,
+    status: str,
+    result: dict[str, Any] | None = None,
+    error: dict[str, Any] | None = None,
+    progress: dict[str, Any] | None = None,
+) -> bool:
+    """Record the outcome of ``held``'s run; commits.
+
+    Args:
+        status: ``succeeded`` | ``failed`` | ``cancelled``.
+        result: the job function's result (or the partial result of a cancelled run).
+        error: ``{"reason", "detail", …}`` for failed / cancelled.
+
+    Returns:
+        True when stored; False when the lease was no longer held (the outcome is discarded, so a
+        job is never finished twice by a stale worker).
+    """
+    if status not in TERMINAL:
+        raise ValueError(f"finish needs a terminal status, got {status!r}")
+    values: dict[str, Any] = {"status": status, "result": result, "error": error, "finished_at": utcnow(), "lease_expires_at": None}
+    if progress is not None:
+        values["progress"] = progress
+    res = session.execute(
+        update(JobRow)
+        .where(JobRow.id == held.job_id, JobRow.lease_owner == held.token, JobRow.status == "running")
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    if not res.rowcount:
+        log.warning("job %s: lease %s lost before finishing; outcome %s discarded", held.job_id, held.token, status)
+    return bool(res.rowcount)
+
+
+# --- recovery -------------------------------------------------------------------------------------
+
+
+def recover_expired(session: Session, *, now: datetime | None = None) -> dict[str, int]:
+    """Requeue, fail or cancel every ``running`` job whose lease has expired; commits.
+
+    Each row is changed by an update conditional on the exact lease seen (owner and expiry), so two
+    recoverers running at once, or a holder whose heartbeat lands first, never double-count.
+
+    Returns:
+        ``{"requeued": n, "failed": n, "cancelled": n}``.
+    """
+    now = now or utcnow()
+    counts = {"requeued": 0, "failed": 0, "cancelled": 0}
+    expired = session.execute(
+        select(
+            JobRow.id, JobRow.lease_owner, JobRow.lease_expires_at, JobRow.heartbeat_at,
+            JobRow.attempts, JobRow.max_attempts, JobRow.cancel_requested,
+        ).where(JobRow.status == "running", JobRow.lease_expires_at < now)
+    ).all()
+    for r in expired:
+        lost = {
+            "reason": "worker-lost",
+            "detail": f"the worker holding attempt {r.attempts} stopped heartbeating (lease expired at {r.lease_expires_at.isoformat()})",
+            "attempt": int(r.attempts),
+            "max_attempts": int(r.max_attempts),
+            "lease_owner": r.lease_owner,
+            "last_heartbeat_at": r.heartbeat_at.isoformat() if r.heartbeat_at else None,
+        }
+        if r.cancel_requested:
+            values: dict[str, Any] = {"status": "cancelled", "finished_at": now, "error": {**lost, "reason": "cancelled", "detail": "cancelled; its worker was lost"}}
+            key = "cancelled"
+        elif r.attempts >= r.max_attempts:
+            values = {"status": "failed", "finished_at": now, "error": {**lost, "retrying": False, "detail": lost["detail"] + f"; no attempts left ({r.attempts}/{r.max_attempts})"}}
+            key = "failed"
+        else:
+            values = {"status": "queued", "lease_owner": None, "lease_expires_at": None, "error": {**lost, "retrying": True}}
+            key = "requeued"
+        res = session.execute(
+            update(JobRow)
+            .where(
+                JobRow.id == r.id,
+                JobRow.status == "running",
+                JobRow.lease_owner == r.lease_owner,
+                JobRow.lease_expires_at == r.lease_expires_at,
+            )
+            .values(**values)
+            .execution_options(synchronize_session=False)
+        )
+        if res.rowcount:
+            counts[key] += 1
+            log.warning("job %s: lease of %s expired → %s", r.id, r.lease_owner, key)
+    session.commit()
+    return counts
+
+
+def expire_leases_of(session: Session, owner: str) -> int:
+    """End now the leases held by ``owner`` (a prefix ``host:pid``), e.g. a worker process the
+    supervisor saw die; :func:`recover_expired` then requeues or fails their jobs. Commits.
+
+    Returns:
+        The number of leases ended.
+    """
+    now = utcnow() - timedelta(microseconds=1)
+    res = session.execute(
+        update(JobRow)
+        .where(JobRow.status == "running", JobRow.lease_owner.startswith(owner + ":", autoescape=True))
+        .values(lease_expires_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return int(res.rowcount or 0)
+
+
+def count_claimable(session: Session, *, now: datetime | None = None) -> int:
+    """Jobs that need a worker: queued, or running with an expired lease."""
+    now = now or utcnow()
+    return int(
+        session.execute(
+            select(func.count()).select_from(JobRow).where(
+                or_(JobRow.status == "queued", and_(JobRow.status == "running", JobRow.lease_expires_at < now))
+            )
+        ).scalar_one()
+    )
+
+
+# --- outcome records ------------------------------------------------------------------------------
+
+
+def error_record(exc: BaseException, *, attempt: int | None = None) -> dict[str, Any]:
+    """The ``error`` JSON for an exception raised by a job function.
+
+    :class:`LimitExceeded` → ``limit-exceeded`` (with ``limit`` and ``value``); another
+    :class:`LangclassError` → ``invalid-spec`` (with its ``code`` and ``field``); anything else →
+    ``run-error`` with the exception type and the last lines of the traceback.
+    """
+    if isinstance(exc, LimitExceeded):
+        out: dict[str, Any] = {"reason": "limit-exceeded", **exc.to_dict()}
+    elif isinstance(exc, LangclassError):
+        out = {"reason": "invalid-spec", **exc.to_dict()}
+    else:
+        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        out = {
+            "reason": "run-error",
+            "detail": f"{type(exc).__name__}: {exc}"[:2000],
+            "type": f"{type(exc).__module__}.{type(exc).__qualname__}",
+            "traceback": "".join(tb)[-4000:],
+        }
+    if attempt is not None:
+        out["attempt"] = attempt
+    return out
+
+
+def job_resource(row: JobRow) -> dict[str, Any]:
+    """The Job resource of a row (what ``GET /v1/jobs/{id}`` returns)."""
+    return {
+        "id": row.id,
+        "language_id": row.language_id,
+        "kind": row.kind,
+        "status": row.status,
+        "cancel_requested": bool(row.cancel_requested),
+        "attempts": row.attempts,
+        "max_attempts": row.max_attempts,
+        "spec": row.spec,
+        "progress": row.progress,
+        "result": row.result,
+        "error": row.error,
+        "created_at": row.created_at,
+        "started_at": row.started_at,
+        "heartbeat_at": row.heartbeat_at,
+        "lease_expires_at": row.lease_expires_at,
+        "finished_at": row.finished_at,
+        "links": {
+            "self": f"/v1/jobs/{row.id}",
+            "language": f"/v1/languages/{row.language_id}",
+            "plot": f"/v1/jobs/{row.id}/plot.png",
+        },
+    }
+
+
+def job_summary(row: JobRow) -> dict[str, Any]:
+    """The listing form: the resource without ``spec`` and ``result`` (fetch the job for those)."""
+    out = job_resource(row)
+    out.pop("spec")
+    out.pop("result")
+    return out

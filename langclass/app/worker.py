@@ -1,0 +1,337 @@
+"""The worker: claim a job, run it with a heartbeat, store the outcome — and loop.
+
+Used three ways, always through :func:`run_claim`:
+
+* an embedded worker process of ``langclass serve`` (:class:`~langclass.app.executor.LocalExecutor`
+  spawns them; :func:`worker_process_main` is the process entry point);
+* ``langclass worker`` (a standalone loop: :meth:`Worker.run_forever`);
+* a Ray task (:mod:`langclass.app.executor`): the dispatcher claims, the task runs the claim.
+
+While the job function runs, a heartbeat thread extends the lease every ``heartbeat_s`` seconds and
+writes the latest progress report (so progress writes are throttled to the heartbeat); it also reads
+``cancel_requested``. The job function polls ``should_cancel()``, which turns True when the job was
+cancelled, when the lease was lost, or when the worker is shutting down. On shutdown the job is
+*released* (put back in the queue without counting the attempt), never marked failed or cancelled.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import update
+
+from . import jobs as jobrepo
+from .db import Database
+from .orm import utcnow
+
+__all__ = ["WorkerConfig", "Worker", "run_claim", "release", "resolve_job_function", "worker_process_main"]
+
+log = logging.getLogger("langclass.worker")
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """Everything a worker needs (picklable: it crosses to spawned processes and Ray tasks).
+
+    Attributes:
+        database_url: where the jobs live (a file or server database; not ``:memory:``).
+        lease_s: lease length in seconds; a worker silent this long is presumed dead.
+        heartbeat_s: heartbeat (and progress write) interval, default ``lease_s / 4``.
+        poll_s: idle wait between claims when no wake-up comes (default ``min(1, heartbeat_s)``).
+        kinds: job kind → ``"module:function"`` (default :data:`langclass.app.jobs.JOB_KINDS`).
+        owner: lease-owner prefix (default ``host:pid`` of the running process).
+        cpus: CPU ids this worker's process is pinned to (None = no pinning).
+    """
+
+    database_url: str
+    lease_s: float = 60.0
+    heartbeat_s: float | None = None
+    poll_s: float | None = None
+    kinds: Mapping[str, str] = field(default_factory=lambda: dict(jobrepo.JOB_KINDS))
+    owner: str | None = None
+    cpus: tuple[int, ...] | None = None
+
+    @property
+    def heartbeat_interval(self) -> float:
+        return self.heartbeat_s if self.heartbeat_s is not None else max(0.05, self.lease_s / 4)
+
+    @property
+    def poll_interval(self) -> float:
+        return self.poll_s if self.poll_s is not None else min(1.0, self.heartbeat_interval)
+
+
+def resolve_job_function(path: str) -> Callable[..., dict[str, Any]]:
+    """Import ``"module:function"``.
+
+    Raises:
+        ImportError / AttributeError: the module or function is missing.
+    """
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` as plain JSON (non-finite floats → None, unknown objects → str)."""
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, Mapping):
+            return {str(k): clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        return v
+
+    return clean(json.loads(json.dumps(value, default=str)))
+
+
+def release(session: Any, held: jobrepo.Claim, *, detail: str) -> bool:
+    """Put a held job back in the queue without counting the attempt (the worker is shutting
+    down, not the job failing); commits. Returns False when the lease was already lost."""
+    res = session.execute(
+        update(jobrepo.JobRow)
+        .where(jobrepo.JobRow.id == held.job_id, jobrepo.JobRow.lease_owner == held.token, jobrepo.JobRow.status == "running")
+        .values(
+            status="queued",
+            lease_owner=None,
+            lease_expires_at=None,
+            attempts=jobrepo.JobRow.attempts - 1,
+            error={"reason": "worker-stopped", "detail": detail, "retrying": True, "attempt": held.attempt},
+        )
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return bool(res.rowcount)
+
+
+class _Heartbeat(threading.Thread):
+    """Extends the lease, flushes progress and watches for cancellation until stopped."""
+
+    def __init__(self, db: Database, held: jobrepo.Claim, interval: float) -> None:
+        super().__init__(name=f"heartbeat-{held.job_id[:8]}", daemon=True)
+        self.db = db
+        self.held = held
+        self.interval = interval
+        self.cancel = threading.Event()
+        self.lost = threading.Event()
+        self._stop_evt = threading.Event()
+        self._lock = threading.Lock()
+        self._progress: dict[str, Any] | None = None
+        self._dirty = False
+
+    def set_progress(self, report: Mapping[str, Any]) -> None:
+        p = _json_safe(dict(report))
+        p["updated_at"] = utcnow().isoformat()
+        with self._lock:
+            self._progress = p
+            self._dirty = True
+
+    @property
+    def progress(self) -> dict[str, Any] | None:
+        with self._lock:
+            return self._progress
+
+    def beat(self) -> None:
+        with self._lock:
+            progress = self._progress if self._dirty else None
+            self._dirty = False
+        try:
+            with self.db.session_scope() as session:
+                held, cancel = jobrepo.heartbeat(session, self.held, progress=progress)
+        except Exception:  # a transient database error: the lease outlasts several beats
+            log.exception("job %s: heartbeat failed", self.held.job_id)
+            with self._lock:
+                self._dirty = self._dirty or progress is not None
+            return
+        if not held:
+            log.warning("job %s: lease %s lost", self.held.job_id, self.held.token)
+            self.lost.set()
+        elif cancel:
+            self.cancel.set()
+
+    def run(self) -> None:
+        while not self._stop_evt.wait(self.interval):
+            self.beat()
+            if self.lost.is_set():
+                return
+
+    def stop(self) -> None:
+        self._stop_evt.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout=max(5.0, 2 * self.interval))
+
+
+def run_claim(
+    db: Database,
+    held: jobrepo.Claim,
+    config: WorkerConfig,
+    *,
+    stopping: threading.Event | None = None,
+) -> str:
+    """Run one claimed job to its end and store the outcome.
+
+    Args:
+        db: the jobs database.
+        held: the claim (lease token, spec, kind).
+        config: lease / heartbeat intervals and the kind → function table.
+        stopping: set when the worker shuts down; the run is stopped and the job released.
+
+    Returns:
+        What happened: ``succeeded`` | ``failed`` | ``cancelled`` | ``released`` (back in the
+        queue) | ``lost`` (the lease was lost; the outcome was discarded).
+    """
+    stopping = stopping or threading.Event()
+    hb = _Heartbeat(db, held, config.heartbeat_interval)
+
+    def should_cancel() -> bool:
+        return hb.cancel.is_set() or hb.lost.is_set() or stopping.is_set()
+
+    def store(status: str, **kw: Any) -> str:
+        with db.session_scope() as session:
+            ok = jobrepo.finish(session, held, status=status, progress=hb.progress, **kw)
+        return status if ok else "lost"
+
+    path = config.kinds.get(held.kind)
+    if path is None:
+        return store("failed", error={"reason": "unknown-kind", "detail": f"this worker cannot run jobs of kind {held.kind!r}", "attempt": held.attempt})
+    hb.start()
+    try:
+        fn = resolve_job_function(path)
+        result = fn(held.spec, progress=hb.set_progress, should_cancel=should_cancel)
+        outcome: tuple[str, dict[str, Any]] = ("succeeded", {"result": _json_safe(result), "error": None})
+    except Exception as exc:  # noqa: BLE001 - every failure is recorded with its reason
+        partial = getattr(exc, "partial", None)
+        partial = _json_safe(partial) if isinstance(partial, Mapping) else None
+        if stopping.is_set() and not hb.cancel.is_set():
+            outcome = ("released", {})
+        elif hb.cancel.is_set():
+            outcome = ("cancelled", {"result": partial, "error": {"reason": "cancelled", "detail": "cancelled while running", "attempt": held.attempt}})
+        elif hb.lost.is_set():
+            outcome = ("lost", {})
+        else:
+            log.warning("job %s failed: %s", held.job_id, exc, exc_info=not isinstance(exc, jobrepo.LangclassError))
+            outcome = ("failed", {"result": partial, "error": jobrepo.error_record(exc, attempt=held.attempt)})
+    finally:
+        hb.stop()
+    status, kw = outcome
+    if status == "lost" or hb.lost.is_set():
+        log.warning("job %s: lease lost during the run; its outcome is discarded", held.job_id)
+        return "lost"
+    if status == "released":
+        with db.session_scope() as session:
+            ok = release(session, held, detail="the worker was stopped during the run; requeued")
+        return "released" if ok else "lost"
+    return store(status, **kw)
+
+
+class Worker:
+    """A claim → run → store loop over one database.
+
+    Args:
+        config: see :class:`WorkerConfig`.
+        stop: set it to stop the loop (a running job is released back to the queue).
+        wake: set by the executor after a job was enqueued, to claim without waiting ``poll_s``.
+    """
+
+    def __init__(self, config: WorkerConfig, *, stop: Any = None, wake: Any = None, db: Database | None = None) -> None:
+        self.config = config
+        self.db = db or Database(config.database_url)
+        self.owner = jobrepo.new_owner_id(config.owner)
+        self.stop = stop if stop is not None else threading.Event()
+        self.wake = wake
+        self._last_recover = 0.0
+        self.outcomes: list[str] = []
+
+    def recover(self) -> dict[str, int]:
+        """Requeue / fail jobs whose lease expired (at most every ``poll_s`` seconds)."""
+        now = time.monotonic()
+        if now - self._last_recover < self.config.poll_interval:
+            return {}
+        self._last_recover = now
+        with self.db.session_scope() as session:
+            return jobrepo.recover_expired(session)
+
+    def run_once(self) -> str | None:
+        """Recover expired leases, claim one job and run it.
+
+        Returns:
+            The outcome (see :func:`run_claim`), or None when nothing was queued.
+        """
+        self.recover()
+        with self.db.session_scope() as session:
+            held = jobrepo.claim(session, owner=self.owner, lease_s=self.config.lease_s, kinds=tuple(self.config.kinds))
+        if held is None:
+            return None
+        log.info("job %s (%s) claimed, attempt %d/%d", held.job_id, held.kind, held.attempt, held.max_attempts)
+        outcome = run_claim(self.db, held, self.config, stopping=_EventView(self.stop))
+        log.info("job %s: %s", held.job_id, outcome)
+        self.outcomes.append(outcome)
+        return outcome
+
+    def _idle(self) -> None:
+        wait = self.config.poll_interval
+        if self.wake is not None:
+            if self.wake.wait(wait):
+                self.wake.clear()
+        else:
+            self.stop.wait(wait)
+
+    def run_forever(self, *, max_jobs: int | None = None) -> None:
+        """Loop until ``stop`` is set (or ``max_jobs`` jobs were run). Database errors are logged
+        and retried after ``poll_s`` (the database may be restarting)."""
+        done = 0
+        while not self.stop.is_set():
+            try:
+                outcome = self.run_once()
+            except Exception:
+                log.exception("worker %s: loop error; retrying", self.owner)
+                outcome = None
+                self.stop.wait(self.config.poll_interval)
+            if outcome is None:
+                self._idle()
+                continue
+            done += 1
+            if max_jobs is not None and done >= max_jobs:
+                return
+        self.db.dispose()
+
+
+class _EventView:
+    """``threading.Event``-like read view of a multiprocessing event (``is_set`` only)."""
+
+    def __init__(self, event: Any) -> None:
+        self._event = event
+
+    def is_set(self) -> bool:
+        return bool(self._event.is_set())
+
+
+def _pin(cpus: tuple[int, ...] | None) -> None:
+    if cpus and hasattr(os, "sched_setaffinity"):
+        try:
+            os.sched_setaffinity(0, set(cpus))
+        except OSError:  # pragma: no cover - restricted container
+            log.warning("could not pin worker to CPUs %s", cpus)
+
+
+def worker_process_main(config: WorkerConfig, stop: Any, wake: Any, log_level: str = "info") -> None:
+    """Entry point of an embedded worker process (``multiprocessing`` spawn).
+
+    SIGTERM sets ``stop`` (the running job is released); SIGINT is ignored so that a Ctrl-C in the
+    terminal reaches only the parent, which stops its workers in order.
+    """
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(processName)s %(name)s %(levelname)s %(message)s")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    _pin(config.cpus)
+    Worker(config, stop=stop, wake=wake).run_forever()
