@@ -23,6 +23,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .db import Database
+from .executor import executor_lifespan
 from .problems import PayloadTooLarge, install_problem_handlers, problem_response
 from .routes import ROUTERS
 from .service import ClassifyRunner, code_version
@@ -32,7 +33,7 @@ __all__ = ["create_app", "LIFESPAN_HOOKS", "BodySizeLimitMiddleware"]
 
 log = logging.getLogger("langclass.app")
 
-LIFESPAN_HOOKS: list[Callable[[FastAPI], AbstractAsyncContextManager[Any]]] = []
+LIFESPAN_HOOKS: list[Callable[[FastAPI], AbstractAsyncContextManager[Any]]] = [executor_lifespan]
 """Async context managers entered (in order) at app start-up and exited at shutdown."""
 
 _DESCRIPTION = """\

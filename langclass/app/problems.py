@@ -23,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from ..core import errors as core_errors
 from ..core.errors import LangclassError
@@ -246,7 +247,20 @@ async def _http_error_handler(request: Request, exc: Exception) -> JSONResponse:
         detail = f"no resource at {request.url.path}"
     if exc.status_code == 405 and detail == "Method Not Allowed":
         detail = f"{request.method} is not allowed on {request.url.path}"
-    return problem_response(exc.status_code, code, title, detail, instance=request.url.path, headers=getattr(exc, "headers", None))
+    headers = dict(getattr(exc, "headers", None) or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(_allowed_methods(request))
+    return problem_response(exc.status_code, code, title, detail, instance=request.url.path, headers=headers or None)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (one path may have several routes: GET and POST)."""
+    allowed: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            allowed |= set(getattr(route, "methods", None) or ())
+    return sorted(allowed)
 
 
 async def _internal_error_handler(request: Request, exc: Exception) -> JSONResponse:

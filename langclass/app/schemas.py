@@ -52,12 +52,10 @@ class ClassifyInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": _INPUT_EXAMPLES[:1] + _INPUT_EXAMPLES[1:2]})
 
-    regex: str | None = Field(None, description="regular expression over `alphabet` (docs/regex.md)", examples=["(ab)*"])
-    dfa: dict[str, Any] | None = Field(None, description="a DFA in the DFA JSON schema", examples=[_AB_STAR_DFA])
+    regex: str | None = Field(None, description="regular expression over `alphabet` (docs/regex.md)")
+    dfa: dict[str, Any] | None = Field(None, description="a DFA in the DFA JSON schema")
     formula: str | None = Field(None, description="an LTL formula over `alphabet` (docs/formulas.md)")
-    alphabet: list[str] | None = Field(
-        None, description="ordered alphabet: a list of non-empty symbols (required with regex/formula)", examples=[["a", "b"]]
-    )
+    alphabet: list[str] | None = Field(None, description="ordered alphabet: a list of non-empty symbols (required with regex/formula)")
 
 
 class LanguageInput(ClassifyInput):
@@ -65,7 +63,7 @@ class LanguageInput(ClassifyInput):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": _INPUT_EXAMPLES})
 
-    name: str | None = Field(None, max_length=200, description="a label for browsing", examples=["(ab)*"])
+    name: str | None = Field(None, max_length=200, description="a label for browsing")
     tags: list[Tag] = Field(default_factory=list, max_length=32, description="labels (≤ 32, each 1 to 64 characters)")
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from sqlalchemy import update
 
+from ..core.errors import LangclassError
 from . import jobs as jobrepo
 from .db import Database
 from .orm import utcnow
@@ -219,7 +220,7 @@ def run_claim(
         elif hb.lost.is_set():
             outcome = ("lost", {})
         else:
-            log.warning("job %s failed: %s", held.job_id, exc, exc_info=not isinstance(exc, jobrepo.LangclassError))
+            log.warning("job %s failed: %s", held.job_id, exc, exc_info=not isinstance(exc, LangclassError))
             outcome = ("failed", {"result": partial, "error": jobrepo.error_record(exc, attempt=held.attempt)})
     finally:
         hb.stop()

@@ -6,10 +6,12 @@ from fastapi import APIRouter
 
 from ..problems import router as problems_router
 from .health import router as health_router
+from .jobs import router as jobs_router
 from .languages import router as languages_router
 
 ROUTERS: list[APIRouter] = [
     health_router,
     languages_router,
+    jobs_router,
     problems_router,
 ]

@@ -1,0 +1,98 @@
+"""Accuracy-by-length plots of training results (matplotlib, Agg backend, no display needed).
+
+One curve per encoding: the mean accuracy over its runs (seeds × learning rates) at each test
+length, a min–max band, the longest perfect length N* of the best run marked, as in the length-
+generalization figures of *Disentangling the Expressivity of RoPE*, App. E.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.errors import InputError
+
+__all__ = ["accuracy_curves", "plot_accuracy_by_length"]
+
+
+def accuracy_curves(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per encoding label: ``{"lengths": [...], "mean": [...], "min": [...], "max": [...], "n_star": int, "runs": int}``.
+
+    Lengths are the union of the runs' tested lengths, ascending; a run missing a length (a partial
+    result) does not count there.
+
+    Raises:
+        InputError: ``result`` has no runs with ``accuracy_by_length``.
+    """
+    curves: dict[str, dict[str, Any]] = {}
+    for run in result.get("runs") or []:
+        acc = run.get("accuracy_by_length")
+        if not isinstance(acc, Mapping):
+            continue
+        label = str(run.get("encoding"))
+        c = curves.setdefault(label, {"by_length": {}, "n_star": 0, "runs": 0})
+        c["runs"] += 1
+        n_star = run.get("longest_perfect_length")
+        if isinstance(n_star, (int, float)):
+            c["n_star"] = max(c["n_star"], int(n_star))
+        for n, a in acc.items():
+            if isinstance(a, (int, float)):
+                c["by_length"].setdefault(int(n), []).append(float(a))
+    if not curves:
+        raise InputError("the result has no runs with accuracy_by_length", field="result.runs")
+    out: dict[str, dict[str, Any]] = {}
+    for label, c in curves.items():
+        lengths = sorted(c["by_length"])
+        vals = [c["by_length"][n] for n in lengths]
+        out[label] = {
+            "lengths": lengths,
+            "mean": [sum(v) / len(v) for v in vals],
+            "min": [min(v) for v in vals],
+            "max": [max(v) for v in vals],
+            "n_star": c["n_star"],
+            "runs": c["runs"],
+        }
+    return out
+
+
+def plot_accuracy_by_length(result: Mapping[str, Any], *, width: float = 8.0, height: float = 4.5, dpi: int = 100) -> bytes:
+    """PNG bytes of accuracy (y, 0–1) against test length (x), one curve per encoding.
+
+    Raises:
+        InputError: no plottable runs.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure  # the object API: no global pyplot state, thread-safe per figure
+
+    curves = accuracy_curves(result)
+    fig = Figure(figsize=(width, height), dpi=dpi)
+    ax = fig.add_subplot(1, 1, 1)
+    for label, c in curves.items():
+        (line,) = ax.plot(c["lengths"], c["mean"], marker="." if len(c["lengths"]) < 60 else None, linewidth=1.5,
+                          label=f"{label} (N* = {c['n_star']}, {c['runs']} run{'s' if c['runs'] != 1 else ''})")
+        if c["runs"] > 1:
+            ax.fill_between(c["lengths"], c["min"], c["max"], color=line.get_color(), alpha=0.2, linewidth=0)
+        if c["n_star"] and c["lengths"] and c["n_star"] >= c["lengths"][0]:
+            ax.axvline(c["n_star"], color=line.get_color(), linestyle=":", linewidth=1)
+    train = (result.get("settings") or {}).get("train_lengths")
+    if isinstance(train, list) and train:
+        ax.axvspan(min(train), max(train), color="0.9", zorder=0, label="training lengths")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("test length")
+    ax.set_ylabel("accuracy")
+    lang = result.get("language") or {}
+    title = "accuracy by length"
+    if isinstance(lang, Mapping) and lang.get("fingerprint"):
+        title += f" — language {str(lang['fingerprint'])[:12]}"
+    if result.get("profile"):
+        title += f", profile {result['profile']}"
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

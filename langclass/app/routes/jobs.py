@@ -1,0 +1,446 @@
+"""``/v1`` routes for experiments and jobs.
+
+``POST /v1/languages/{id}/experiments`` turns a request into a complete job spec (the stored
+canonical DFA, encodings with parameters defaulted from the stored classification, the prediction
+the classification makes), validates it, inserts a queued job and — after the transaction commits —
+wakes the executor. ``GET /v1/jobs/{id}`` / ``GET /v1/jobs`` read jobs, ``DELETE /v1/jobs/{id}``
+cancels, ``GET /v1/jobs/{id}/plot.png`` draws accuracy by length.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import anyio
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...core.errors import InputError, LangclassError, LimitExceeded, UnsupportedError
+from .. import jobs as jobrepo
+from .. import repository as repo
+from ..db import Database
+from ..problems import NotFoundError, ServiceError, problem_responses
+from ..security import require_api_key
+from ..settings import Settings
+
+__all__ = ["router", "build_train_spec", "predicted_sufficient", "ExperimentRequest"]
+
+router = APIRouter(prefix="/v1")
+
+JobId = Annotated[str, Path(description="the job's id (UUID)", max_length=64)]
+LanguageId = Annotated[str, Path(description="the language's fingerprint (SHA-256 hex)", max_length=200)]
+
+PERIODIC_FAMILIES = ("rope_periodic", "sinusoidal_periodic")
+"""Encoding families whose ``periods`` default to the language's LTL[P,MOD] period k."""
+
+MAX_SEEDS = 50
+MAX_LEARNING_RATES = 20
+MAX_ENCODINGS = 20
+
+
+class ConflictError(ServiceError):
+    """The job is not in a state that allows the operation (e.g. no result yet, already finished)."""
+
+    code = "conflict"
+    status = 409
+    title = "Conflict"
+
+
+# --- request / response models ---------------------------------------------------------------------
+
+
+class EncodingChoice(BaseModel):
+    """One encoding of an experiment, with explicit parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(max_length=64, description="family: nope, sinusoidal, sinusoidal_periodic, rope, rope_periodic, alibi")
+    params: dict[str, Any] = Field(default_factory=dict, description="family parameters, e.g. {\"periods\": 2} or {\"base\": 10000}")
+    label: str | None = Field(None, max_length=100, description="name in results (default: name(params))")
+
+
+class ExperimentRequest(BaseModel):
+    """An experiment to run as a job.
+
+    ``kind = "train"``: train recognizers for every (encoding, seed, learning rate) and compare each
+    encoding with the prediction (*Disentangling the Expressivity of RoPE*, App. E).
+    ``kind = "construct"``: build a transformer by construction and verify it; further fields (e.g.
+    ``formula``) go to the construction unchanged.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {"kind": "train", "encodings": ["nope", "rope_periodic"], "profile": "quick", "seeds": [0], "learning_rates": [3e-4]},
+                {"kind": "construct", "formula": "MOD_2^0"},
+            ]
+        },
+    )
+    kind: Literal["train", "construct"] = "train"
+    encodings: list[str | EncodingChoice] | None = Field(
+        None, max_length=MAX_ENCODINGS,
+        description="encoding names or {name, params, label}; periodic encodings get periods = the language's period k unless given",
+    )
+    profile: str | None = Field(None, max_length=32, description="quick (2-core CPU, ~a minute) or paper (App. E.2)")
+    seeds: list[int] | None = Field(None, max_length=MAX_SEEDS, description="training seeds (default: the profile's)")
+    learning_rates: list[float] | None = Field(None, max_length=MAX_LEARNING_RATES, description="AdamW learning rates (default: the profile's)")
+    overrides: dict[str, Any] | None = Field(None, description="profile settings to change: max_steps, test_lengths, d_model, …")
+    eval_seed: int | None = Field(None, description="seed of the test strings (shared by every run)")
+    max_attempts: int | None = Field(None, ge=1, le=10, description="claims allowed if workers die (default LANGCLASS_JOB_MAX_ATTEMPTS)")
+
+
+class Job(BaseModel):
+    """A job and, once it finished, its result."""
+
+    id: str
+    language_id: str
+    kind: str
+    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
+    cancel_requested: bool
+    attempts: int
+    max_attempts: int
+    spec: dict[str, Any] | None = Field(None, description="the job function's complete input")
+    progress: dict[str, Any] | None = Field(None, description="last progress report: phase, run/runs, step/total, loss, last_evaluation")
+    result: dict[str, Any] | None = Field(
+        None, description="train: runs (encoding, manifest, seed, learning_rate, accuracy_by_length, longest_perfect_length), summary per encoding, verdict"
+    )
+    error: dict[str, Any] | None = Field(None, description="{reason, detail, …}: worker-lost, invalid-spec, limit-exceeded, run-error, cancelled")
+    created_at: datetime
+    started_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    lease_expires_at: datetime | None = None
+    finished_at: datetime | None = None
+    links: dict[str, str]
+
+
+class JobPage(BaseModel):
+    """A page of jobs, newest first (without spec and result)."""
+
+    items: list[Job]
+    next_cursor: str | None = Field(None, description="pass as cursor for the next page; null on the last page")
+    limit: int
+
+
+# --- building the spec ------------------------------------------------------------------------------
+
+
+def _period(analysis: Mapping[str, Any]) -> int | None:
+    """The least k of an LTL[P,MOD] language (None when not a member or not decided)."""
+    info = (analysis.get("classes") or {}).get("ltl_p_mod")
+    if not isinstance(info, Mapping) or info.get("member") is not True:
+        return None
+    k = info.get("period")
+    if k is None and isinstance(info.get("certificate"), Mapping):
+        k = info["certificate"].get("period")
+    return k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else None
+
+
+def _member(analysis: Mapping[str, Any], key: str) -> bool | None:
+    info = (analysis.get("classes") or {}).get(key)
+    m = info.get("member") if isinstance(info, Mapping) else None
+    return m if isinstance(m, bool) else None
+
+
+def predicted_sufficient(name: str, params: Mapping[str, Any], analysis: Mapping[str, Any]) -> tuple[bool | None, str]:
+    """Whether the theory says soft attention with this encoding recognizes the language at every length.
+
+    * NoPE: exactly LTL[P] (*Disentangling the Expressivity of RoPE*, §2.2).
+    * periodic RoPE / periodic sinusoidal PE: exactly LTL[P,MOD] (Thm 3.1, 3.2); a language of
+      period k needs MOD_k atoms, which a pair of period m gives when k divides m, so some
+      ``periods`` entry must be a multiple of k.
+    * conventional RoPE, sinusoidal, ALiBi: no length-independent guarantee (Cor. 4.1: RoPE simulates
+      Y^k only up to a certified length) — reported as measured, never predicted.
+
+    Returns:
+        ``(sufficient, reason)`` — sufficient is None when the classification is undecided.
+    """
+    in_p, in_mod = _member(analysis, "ltl_p"), _member(analysis, "ltl_p_mod")
+    if name == "nope":
+        if in_p is None:
+            return None, "LTL[P] membership undecided"
+        return in_p, "NoPE recognizes exactly LTL[P] (Disentangling the Expressivity of RoPE, §2.2)" + ("" if in_p else "; the language is not in LTL[P]")
+    if name in PERIODIC_FAMILIES:
+        if in_mod is None:
+            return None, "LTL[P,MOD] membership undecided"
+        if not in_mod:
+            return False, "the language is not in LTL[P,MOD] (Disentangling the Expressivity of RoPE, Thm 3.1/3.2)"
+        k = _period(analysis) or 1
+        periods = params.get("periods", 2)
+        plist = periods if isinstance(periods, list) else [periods]
+        ok = any(isinstance(m, int) and m % k == 0 for m in plist) or k == 1
+        return ok, (f"periodic encodings recognize LTL[P,MOD] (Thm 3.1/3.2); period k = {k} "
+                    + ("divides a table period" if ok else f"divides none of the periods {plist}"))
+    return False, "no length-independent guarantee for this encoding (Cor. 4.1)"
+
+
+def _label(name: str, params: Mapping[str, Any]) -> str:
+    return name if not params else name + "(" + ",".join(f"{k}={params[k]}" for k in sorted(params)) + ")"
+
+
+def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``run_experiment`` spec of a train request on a stored language.
+
+    Periodic encodings without ``periods`` get the language's LTL[P,MOD] period k (left to the
+    encoding's default when the language has none); ``prediction.sufficient`` lists the labels the
+    theory predicts sufficient (:func:`predicted_sufficient`), with reasons.
+
+    Raises:
+        InputError: no encodings, or extra fields a train job does not take (``field`` names it).
+    """
+    extra = sorted((body.model_extra or {}).keys())
+    if extra:
+        raise InputError(f"unknown field {extra[0]!r} for a train experiment", field=extra[0])
+    if not body.encodings:
+        raise InputError("a train experiment needs at least one encoding", field="encodings")
+    analysis = language.get("analysis") or language
+    period = _period(analysis)
+    encodings: list[dict[str, Any]] = []
+    sufficient: list[str] = []
+    reasons: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    for i, e in enumerate(body.encodings):
+        choice = EncodingChoice(name=e) if isinstance(e, str) else e
+        params = dict(choice.params)
+        if choice.name in PERIODIC_FAMILIES and "periods" not in params and period is not None:
+            params["periods"] = period
+            defaults[f"encodings[{i}].params.periods"] = period
+        label = choice.label or _label(choice.name, params)
+        encodings.append({"name": choice.name, "params": params, "label": label})
+        ok, why = predicted_sufficient(choice.name, params, analysis)
+        reasons[label] = {"sufficient": ok, "reason": why}
+        if ok:
+            sufficient.append(label)
+    spec: dict[str, Any] = {
+        "language": language["dfa"],
+        "encodings": encodings,
+        "profile": body.profile or "quick",
+        "prediction": {"sufficient": sufficient, "per_encoding": reasons, "language_period": period,
+                       "source": "Disentangling the Expressivity of RoPE, §2.2, Thm 3.1, Thm 3.2, Cor. 4.1"},
+    }
+    if body.seeds is not None:
+        spec["seeds"] = list(body.seeds)
+    if body.learning_rates is not None:
+        spec["learning_rates"] = list(body.learning_rates)
+    if body.overrides is not None:
+        spec["overrides"] = dict(body.overrides)
+    if body.eval_seed is not None:
+        spec["eval_seed"] = body.eval_seed
+    if defaults:
+        spec["prediction"]["defaults_from_classification"] = defaults
+    return spec
+
+
+def validate_train_spec(spec: Mapping[str, Any]) -> None:
+    """Check a train spec before it is queued, so a bad request is a 422 now, not a failed job later.
+
+    Uses the experiment module's own normalization (the rules the run applies), its run and length
+    limits, and builds every encoding once (names and parameters).
+
+    Raises:
+        InputError / LimitExceeded: naming the field or limit.
+    """
+    from ...models import experiment as ex
+
+    normalize = getattr(ex, "validate_spec", None) or getattr(ex, "_normalize")
+    norm = normalize(spec)
+    settings = norm["settings"]
+    n_runs = len(norm["encodings"]) * len(norm["seeds"]) * len(norm["learning_rates"])
+    if n_runs > ex.MAX_RUNS:
+        raise LimitExceeded("max_runs", ex.MAX_RUNS, f"{n_runs} runs requested; max_runs={ex.MAX_RUNS}", field="seeds")
+    test_lengths = settings["test_lengths"]
+    if test_lengths[-1] > ex.MAX_TEST_LENGTH:
+        raise LimitExceeded("max_test_length", ex.MAX_TEST_LENGTH, f"test length {test_lengths[-1]} exceeds max_test_length={ex.MAX_TEST_LENGTH}",
+                            field="overrides.test_lengths")
+    if len(test_lengths) * settings["eval_per_length"] > ex.MAX_EVAL_STRINGS:
+        raise LimitExceeded("max_eval_strings", ex.MAX_EVAL_STRINGS, field="overrides.eval_per_length")
+    for lr in norm["learning_rates"]:
+        if not math.isfinite(lr):
+            raise InputError("learning rates must be finite", field="learning_rates")
+    from ...models.encodings import make_encoding
+
+    d_model, n_heads = settings["d_model"], settings["n_heads"]
+    if d_model % n_heads:
+        raise InputError(f"d_model={d_model} is not a multiple of n_heads={n_heads}", field="overrides.d_model")
+    for i, enc in enumerate(norm["encodings"]):
+        try:
+            make_encoding(enc.name, d_model=d_model, d_head=d_model // n_heads, n_heads=n_heads, **dict(enc.params))
+        except InputError as err:
+            sub = (err.field or "encoding").removeprefix("encoding").lstrip(".")
+            raise type(err)(err.detail, field=f"encodings[{i}]" + (f".params.{sub}" if sub and sub != "name" else ".name" if sub == "name" else "")) from None
+
+
+def build_construct_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``run_construction`` spec: the request's construction fields plus the stored language."""
+    spec = dict(body.model_extra or {})
+    for key in ("encodings", "profile", "seeds", "learning_rates", "overrides", "eval_seed"):
+        value = getattr(body, key)
+        if value is not None:
+            spec[key] = value if key != "encodings" else [e if isinstance(e, str) else e.model_dump() for e in value]
+    spec["language"] = language["dfa"]
+    spec.setdefault("alphabet", list(language.get("alphabet") or language["dfa"].get("alphabet", [])))
+    spec["analysis_classes"] = {k: v.get("member") for k, v in ((language.get("analysis") or {}).get("classes") or {}).items() if isinstance(v, Mapping)}
+    return spec
+
+
+def validate_construct_spec(spec: Mapping[str, Any]) -> None:
+    """Validate with the construction module's own checker when it offers one."""
+    try:
+        from ...models import verify
+    except ImportError:
+        raise UnsupportedError("construction jobs are not available in this installation", field="kind") from None
+    check = getattr(verify, "validate_spec", None)
+    if check is not None:
+        check(spec)
+
+
+# --- routes ------------------------------------------------------------------------------------------
+
+
+def _settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def _db(request: Request) -> Database:
+    return request.app.state.db
+
+
+def _notify(request: Request) -> None:
+    executor = getattr(request.app.state, "executor", None)
+    if executor is not None:
+        executor.notify()
+
+
+@router.post(
+    "/languages/{language_id}/experiments",
+    status_code=202,
+    response_model=Job,
+    tags=["jobs"],
+    summary="Queue an experiment (train recognizers or verify a construction) as a job",
+    responses=problem_responses(400, 401, 404, 413, 422),
+)
+async def create_experiment(
+    language_id: LanguageId, body: ExperimentRequest, request: Request, response: Response,
+    _key: str | None = Depends(require_api_key),
+) -> dict[str, Any]:
+    """Validate the experiment, store it as a queued job and return it (202). Poll
+    ``GET /v1/jobs/{id}`` for progress and the result. Needs an API key when keys are configured."""
+    db = _db(request)
+    settings = _settings(request)
+
+    def load() -> dict[str, Any]:
+        with db.session_scope() as session:
+            row = repo.get_language(session, language_id)
+            if row is None:
+                raise NotFoundError(f"no language with id {language_id!r}", field="language_id")
+            return {"dfa": row.dfa, "analysis": row.analysis, "alphabet": list(row.alphabet)}
+
+    language = await anyio.to_thread.run_sync(load)
+    if body.kind == "train":
+        spec = build_train_spec(body, language)
+        await anyio.to_thread.run_sync(validate_train_spec, spec)
+    else:
+        spec = build_construct_spec(body, language)
+        await anyio.to_thread.run_sync(validate_construct_spec, spec)
+    max_attempts = body.max_attempts or settings.job_max_attempts
+
+    def insert() -> dict[str, Any]:
+        with db.session_scope() as session:
+            row = jobrepo.create_job(session, language_id=language_id, kind=body.kind, spec=spec, max_attempts=max_attempts)
+            return jobrepo.job_resource(row)
+        # the transaction has committed here
+
+    resource = await anyio.to_thread.run_sync(insert)
+    _notify(request)  # only after the commit: a worker can now see the job
+    response.headers["Location"] = f"/v1/jobs/{resource['id']}"
+    return resource
+
+
+def _load_job(db: Database, job_id: str) -> dict[str, Any]:
+    with db.session_scope() as session:
+        row = jobrepo.get_job(session, job_id)
+        if row is None:
+            raise NotFoundError(f"no job with id {job_id!r}", field="id")
+        return jobrepo.job_resource(row)
+
+
+@router.get("/jobs/{job_id}", response_model=Job, tags=["jobs"], summary="One job: status, progress, result, error",
+            responses=problem_responses(404, 422))
+async def get_job(job_id: JobId, request: Request) -> dict[str, Any]:
+    """The job; ``result`` holds the runs, per-encoding summary and verdict once it succeeded."""
+    return await anyio.to_thread.run_sync(_load_job, _db(request), job_id)
+
+
+@router.get("/jobs", response_model=JobPage, tags=["jobs"], summary="Browse jobs (newest first)",
+            responses=problem_responses(400, 422))
+async def list_jobs(
+    request: Request,
+    language_id: Annotated[str | None, Query(max_length=200, description="only this language's jobs")] = None,
+    status: Annotated[Literal["queued", "running", "succeeded", "failed", "cancelled"] | None, Query()] = None,
+    kind: Annotated[Literal["train", "construct"] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=200, description="page size")] = 50,
+    cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page")] = None,
+) -> dict[str, Any]:
+    """Jobs newest first, filtered, paginated by cursor; items omit ``spec`` and ``result``."""
+    db = _db(request)
+
+    def query() -> dict[str, Any]:
+        with db.session_scope() as session:
+            rows, nxt = jobrepo.list_jobs(session, limit=limit, cursor=cursor, language_id=language_id, status=status, kind=kind)
+            return {"items": [jobrepo.job_summary(r) for r in rows], "next_cursor": nxt, "limit": limit}
+
+    return await anyio.to_thread.run_sync(query)
+
+
+@router.delete(
+    "/jobs/{job_id}",
+    response_model=Job,
+    tags=["jobs"],
+    summary="Cancel a job (needs an API key when keys are set)",
+    responses={202: {"model": Job, "description": "Cancellation requested; the running job stops at its next check."},
+               **problem_responses(401, 404, 409, 422)},
+)
+async def cancel_job(job_id: JobId, request: Request, response: Response, _key: str | None = Depends(require_api_key)) -> dict[str, Any]:
+    """A queued job is cancelled at once (200); a running one is asked to stop (202, ``cancel_requested``)
+    and becomes ``cancelled`` when its worker notices (within a heartbeat). A cancelled job answers 200
+    again; a succeeded or failed one 409."""
+    db = _db(request)
+
+    def cancel() -> dict[str, Any]:
+        with db.session_scope() as session:
+            row = jobrepo.request_cancel(session, job_id)
+            if row is None:
+                raise NotFoundError(f"no job with id {job_id!r}", field="id")
+            return jobrepo.job_resource(row)
+
+    resource = await anyio.to_thread.run_sync(cancel)
+    if resource["status"] in ("succeeded", "failed"):
+        raise ConflictError(f"job {job_id} already {resource['status']}; nothing to cancel", field="id", job_status=resource["status"])
+    response.status_code = 202 if resource["status"] == "running" else 200
+    return resource
+
+
+@router.get(
+    "/jobs/{job_id}/plot.png",
+    tags=["jobs"],
+    summary="Accuracy by test length, one curve per encoding (PNG)",
+    responses={200: {"content": {"image/png": {}}, "description": "the plot"}, **problem_responses(404, 409, 422)},
+)
+async def job_plot(job_id: JobId, request: Request) -> Response:
+    """Mean accuracy per test length for each encoding (band: min–max over seeds and learning rates),
+    the training range and N* marked. 409 while the job has no result."""
+    resource = await anyio.to_thread.run_sync(_load_job, _db(request), job_id)
+    result = resource.get("result")
+    if resource["kind"] != "train":
+        raise ConflictError("only train jobs have accuracy-by-length plots", field="id")
+    if not result or not result.get("runs"):
+        raise ConflictError(f"job {job_id} has no result yet (status {resource['status']})", field="id", job_status=resource["status"])
+    from ..plot import plot_accuracy_by_length
+
+    try:
+        png = await anyio.to_thread.run_sync(plot_accuracy_by_length, result)
+    except LangclassError:
+        raise
+    return Response(content=png, media_type="image/png", headers={"Cache-Control": "no-store" if resource["status"] not in jobrepo.TERMINAL else "max-age=3600"})
