@@ -209,7 +209,7 @@ class MultiHeadAttention(nn.Module):
         bias = encoding.score_bias(positions)
         if bias is not None:
             scores = scores + bias.to(scores.dtype)
-        if torch.is_autocast_enabled() and scores.dtype in (torch.float16, torch.bfloat16):
+        if _autocast_on(x.device.type) and scores.dtype in (torch.float16, torch.bfloat16):
             scores = scores.float()  # like torch.softmax under autocast
         vis = visibility(T, self.mask, valid, device=x.device)  # [B or 1, 1, T, T]
         if self.attention == "soft":
@@ -231,3 +231,10 @@ class MultiHeadAttention(nn.Module):
 
 
 _NOPE = NoPE()
+
+
+def _autocast_on(device_type: str) -> bool:
+    try:
+        return bool(torch.is_autocast_enabled(device_type))
+    except TypeError:  # older torch: no device argument
+        return bool(torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled())

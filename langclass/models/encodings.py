@@ -259,7 +259,7 @@ class Sinusoidal(PositionalEncoding):
                 "layout": "interleaved (sin, cos) per pair", "trig": "phase formed in compute dtype; sin/cos in float64 rounded"}
 
     def spec(self) -> dict[str, Any]:
-        return {**super().spec(), "base": self.base, "dim": self.dim}
+        return {**super().spec(), "d_model": self.d_model, "base": self.base, "dim": self.dim}
 
 
 def _periodic_tables(periods: Sequence[int], steps: Sequence[int], cdt: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -349,7 +349,7 @@ class SinusoidalPeriodic(PositionalEncoding):
                 "layout": "interleaved (sin, cos) per pair"}
 
     def spec(self) -> dict[str, Any]:
-        return {**super().spec(), "periods": list(self.periods), "steps": list(self.steps)}
+        return {**super().spec(), "d_model": self.d_model, "periods": list(self.periods), "steps": list(self.steps)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,7 +467,7 @@ class _Rotary(PositionalEncoding):
                 "unrotated_tail": self.d_head - self.rotary_dim, "applies_to": ["q", "k"], "v_rotated": False}
 
     def spec(self) -> dict[str, Any]:
-        return {**super().spec(), "rotary_dim": self.rotary_dim, "pair_layout": self.pair_layout}
+        return {**super().spec(), "d_head": self.d_head, "rotary_dim": self.rotary_dim, "pair_layout": self.pair_layout}
 
 
 class RoPE(_Rotary):
@@ -634,7 +634,7 @@ class ALiBi(PositionalEncoding):
         return {"n_heads": self.n_heads, "slopes": list(self.slopes), "bias": "-slope_h * |i - j| added to scores"}
 
     def spec(self) -> dict[str, Any]:
-        return {**super().spec(), "slopes": list(self.slopes)}
+        return {**super().spec(), "n_heads": self.n_heads, "slopes": list(self.slopes)}
 
 
 ENCODING_FAMILIES: dict[str, type[PositionalEncoding]] = {
@@ -663,7 +663,8 @@ def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None =
     Args:
         name: one of ``nope, sinusoidal, sinusoidal_periodic, rope, rope_periodic, alibi``.
         d_model, d_head, n_heads: model context; each family takes what it needs (the recognizer
-            passes all three), the rest is ignored.
+            passes all three), the rest is ignored. The same key inside ``params`` (as in
+            :meth:`PositionalEncoding.spec`) must agree with the context.
         **params: family parameters (see each class), e.g. ``base``, ``rotary_dim``, ``pair_layout``,
             ``periods``, ``steps``, ``angles``, ``slopes``, ``position_origin``, ``compute_dtype``.
 
@@ -687,6 +688,9 @@ def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None =
     for key in _CONTEXT[name]:
         if key in params:
             kwargs[key] = params.pop(key)
+            if context[key] is not None and kwargs[key] != context[key]:
+                raise InputError(f"encoding {name!r}: {key}={kwargs[key]} conflicts with the model's {key}={context[key]}",
+                                 field=f"encoding.{key}")
         elif context[key] is None:
             raise InputError(f"encoding {name!r} needs {key}", field=f"encoding.{key}")
         else:

@@ -132,7 +132,12 @@ class RecognizerConfig:
         name = spec.pop("name")
         if self.dtype == "float64":
             spec.setdefault("compute_dtype", "float64")
-        return make_encoding(name, d_model=self.d_model, d_head=self.head_dim, n_heads=self.n_heads, **spec)
+        context = {"d_model": self.d_model, "d_head": self.head_dim, "n_heads": self.n_heads}
+        for key, value in context.items():
+            if key in spec and spec[key] != value:
+                raise InputError(f"encoding {name!r}: {key}={spec[key]!r} conflicts with the model's {key}={value}",
+                                 field=f"encoding.{key}")
+        return make_encoding(name, **{**context, **spec})
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (alphabet as a list)."""
