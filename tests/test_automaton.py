@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from langclass.core.automaton import DFA
 from langclass.core.errors import AlphabetError, LimitExceeded, UnknownSymbolError
 from langclass.core.limits import Limits
-from langclass.core.minimize import hopcroft_partition
+from langclass.core.minimize import hopcroft_partition, minimal_partition, moore_rounds
 from langclass.core.parse import parse_regex
 
 
@@ -46,6 +46,25 @@ def random_dfas(draw, max_states: int = 12, max_letters: int = 3) -> DFA:
 @given(random_dfas())
 def test_hopcroft_equals_moore(d: DFA) -> None:
     assert same_partition(hopcroft_partition(d.transitions, d.accepting), moore_partition(d.transitions, d.accepting))
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_dfas(), st.integers(0, 6))
+def test_moore_rounds_then_hopcroft_equals_moore(d: DFA, rounds: int) -> None:
+    full = moore_partition(d.transitions, d.accepting)
+    partial, stable = moore_rounds(d.transitions, d.accepting, rounds)
+    if stable:
+        assert same_partition(partial, full)
+    assert same_partition(hopcroft_partition(d.transitions, d.accepting, initial=partial), full)
+    assert same_partition(minimal_partition(d.transitions, d.accepting, moore_limit=rounds), full)
+
+
+def test_long_chain_needs_hopcroft_after_moore() -> None:
+    n = 3000  # a^n: states need words of length up to n to be told apart
+    table = np.minimum(np.arange(n) + 1, n - 1)[:, None]
+    d = DFA(("a",), table, 0, np.arange(n) == n - 2)
+    assert not moore_rounds(d.transitions, d.accepting, 48)[1]
+    assert d.canonical().num_states == n
 
 
 @settings(max_examples=100, deadline=None)

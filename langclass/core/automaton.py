@@ -216,11 +216,12 @@ class DFA:
     def state_partition(self) -> np.ndarray:
         """Myhill–Nerode classes of the states: ``int`` array ``[n]``, equal ids ⇔ equivalent states.
 
-        Hopcroft's algorithm, O(n |Σ| log n) (Hopcroft 1971).
+        Vectorized Moore rounds, finished by Hopcroft's O(n |Σ| log n) algorithm when states need
+        long distinguishing words (Moore 1956; Hopcroft 1971).
         """
-        from .minimize import hopcroft_partition
+        from .minimize import minimal_partition
 
-        return hopcroft_partition(self.transitions, self.accepting)
+        return minimal_partition(self.transitions, self.accepting)
 
     def canonical(self) -> DFA:
         """The minimal complete DFA (unreachable states removed, equivalent states merged),

@@ -645,6 +645,10 @@ def _embed(nfa: _NFA, d: DFA, lo: int) -> tuple[int, int, int]:
     return ids[d.initial], e, lo
 
 
+_CHUNK = 12
+_CHUNK_MASK = (1 << _CHUNK) - 1
+
+
 def _determinize(nfa: _NFA, start: int, final: int, k: int, alphabet: Sequence[str], limits: Limits, deadline: Deadline) -> DFA:
     """Subset construction on the part of ``nfa`` reachable from ``start`` with accepting state ``final``.
 
@@ -691,6 +695,7 @@ def _determinize(nfa: _NFA, start: int, final: int, k: int, alphabet: Sequence[s
             v = succ[b] = list(acc.items())
         return v
 
+    chunk_cache: list[dict[int, list[tuple[int, int]]]] = []
     start_mask = closure(start)
     index: dict[int, int] = {start_mask: 0}
     order = [start_mask]
@@ -705,10 +710,26 @@ def _determinize(nfa: _NFA, start: int, final: int, k: int, alphabet: Sequence[s
         nxt = [0] * k
         m = S
         while m:
+            # take the 12-bit chunk holding the lowest set bit; its successor masks are memoized
             low = m & -m
-            b = low.bit_length() - 1
-            m ^= low
-            for a, mask in successors(b):
+            c = (low.bit_length() - 1) // _CHUNK
+            shift = c * _CHUNK
+            v = (m >> shift) & _CHUNK_MASK
+            m &= ~(_CHUNK_MASK << shift)
+            while len(chunk_cache) <= c:
+                chunk_cache.append({})
+            cached = chunk_cache[c].get(v)
+            if cached is None:
+                acc_masks: dict[int, int] = {}
+                w = v
+                while w:
+                    lw = w & -w
+                    b = shift + lw.bit_length() - 1
+                    w ^= lw
+                    for a, mask in successors(b):
+                        acc_masks[a] = acc_masks.get(a, 0) | mask
+                cached = chunk_cache[c][v] = list(acc_masks.items())
+            for a, mask in cached:
                 nxt[a] |= mask
         row = []
         for T in nxt:
