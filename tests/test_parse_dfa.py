@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from langclass.core.automaton import DFA
 from langclass.core.errors import AlphabetError, DfaFormatError, InputError, LimitExceeded, UnknownSymbolError
 from langclass.core.export import dfa_to_json
 from langclass.core.limits import Limits
@@ -201,3 +205,37 @@ def test_error_dicts_are_json_ready() -> None:
     d = err.value.to_dict()
     json.dumps(d)
     assert d["code"] == "unknown-symbol" and d["field"] == "transitions.q0.c" and d["symbol"] == "c"
+
+
+@st.composite
+def exported_dfas(draw):
+    """A random DFA, and its JSON with random int/str state names, shuffled order and edges into a sink dropped."""
+    n = draw(st.integers(1, 7))
+    k = draw(st.integers(1, 3))
+    alphabet = ["a", "bb", "\u00e9"][:k]
+    table = draw(st.lists(st.lists(st.integers(0, n), min_size=k, max_size=k), min_size=n, max_size=n))
+    table.append([n] * k)  # state n is a sink
+    acc = draw(st.lists(st.booleans(), min_size=n, max_size=n)) + [False]
+    init = draw(st.integers(0, n - 1))
+    names = draw(
+        st.lists(st.one_of(st.integers(0, 50), st.text("xyz", min_size=1, max_size=3)), min_size=n, max_size=n, unique_by=str)
+    )
+    perm = draw(st.permutations(range(n)))
+    dfa = DFA(tuple(alphabet), np.array(table), init, np.array(acc))
+    doc = {
+        "alphabet": alphabet,
+        "states": [names[q] for q in perm],
+        "initial": names[init],
+        "accepting": [names[q] for q in perm if acc[q]],
+        "transitions": {str(names[q]): {alphabet[a]: names[r] for a, r in enumerate(table[q]) if r != n} for q in perm},
+    }
+    return dfa, doc
+
+
+@settings(max_examples=80, deadline=None)
+@given(exported_dfas())
+def test_random_dfa_json_round_trips(pair) -> None:
+    dfa, doc = pair
+    parsed = parse_dfa_json(json.dumps(doc))
+    assert parsed.fingerprint() == dfa.fingerprint()
+    assert parse_dfa_json(json.dumps(dfa_to_json(parsed))) == parsed

@@ -263,6 +263,7 @@ def parse_regex_ast(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT
                 field=f"alphabet[{i}]",
                 symbol=s,
             )
+    limits.check("max_regex_length", len(text))
     text = unicodedata.normalize("NFC", text)
     limits.check("max_regex_length", len(text))
     _check_paren_depth(text, limits)
