@@ -116,6 +116,22 @@ def test_dfa_input_with_string_states_and_partial_transitions(api: Any) -> None:
     assert r.json()["source"] == {"kind": "dfa", "dfa": dfa}
 
 
+def test_formula_input(api: Any) -> None:
+    """Past-LTL formulas are a third input kind: Y a = Σ*a, MOD(2,1) over {a} = (aa)*."""
+    r = api.post("/v1/languages", json={"formula": "Y a", "alphabet": ["a", "b"]})
+    assert r.status_code == 201, r.text
+    assert r.json()["id"] == parse_regex("(a|b)*a", ["a", "b"]).fingerprint()
+    assert r.json()["source"] == {"kind": "formula", "formula": "Y a", "alphabet": ["a", "b"]}
+    again = api.post("/v1/languages", json={"regex": "(a|b)*a", "alphabet": ["a", "b"]})
+    assert again.status_code == 200 and again.json()["id"] == r.json()["id"]
+    aa = api.post("/v1/classify", json={"formula": "MOD(2,1)", "alphabet": ["a"]}).json()
+    assert aa["id"] == parse_regex("(aa)*", ["a"]).fingerprint()
+    problem = _is_problem(api.post("/v1/classify", json={"formula": "P (a &", "alphabet": ["a", "b"]}), 422, "formula-syntax")
+    assert problem["field"].startswith("formula")
+    _is_problem(api.post("/v1/classify", json={"formula": "P a"}), 422, "invalid-alphabet")
+    _is_problem(api.post("/v1/classify", json={"formula": "P c", "alphabet": ["a", "b"]}), 422, "unknown-symbol")
+
+
 def test_classify_does_not_store(api: Any) -> None:
     r = api.post("/v1/classify", json={"regex": "a(a|b)*", "alphabet": ["a", "b"]})
     assert r.status_code == 200

@@ -14,6 +14,8 @@ import functools
 import importlib.metadata
 import json
 import subprocess
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,7 @@ __all__ = [
     "code_version",
     "dfa_from_record",
     "find_duplicate_key",
+    "monoid_page",
 ]
 
 T = TypeVar("T")
@@ -114,7 +117,12 @@ def parse_language(
             from ..core.formulas import formula_to_dfa
         except ImportError as exc:  # pragma: no cover - depends on the build
             raise UnsupportedError("formula input is not available in this build", field="formula") from exc
-        machine = formula_to_dfa(formula, list(alphabet), limits)
+        try:
+            machine = formula_to_dfa(formula, list(alphabet), limits)
+        except InputError as err:
+            if err.field is None:
+                err.field = "formula"
+            raise
         source = {"kind": "formula", "formula": formula, "alphabet": list(alphabet)}
     machine = machine.canonical()
     return ParsedLanguage(dfa=machine, fingerprint=machine.fingerprint(), source=source)
@@ -170,6 +178,36 @@ def dfa_from_record(data: Mapping[str, Any], limits: Limits) -> DFA:
     from ..core.parse import parse_dfa_json
 
     return parse_dfa_json(dict(data), limits)
+
+
+_MONOID_CACHE: "OrderedDict[tuple[str, Limits], Any]" = OrderedDict()
+_MONOID_CACHE_SIZE = 8
+_MONOID_LOCK = threading.Lock()
+
+
+def monoid_page(fingerprint: str, dfa_json: Mapping[str, Any], limits: Limits, offset: int, limit: int) -> dict[str, Any]:
+    """A page of the syntactic monoid of a stored language (``TransitionMonoid.describe``).
+
+    The enumerated monoid of the last few languages is kept in memory (keyed by fingerprint and
+    limits), so paging through a large monoid does not rebuild it for every page.
+
+    Raises:
+        LimitExceeded: ``max_monoid_size`` when the monoid is over the cap; TimeLimitExceeded.
+    """
+    from ..core.monoid import transition_monoid
+
+    key = (fingerprint, limits)
+    with _MONOID_LOCK:
+        monoid = _MONOID_CACHE.get(key)
+        if monoid is not None:
+            _MONOID_CACHE.move_to_end(key)
+    if monoid is None:
+        monoid = transition_monoid(dfa_from_record(dfa_json, limits), limits)
+        with _MONOID_LOCK:
+            _MONOID_CACHE[key] = monoid
+            while len(_MONOID_CACHE) > _MONOID_CACHE_SIZE:
+                _MONOID_CACHE.popitem(last=False)
+    return monoid.describe(offset, limit)
 
 
 def classification_record(parsed: ParsedLanguage, analysis: Mapping[str, Any], version: str) -> dict[str, Any]:

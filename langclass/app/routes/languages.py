@@ -34,6 +34,7 @@ from ..service import (
     code_version,
     dfa_from_record,
     find_duplicate_key,
+    monoid_page,
     parse_language,
 )
 from ..settings import Settings
@@ -269,13 +270,7 @@ async def get_monoid(
     resource = await anyio.to_thread.run_sync(_load, _db(request), language_id)
     limits = _settings(request).limits()
 
-    def describe() -> dict[str, Any]:
-        from ...core.monoid import transition_monoid
-
-        dfa = dfa_from_record(resource["dfa"], limits)
-        return transition_monoid(dfa, limits).describe(offset, limit)
-
-    page = await _runner(request).run(describe)
+    page = await _runner(request).run(monoid_page, language_id, resource["dfa"], limits, offset, limit)
     return {"id": language_id, **page}
 
 
