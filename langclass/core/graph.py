@@ -247,6 +247,24 @@ class KAutomaton:
         return DFA(names, self.transitions, self.initial, self.accepting)
 
 
+#: Most table entries (states × letters) a k-automaton may hold (≈ 400 MB as int32).
+MAX_TABLE_ENTRIES = 100_000_000
+
+
+def _check_letters(limits: Limits, letters: int, n: int) -> None:
+    limits.check("max_k_automaton_letters", letters)
+    if letters * n > MAX_TABLE_ENTRIES:
+        from .errors import LimitExceeded
+
+        cap = max(1, MAX_TABLE_ENTRIES // n)
+        raise LimitExceeded(
+            "max_k_automaton_letters",
+            min(cap, limits.max_k_automaton_letters),
+            f"a k-automaton of {n} states may have at most {cap} letters (table of {MAX_TABLE_ENTRIES} entries); "
+            f"{letters} needed",
+        )
+
+
 def k_automaton(dfa: DFA, k: int, limits: Limits = DEFAULT_LIMITS, *, distinct: bool = False) -> KAutomaton:
     """Build the k-automaton A_k of ``dfa`` eagerly.
 
@@ -278,7 +296,7 @@ def k_automaton(dfa: DFA, k: int, limits: Limits = DEFAULT_LIMITS, *, distinct: 
     t = dfa.transitions.astype(np.int64)
     n, m = t.shape
     if not distinct:
-        limits.check("max_k_automaton_letters", m**k)
+        _check_letters(limits, m**k, n)
         # columns: word w = w_1..w_k (shortlex) ↦ δ^k(·, w); build [n, m^j] iteratively
         cur = np.arange(n, dtype=np.int64)[:, None]  # j = 0: the identity
         for _ in range(k):
@@ -291,6 +309,7 @@ def k_automaton(dfa: DFA, k: int, limits: Limits = DEFAULT_LIMITS, *, distinct: 
     for _ in range(k):
         # extend every kept word by every letter: f·a = t[f, a]
         ext = t[funcs][:, :, :]  # [count, n, m]
+        _check_letters(limits, len(words) * m, n)
         cand = np.transpose(ext, (0, 2, 1)).reshape(-1, n)  # [count*m, n], (word, letter) order
         cand_words = [w + (a,) for w in words for a in range(m)]
         uniq, first = np.unique(cand, axis=0, return_index=True)
