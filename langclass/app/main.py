@@ -159,4 +159,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
     for router in ROUTERS:
         app.include_router(router)
+    _problem_only_openapi(app)
     return app
+
+
+def _problem_only_openapi(app: FastAPI) -> None:
+    """Error responses are documented as ``application/problem+json`` only (FastAPI adds JSON too)."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        for item in schema.get("paths", {}).values():
+            for operation in item.values():
+                for status, response in (operation.get("responses") or {}).items():
+                    content = response.get("content") or {}
+                    if str(status)[:1] in "45" and "application/problem+json" in content:
+                        content.pop("application/json", None)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
