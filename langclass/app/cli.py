@@ -19,7 +19,7 @@ import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -134,55 +134,37 @@ def classify(
     regex: Annotated[Optional[str], typer.Option("--regex", "-r", help="regex over the alphabet (docs/regex.md)")] = None,
     alphabet: Annotated[Optional[str], typer.Option("--alphabet", "-a", help="'ab' = {a,b}; 'x1,x2' for longer symbols")] = None,
     dfa: Annotated[Optional[Path], typer.Option("--dfa", help="DFA JSON file ('-' = standard input)")] = None,
-    formula: Annotated[Optional[str], typer.Option("--formula", "-f", help="LTL formula over the alphabet")] = None,
+    formula: Annotated[Optional[str], typer.Option("--formula", "-f", help="past-LTL formula over the alphabet")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the record POST /v1/classify returns")] = False,
 ) -> None:
     """Classify one language: classes with certificates and the encoding that suffices."""
-    from .service import classify as classify_record
+    from .service import classification_record, code_version, parse_language
 
     settings = get_settings()
+    limits = settings.limits()
     try:
-        dfa_data: Any = None
+        dfa_text: str | None = None
         if dfa is not None:
             try:
-                text = sys.stdin.read() if str(dfa) == "-" else dfa.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise InputError(f"cannot read {dfa}: {exc.strerror}", field="dfa") from None
-            dfa_data = text
+                dfa_text = sys.stdin.read() if str(dfa) == "-" else dfa.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(f"cannot read the DFA file {dfa}: {exc}", field="dfa") from None
         alpha = parse_alphabet(alphabet) if alphabet is not None else None
-        record = _classify_text(classify_record, regex, dfa_data, formula, alpha, settings)
+        # DFA text goes to the parser as text, so repeated JSON keys are detected
+        parsed = parse_language(regex=regex, dfa=dfa_text, formula=formula, alphabet=alpha, limits=limits)
+        from ..core.analysis import analyze, format_table
+
+        analysis = analyze(parsed.dfa, limits)
     except LangclassError as err:
         _fail(err, as_json)
         return
     if as_json:
+        record = classification_record(parsed, analysis.to_dict(), settings.code_version or code_version())
         typer.echo(json.dumps(record, indent=2, ensure_ascii=False, default=str))
         return
-    from ..core.analysis import format_table
-
-    typer.echo(f"language {record['id']}")
-    typer.echo(f"alphabet {record['alphabet']}   minimal DFA: {record['num_states']} states")
-    typer.echo(format_table(_analysis_of(record)))
-
-
-def _classify_text(fn: Any, regex: Any, dfa_text: Any, formula: Any, alphabet: Any, settings: Settings) -> dict[str, Any]:
-    dfa_data = None
-    if dfa_text is not None:
-        try:
-            dfa_data = json.loads(dfa_text)
-        except json.JSONDecodeError as exc:
-            from ..core.errors import DfaFormatError
-
-            raise DfaFormatError(f"the DFA file is not valid JSON: {exc.msg} at line {exc.lineno}", field="dfa") from None
-        if not isinstance(dfa_data, dict):
-            from ..core.errors import DfaFormatError
-
-            raise DfaFormatError("the DFA JSON must be an object", field="dfa")
-    return fn(regex=regex, dfa=dfa_data, formula=formula, alphabet=alphabet, limits=settings.limits())
-
-
-def _analysis_of(record: dict[str, Any]) -> Any:
-    """Re-run nothing: rebuild the table input from the record (the analysis dict)."""
-    return record
+    typer.echo(f"language   {parsed.fingerprint}")
+    typer.echo(f"alphabet   {list(parsed.dfa.alphabet)}   minimal complete DFA: {parsed.dfa.num_states} states")
+    typer.echo(format_table(analysis))
 
 
 def _register_subcommands() -> None:
