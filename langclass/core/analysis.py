@@ -1,0 +1,348 @@
+"""One entry point: classify a regular language exactly and say which positional encoding suffices.
+
+:func:`analyze` takes a DFA (any complete DFA; it is minimized), runs the polynomial automaton
+tests, enumerates the syntactic monoid (within ``limits.max_monoid_size``), decides every class of
+:data:`langclass.core.lattice.CLASS_INFO` with a certificate or witness, fills classes a limit left
+open by the lattice inclusions where they decide them, asserts the lattice's consistency and the
+agreement of independent tests, and chooses the encodings (:mod:`langclass.core.encoding_choice`).
+
+Example:
+    >>> from langclass.core.automaton import DFA
+    >>> aa = DFA.from_table(["a"], [[1], [0]], 0, [0])          # (aa)*
+    >>> r = analyze(aa)
+    >>> r.classes["ltl_p_mod"].member, r.classes["ltl_p_mod"].period, r.classes["ltl_p"].member
+    (True, 2, False)
+    >>> r.encodings["soft"]["encoding"]
+    'rope_periodic'
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .automaton import DFA
+from .classes import (
+    AUTOMATON_KEYS,
+    DECIDERS,
+    ClassResult,
+    Context,
+    _counter_from_element,
+    find_counter_dfa,
+    ltl_p_y_delay,
+    monoid_extras,
+)
+from .encoding_choice import DEFAULT_PARAMS, EncodingParams, choose_encodings
+from .errors import LimitExceeded
+from .lattice import CLASS_INFO, CLASS_KEYS, LatticeViolation, check_consistency, infer
+from .limits import DEFAULT_LIMITS, Limits
+from .monoid import GroupInfo, TransitionMonoid, transition_monoid
+
+__all__ = ["Analysis", "analyze", "format_table"]
+
+MAX_GROUPS_REPORTED = 20
+
+
+@dataclass(frozen=True, eq=False)
+class Analysis:
+    """The full classification of one language.
+
+    Attributes:
+        dfa: the canonical minimal complete DFA.
+        monoid: its transition monoid, or ``None`` when a limit stopped the enumeration.
+        monoid_summary: JSON-ready summary (or ``{"error": {...}}``).
+        classes: class key → :class:`~langclass.core.classes.ClassResult`.
+        encodings: ``{"soft": {...}, "hard": {...}}`` (see :func:`~langclass.core.encoding_choice.choose_encodings`).
+        beyond: for languages outside FO[<,MOD]: the group found in the stable semigroup and the
+            circuit-complexity consequence; ``None`` otherwise.
+        extra: further facts (ground-truth ``extra`` names where they exist).
+        timings_ms: wall-clock milliseconds per stage.
+    """
+
+    dfa: DFA
+    monoid: TransitionMonoid | None
+    monoid_summary: dict[str, Any]
+    classes: dict[str, ClassResult]
+    encodings: dict[str, dict[str, Any]]
+    beyond: dict[str, Any] | None
+    extra: dict[str, Any]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def members(self) -> dict[str, bool | None]:
+        return {k: r.member for k, r in self.classes.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready record the API and ``langclass classify --json`` return."""
+        return {
+            "num_states": self.dfa.num_states,
+            "alphabet": list(self.dfa.alphabet),
+            "fingerprint": self.dfa.fingerprint(),
+            "monoid": self.monoid_summary,
+            "classes": {k: r.to_dict() for k, r in self.classes.items()},
+            "encodings": self.encodings,
+            "beyond": self.beyond,
+            "extra": self.extra,
+            "timings_ms": self.timings_ms,
+        }
+
+
+def _groups(M: TransitionMonoid, *, within: np.ndarray | None = None, limit: int = MAX_GROUPS_REPORTED) -> list[GroupInfo]:
+    """Non-trivial maximal subgroups, one per regular D-class (largest first), optionally intersected with a subsemigroup."""
+    g = M.green
+    J, H = g["J"], g["H"]
+    hsize = np.bincount(H)
+    cand = M.idempotent & (hsize[H] > 1)
+    if within is not None:
+        cand &= within
+    out: list[GroupInfo] = []
+    seen: set[int] = set()
+    for e in np.flatnonzero(cand).tolist():
+        if J[e] in seen:
+            continue
+        seen.add(int(J[e]))
+        gi = M.maximal_subgroup(e, within=within)
+        if gi.order > 1:
+            out.append(gi)
+    out.sort(key=lambda gi: -gi.order)
+    return out[:limit] if limit else out
+
+
+def _monoid_summary(M: TransitionMonoid) -> dict[str, Any]:
+    g = M.green
+    groups = _groups(M)
+    return {
+        "size": M.size,
+        "semigroup_size": M.semigroup_size,
+        "identity_in_semigroup": M.identity_in_semigroup,
+        "identity_word_plus": list(M.identity_word_plus) if M.identity_word_plus is not None else None,
+        "idempotents": int(M.idempotent.sum()),
+        "stability_index": M.stability_index,
+        "stable_semigroup_size": M.stable_size,
+        "r_classes": int(g["R"].max()) + 1,
+        "l_classes": int(g["L"].max()) + 1,
+        "h_classes": int(g["H"].max()) + 1,
+        "d_classes": int(g["J"].max()) + 1,
+        "regular_d_classes": len(M.regular_d_classes),
+        "aperiodic": not bool(M.aperiodic_violators.any()),
+        "nontrivial_groups": [gi.to_dict() for gi in groups],
+    }
+
+
+def _limit_result(key: str, err: LimitExceeded) -> ClassResult:
+    return ClassResult(key, None, f"undecided: {err.detail}", None, None, CLASS_INFO[key].source, "none",
+                       error=err.to_dict())
+
+
+def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams = DEFAULT_PARAMS) -> Analysis:
+    """Classify L(dfa) in every class of the lattice, with certificates, and choose the encodings.
+
+    Args:
+        dfa: a complete DFA (minimized and canonically renumbered here).
+        limits: ``max_monoid_size`` (and ``max_monoid_entries`` if present) bound the monoid;
+            ``time_limit_s`` bounds the whole analysis; ``max_states`` bounds the product automaton
+            used to find the Y-offset of LTL[P,Y] languages.
+        params: parameters of the conventional-RoPE certificate (angle g, scale C, dtype, max_length).
+
+    Returns:
+        :class:`Analysis`. Classes with polynomial automaton tests (LTL[P], LTL[P,MOD],
+        stutter-invariance, group) are always decided; when the monoid exceeds its cap the algebraic
+        classes are decided where the lattice implies them (or, for star-free, by a counter found on the
+        DFA) and otherwise have ``member = None`` and the limit error.
+
+    Raises:
+        TimeLimitExceeded: ``time_limit_s`` passed before the automaton tests finished.
+        LatticeViolation: two answers contradict each other (a bug).
+    """
+    t_start = time.perf_counter()
+    timings: dict[str, float] = {}
+    deadline = limits.deadline()
+    A = dfa.canonical()
+    ctx = Context(A, None, limits, deadline)
+    results: dict[str, ClassResult] = {}
+    for key in AUTOMATON_KEYS:
+        results[key] = DECIDERS[key](ctx)
+    timings["automaton_tests"] = (time.perf_counter() - t_start) * 1e3
+
+    t0 = time.perf_counter()
+    monoid: TransitionMonoid | None = None
+    monoid_error: LimitExceeded | None = None
+    try:
+        monoid = transition_monoid(A, limits, deadline=deadline)
+    except LimitExceeded as err:  # includes TimeLimitExceeded
+        monoid_error = err
+    timings["monoid"] = (time.perf_counter() - t0) * 1e3
+
+    t0 = time.perf_counter()
+    ctx.monoid = monoid
+    extra: dict[str, Any] = {"min_dfa_states": A.num_states}
+    if monoid is not None:
+        for key in CLASS_KEYS:
+            if key in results:
+                continue
+            try:
+                results[key] = DECIDERS[key](ctx)
+            except LimitExceeded as err:
+                results[key] = _limit_result(key, err)
+        try:
+            extra.update(monoid_extras(ctx))
+        except LimitExceeded:
+            pass
+        summary = _monoid_summary(monoid)
+    else:
+        for key in CLASS_KEYS:
+            if key in results:
+                continue
+            results[key] = _limit_result(key, monoid_error)
+        counter = None
+        try:
+            counter = find_counter_dfa(A)
+        except LimitExceeded:
+            counter = None
+        if counter is not None:
+            results["star_free"] = ClassResult(
+                "star_free", False,
+                f"the word {''.join(counter['word'])} is a counter of the minimal DFA (found without the monoid, which is over its cap)",
+                counter, counter, CLASS_INFO["star_free"].source, "automaton")
+        summary = {"error": monoid_error.to_dict()}
+    timings["algebraic_tests"] = (time.perf_counter() - t0) * 1e3
+
+    # fill what the lattice implies
+    members = {k: r.member for k, r in results.items()}
+    for key, (val, by) in infer(members).items():
+        old = results[key]
+        rel = f"{by} ⊆ {key}" if val else f"{key} ⊆ {by}"
+        wit = None if val else {"implied_by": by, "witness": results[by].witness}
+        results[key] = ClassResult(key, val,
+                                   f"{'member' if val else 'not a member'} because the language is "
+                                   f"{'in' if val else 'not in'} {CLASS_INFO[by].name} and {rel}",
+                                   {"implied_by": by, "inclusion": rel}, wit, CLASS_INFO[key].source, "lattice",
+                                   period=None, error=old.error)
+    members = {k: results[k].member for k in CLASS_KEYS}
+    period = results["ltl_p_mod"].period
+    check_consistency(members, period=period, monoid_size=monoid.size if monoid is not None else None)
+    if monoid is not None:
+        # independent tests must agree: automaton vs algebra
+        if extra["r_trivial"] != members["ltl_p"]:
+            raise LatticeViolation("partially ordered minimal DFA disagrees with R-triviality of the monoid")
+        if extra["stable_semigroup_r_trivial"] != members["ltl_p_mod"]:
+            raise LatticeViolation("the SCC test for LTL[P,MOD] disagrees with R-triviality of the stable semigroup")
+        if (monoid.size == 1 or not (monoid.elements[monoid.letter_ids] != np.arange(A.num_states)).any()) and not members["group"]:
+            raise LatticeViolation("a trivial monoid must be a group")
+
+    t0 = time.perf_counter()
+    delay = None
+    if members["ltl_p_y"] is True and members["ltl_p"] is not True and members["ltl_p_mod"] is not True:
+        delay = ltl_p_y_delay(A, max_states=min(limits.max_states, 200_000))
+    if members["ltl_p"] is True:
+        delay = 0
+    extra["ltl_p_y_delay"] = delay if members["ltl_p_y"] else None
+    extra["min_k"] = period
+    extra["partially_ordered_min_dfa"] = members["ltl_p"]
+    extra["counter_free_min_dfa"] = members["star_free"]
+    if monoid is not None:
+        extra["syntactic_monoid_size"] = monoid.size
+        extra["stability_index"] = monoid.stability_index
+        extra["stable_semigroup_size"] = monoid.stable_size
+    encodings = choose_encodings(members, period=period, delay=delay,
+                                 stability_index=monoid.stability_index if monoid is not None else None, params=params)
+    timings["encodings"] = (time.perf_counter() - t0) * 1e3
+
+    beyond = None
+    if members["fo_mod"] is False and monoid is not None:
+        groups_T = _groups(monoid, within=monoid.stable, limit=0)
+        all_groups = _groups(monoid, limit=0)
+        solvable = all(gi.solvable for gi in all_groups)
+        G = groups_T[0]
+        gd = G.to_dict()
+        gd["generator_words"] = [list(monoid.stable_word(h)) for h in G.generators]
+        beyond = {
+            "group": gd,
+            "stable_semigroup_groups": [g.to_dict() for g in groups_T[:MAX_GROUPS_REPORTED]],
+            "all_groups_solvable": solvable,
+            "complexity": ("ACC⁰ (every group in the syntactic monoid is solvable; Barrington & Thérien 1988)"
+                           if solvable else
+                           "NC¹-complete (the syntactic monoid contains a non-solvable group; Barrington 1989)"),
+            "reason": f"the stable semigroup η(Σ^{monoid.stability_index}) contains the group {G.name} (order {G.order}), "
+                      "so the language is not in AC⁰ (Barrington, Compton, Straubing & Thérien 1992)",
+        }
+    elif members["fo_mod"] is False:
+        beyond = {"group": None, "reason": "not in FO[<,MOD]; the group is not reported because the monoid is over its cap"}
+    timings["total"] = (time.perf_counter() - t_start) * 1e3
+    ordered = {k: results[k] for k in CLASS_KEYS}
+    return Analysis(A, monoid, summary, ordered, encodings, beyond, extra, {k: round(v, 3) for k, v in timings.items()})
+
+
+# ============================================================================ text table
+
+
+def _w(word) -> str:
+    if word is None:
+        return "—"
+    word = list(word)
+    if not word:
+        return "ε"
+    return "".join(word) if all(len(s) == 1 for s in word) else "·".join(word)
+
+
+def _evidence(r: ClassResult) -> str:
+    d = r.witness if r.member is False else r.certificate
+    if not d:
+        return ""
+    parts = []
+    for k, v in d.items():
+        if k in ("check", "context", "truncated", "group", "hasse", "loops", "maximal_idempotents", "branch", "witness"):
+            continue
+        if isinstance(v, list) and v and all(isinstance(s, str) for s in v):
+            parts.append(f"{k}={_w(v)}")
+        elif isinstance(v, list) and not v:
+            parts.append(f"{k}=ε")
+        elif isinstance(v, (int, str, bool)) or v is None:
+            parts.append(f"{k}={v}")
+        elif isinstance(v, list) and len(v) <= 8:
+            parts.append(f"{k}={v}")
+    s = ", ".join(parts)
+    return s if len(s) <= 110 else s[:107] + "..."
+
+
+def format_table(analysis: Analysis) -> str:
+    """A plain-text table of the classes (member, reason, certificate or witness) and the encoding answer."""
+    a = analysis
+    lines = [f"minimal DFA: {a.dfa.num_states} states over {{{', '.join(a.dfa.alphabet)}}}"]
+    ms = a.monoid_summary
+    if "error" in ms:
+        lines.append(f"syntactic monoid: not enumerated ({ms['error'].get('detail')})")
+    else:
+        lines.append(f"syntactic monoid: {ms['size']} elements (semigroup {ms['semigroup_size']}), "
+                     f"{ms['idempotents']} idempotents, {ms['d_classes']} D-classes, stability index s = {ms['stability_index']}, "
+                     f"stable semigroup {ms['stable_semigroup_size']} elements")
+    lines.append("")
+    w1 = max(len(CLASS_INFO[k].name) for k in a.classes) + 2
+    lines.append(f"{'class':<{w1}}{'member':<8}reason")
+    lines.append("-" * (w1 + 8 + 60))
+    for key, r in a.classes.items():
+        mem = {True: "yes", False: "no", None: "?"}[r.member]
+        name = CLASS_INFO[key].name
+        if key == "ltl_p_mod" and r.period:
+            mem = f"yes k={r.period}"
+        lines.append(f"{name:<{w1}}{mem:<8}{r.reason}")
+        ev = _evidence(r)
+        if ev:
+            lines.append(f"{'':<{w1}}{'':<8}{'certificate' if r.member else 'witness'}: {ev}")
+    lines.append("")
+    lines.append("encodings:")
+    for fam in ("soft", "hard"):
+        e = a.encodings[fam]
+        thm = f" — {e['theorem']}" if e.get("theorem") else ""
+        lines.append(f"  {fam}: {e['name']} [{e['length_guarantee']}]{thm}")
+    if a.beyond:
+        g = a.beyond.get("group")
+        if g:
+            lines.append(f"beyond AC⁰: group {g['name']} of order {g['order']}, generators "
+                         f"{', '.join(_w(w) for w in g['generator_words'])}; {a.beyond.get('complexity')}")
+        else:
+            lines.append(f"beyond AC⁰: {a.beyond['reason']}")
+    return "\n".join(lines)

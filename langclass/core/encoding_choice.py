@@ -1,0 +1,212 @@
+"""Which positional encoding suffices: the least sufficient encoding per attention family.
+
+Given the decided classes of a language, name — for soft attention and for unique hard attention —
+the weakest encoding in our catalogue known to recognize the language exactly, with its parameters
+and the theorem that guarantees it (theory brief §2):
+
+==========================  ==============================================  =====================================
+class                       model                                           source
+==========================  ==============================================  =====================================
+LTL[P]                      soft, strict future mask, BOS, NoPE             Disentangling the Expressivity of RoPE §2.2
+LTL[P,MOD], period k        soft + periodic RoPE (table indexed by i mod k) ibid. Thm 3.1 (periodic sinusoidal: Thm 3.2)
+LTL[P,Y], Y-offsets ≤ k     soft + conventional RoPE (irrational angle g)   ibid. Cor 4.1, Eq. 9–10 (only up to N_max)
+star-free ∩ stutter-inv.    hard, non-strict mask, NoPE                     Masked Hard-Attention … Thm 18
+star-free                   hard, strict future mask, rightmost, NoPE       ibid. Thm 17
+FO[<,MOD] (AC⁰)             hard + rational sinusoidal PE                   ibid. Cor 20
+==========================  ==============================================  =====================================
+
+The encoding names are those of ``langclass.models.encodings.make_encoding`` (``"nope"``,
+``"rope_periodic"``, ``"sinusoidal_periodic"``, ``"rope"``, ``"sinusoidal"``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Mapping
+
+__all__ = [
+    "EncodingParams",
+    "DEFAULT_PARAMS",
+    "choose_encodings",
+    "encoding_catalogue",
+    "conventional_rope_length",
+]
+
+_RoPE = "Disentangling the Expressivity of RoPE"
+_HARD = "Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages"
+
+
+@dataclass(frozen=True)
+class EncodingParams:
+    """Parameters of the conventional-RoPE certificate.
+
+    Attributes:
+        g: rotation angle in radians per position. The default 1 rad makes g/2π irrational, as
+            Cor 4.1 requires (conventional RoPE is then not a periodic schedule, Prop 4.1).
+        C: score scale of the Y^k head (query/key norm product). 1e7 keeps C·δ_L(g) ≥ f_large
+            far out in float32 while the realized scores stay well inside its range.
+        dtype: the arithmetic of the realized scores (``float32``, ``bfloat16``, ``float16``, ``float64``).
+        max_length: longest length examined for N_max (the answer is capped there).
+    """
+
+    g: float = 1.0
+    C: float = 1e7
+    dtype: str = "float32"
+    max_length: int = 1000
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"g": self.g, "C": self.C, "dtype": self.dtype, "max_length": self.max_length}
+
+
+DEFAULT_PARAMS = EncodingParams()
+
+
+@lru_cache(maxsize=256)
+def conventional_rope_length(k: int, g: float, C: float, dtype: str, max_length: int) -> dict[str, Any]:
+    """N_max for simulating Y^1 … Y^k with conventional RoPE: min over j ≤ k of N_max^(j)(g, C, F)
+    (Eq. 10 of "Disentangling the Expressivity of RoPE" on realized scores, via
+    ``langclass.core.numerics.certified_length``), plus f_large of the dtype.
+
+    Raises:
+        InputError: invalid parameters (from numerics).
+        LimitExceeded: ``certified_length_work`` (max_length too large).
+    """
+    from .numerics import certified_length, f_large
+
+    per = {j: int(certified_length(j, g, C, dtype, max_length)) for j in range(1, max(1, k) + 1)}
+    return {"n_max": min(per.values()), "n_max_per_offset": per, "f_large": float(f_large(dtype))}
+
+
+def _entry(encoding: str | None, name: str, cls: str | None, parameters: dict[str, Any], guarantee: str,
+           theorem: str | None, reason: str, alternatives: list[dict[str, Any]] | None = None, **extra) -> dict[str, Any]:
+    out = {"encoding": encoding, "name": name, "class": cls, "parameters": parameters,
+           "length_guarantee": guarantee, "theorem": theorem, "reason": reason,
+           "alternatives": alternatives or []}
+    out.update(extra)
+    return out
+
+
+def choose_encodings(members: Mapping[str, bool | None], *, period: int | None = None, delay: int | None = None,
+                     stability_index: int | None = None, params: EncodingParams = DEFAULT_PARAMS) -> dict[str, dict[str, Any]]:
+    """The least sufficient encoding for soft and for hard attention.
+
+    Args:
+        members: class key → True/False/None (see :mod:`langclass.core.lattice`).
+        period: least k of LTL[P,MOD] (when a member).
+        delay: largest Y-offset k needed for LTL[P,Y] (``classes.ltl_p_y_delay``), if known.
+        stability_index: s of the stable semigroup (modulus of the MOD predicates for FO[<,MOD]).
+        params: angle g, scale C, dtype and max_length of the conventional-RoPE certificate.
+
+    Returns:
+        ``{"soft": {...}, "hard": {...}}``, each with ``encoding`` (catalogue name or ``None``),
+        ``name``, ``class``, ``parameters``, ``length_guarantee``, ``theorem``, ``reason`` and
+        ``alternatives``. When a needed class is undecided (``None``) the entry says so
+        (``encoding`` ``None``, ``undecided`` true).
+    """
+    return {"soft": _soft(members, period, delay, params), "hard": _hard(members, stability_index)}
+
+
+def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, params: EncodingParams) -> dict[str, Any]:
+    if m.get("ltl_p") is True:
+        return _entry("nope", "NoPE (soft attention, strict future mask, BOS)", "ltl_p", {}, "all lengths",
+                      f"{_RoPE}, §2.2 (softmax transformers without PE recognize exactly LTL[P]; Li & Cotterell)",
+                      "the language is in LTL[P], which soft attention recognizes without any positional encoding")
+    if m.get("ltl_p_mod") is True:
+        k = int(period)
+        return _entry("rope_periodic", f"periodic RoPE with period {k}", "ltl_p_mod",
+                      {"period": k, "table": f"T(r) = round_F(Rot_(2π/{k}, r)) for 0 ≤ r < {k}, indexed by i mod {k}",
+                       "bos_anchor": True, "unrotated_pairs_for_P": True},
+                      "all lengths", f"{_RoPE}, Thm 3.1 (SMAT[RoPE_P] = LTL[P,MOD]), Lemma 3.2 and App. C.3",
+                      f"the language is in LTL[P,MOD] with least period k = {k} but not in LTL[P]; NoPE is not enough "
+                      "(soft attention without PE recognizes exactly LTL[P])",
+                      [{"encoding": "sinusoidal_periodic", "parameters": {"period": k},
+                        "theorem": f"{_RoPE}, Thm 3.2 (SMAT[SiPE_P] = LTL[P,MOD])"}])
+    if m.get("ltl_p_y") is True:
+        params_d = params.to_dict()
+        if delay is None:
+            return _entry("rope", "conventional RoPE (length-bounded)", "ltl_p_y", dict(params_d, k=None, n_max=None),
+                          "unknown (the Y-offset k was not determined within limits)",
+                          f"{_RoPE}, Cor 4.1 and App. D (Eq. 9–10)",
+                          "the language is in LTL[P,Y] but in no periodic class; conventional RoPE simulates Y^k only "
+                          "up to a certified length, which needs k", undecided=False)
+        k = max(1, int(delay))
+        try:
+            cert = conventional_rope_length(k, params.g, params.C, params.dtype, params.max_length)
+        except Exception as exc:  # a limit of the numerics: report, do not fail the analysis
+            cert = {"n_max": None, "error": str(exc)}
+        n_max = cert.get("n_max")
+        guarantee = f"lengths n ≤ {n_max}" if n_max is not None else "unknown"
+        if n_max is not None and n_max >= params.max_length:
+            guarantee = f"lengths n ≤ {n_max} (the examined maximum; N_max may be larger)"
+        return _entry("rope", f"conventional RoPE (angle g = {params.g} rad) up to n = {n_max}", "ltl_p_y",
+                      dict(params_d, k=k, n_max=n_max, n_max_per_offset=cert.get("n_max_per_offset"),
+                           f_large=cert.get("f_large")),
+                      guarantee, f"{_RoPE}, Cor 4.1 and App. D (Y^k via C·cos(g(i−k−j)), certified by Eq. 10)",
+                      f"the language is in LTL[P,Y] (Y-offsets up to {k}) but not in LTL[P,MOD]; conventional RoPE is not "
+                      "periodic (Prop 4.1), so Y^k is exact only while C·δ_L(g) ≥ f_large")
+    undecided = any(m.get(k) is None for k in ("ltl_p", "ltl_p_mod", "ltl_p_y"))
+    if undecided:
+        return _entry(None, "undecided", None, {}, "—", None,
+                      "a limit left LTL[P], LTL[P,MOD] or LTL[P,Y] undecided, so the least encoding is unknown", undecided=True)
+    return _entry(None, "none known", None, {}, "—", None,
+                  "the language is outside LTL[P,MOD] and LTL[P,Y]: no soft-attention encoding of this catalogue is "
+                  "known to recognize it exactly at all lengths")
+
+
+def _hard(m: Mapping[str, bool | None], s: int | None) -> dict[str, Any]:
+    sf, si, fm = m.get("star_free"), m.get("stutter_invariant"), m.get("fo_mod")
+    if sf is True and si is True:
+        return _entry("nope", "NoPE, non-strict mask (unique hard attention)", "star_free",
+                      {"mask": "nonstrict", "tie": "rightmost"}, "all lengths",
+                      f"{_HARD}, Thm 18 (non-strict masking = stutter-invariant star-free)",
+                      "the language is star-free and stutter-invariant, so even non-strict masking suffices",
+                      [{"encoding": "nope", "parameters": {"mask": "strict", "tie": "rightmost"}, "theorem": f"{_HARD}, Thm 17"}])
+    if sf is True:
+        return _entry("nope", "NoPE, strict future mask, rightmost ties (unique hard attention)", "star_free",
+                      {"mask": "strict", "tie": "rightmost"}, "all lengths",
+                      f"{_HARD}, Thm 17 (future-masked rightmost hard attention = star-free)",
+                      "the language is star-free" + (" but not stutter-invariant, so the mask must be strict (Thm 18)" if si is False else ""))
+    if sf is False and fm is True:
+        params: dict[str, Any] = {"mask": "strict", "tie": "rightmost"}
+        if s is not None:
+            params["modulus"] = int(s)
+            params["frequencies"] = [f"{j}/{s}" for j in range(1, int(s))] if s > 1 else []
+        return _entry("sinusoidal", "rational sinusoidal PE (unique hard attention)", "fo_mod", params, "all lengths",
+                      f"{_HARD}, Cor 20 (rational sinusoidal PE = regular languages in AC⁰ = FO[<,MOD])",
+                      "the language is in FO[<,MOD] (quasi-aperiodic) but not star-free, so hard attention needs "
+                      "modular position information" + (f"; MOD predicates of modulus s = {s} (the stability index) suffice" if s else ""))
+    if sf is None or (sf is False and fm is None):
+        return _entry(None, "undecided", None, {}, "—", None,
+                      "a limit left star-free or FO[<,MOD] undecided, so the least encoding is unknown", undecided=True)
+    return _entry(None, "none known", None, {}, "—", None,
+                  "the language is not in FO[<,MOD] (its stable semigroup contains a non-trivial group): it is not in AC⁰, "
+                  "and no fixed-precision hard-attention model with finite-image PE recognizes it (Cor 20)")
+
+
+def encoding_catalogue() -> list[dict[str, Any]]:
+    """Every encoding family the service reasons about: name, attention family, class captured,
+    parameters, length guarantee and source (for ``GET /v1/encodings``)."""
+    return [
+        {"encoding": "nope", "attention": "soft", "mask": "strict", "class": "ltl_p", "captures": "LTL[P]",
+         "parameters": [], "length_guarantee": "all lengths",
+         "source": f"{_RoPE}, §2.2 (Li & Cotterell: softmax transformers without PE = LTL[P])"},
+        {"encoding": "rope_periodic", "attention": "soft", "mask": "strict", "class": "ltl_p_mod", "captures": "LTL[P,MOD]",
+         "parameters": ["period k (rotation table T(r), r = i mod k)"], "length_guarantee": "all lengths",
+         "source": f"{_RoPE}, Thm 3.1, Prop 2.2 and Eq. 7 (realized by table lookup, never θ·i)"},
+        {"encoding": "sinusoidal_periodic", "attention": "soft", "mask": "strict", "class": "ltl_p_mod", "captures": "LTL[P,MOD]",
+         "parameters": ["period k"], "length_guarantee": "all lengths", "source": f"{_RoPE}, Thm 3.2"},
+        {"encoding": "rope", "attention": "soft", "mask": "strict", "class": "ltl_p_y", "captures": "LTL[P,Y] up to a length",
+         "parameters": ["angle g (irrational g/2π)", "scale C", "dtype", "Y-offset k"],
+         "length_guarantee": "n ≤ N_max^(k)(g, C, F) (Eq. 10)", "source": f"{_RoPE}, Cor 4.1, Prop 4.1 and App. D"},
+        {"encoding": "nope", "attention": "hard", "mask": "strict", "tie": "rightmost", "class": "star_free",
+         "captures": "star-free = FO[<] = LTL[S]", "parameters": [], "length_guarantee": "all lengths",
+         "source": f"{_HARD}, Thm 17"},
+        {"encoding": "nope", "attention": "hard", "mask": "nonstrict", "class": "star_free",
+         "captures": "stutter-invariant star-free", "parameters": [], "length_guarantee": "all lengths",
+         "source": f"{_HARD}, Thm 18"},
+        {"encoding": "sinusoidal", "attention": "hard", "mask": "strict", "class": "fo_mod",
+         "captures": "FO[<,MOD] = regular ∩ AC⁰", "parameters": ["rational frequencies r/m"],
+         "length_guarantee": "all lengths", "source": f"{_HARD}, Cor 20 (Barrington, Compton, Straubing & Thérien 1992)"},
+    ]
