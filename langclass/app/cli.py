@@ -30,7 +30,7 @@ __all__ = ["app", "main", "SUBCOMMAND_MODULES", "parse_alphabet"]
 
 SUBCOMMAND_MODULES: list[str] = [
     "langclass.app.cli_jobs",  # issue 6: worker, train
-    # "langclass.app.cli_construct",  (issue 7: construct)
+    "langclass.app.cli_construct",  # issue 7: construct
 ]
 """Modules whose ``register(app)`` adds commands to :data:`app`."""
 

@@ -1,0 +1,508 @@
+"""Verify constructed transformers on every word up to a length and on long random words.
+
+:func:`run_construction` is the job function of experiments of kind ``construct`` (and of the CLI
+command ``langclass construct``): it reads a formula, a B-RASP program, or a language (regex / DFA,
+from which a formula is synthesized when one is known), builds the exact transformer of
+:mod:`langclass.models.construct`, and checks it three ways on every word up to ``all_words_up_to``
+and on random words up to ``random_max_length`` (half accepted, half rejected, sampled uniformly by
+exact path counting):
+
+1. the transformer's decision (accept logit > 0 at the readout) against the formula's semantics
+   (:func:`langclass.core.formulas.evaluate_batch`) or the B-RASP interpreter;
+2. the formula / program against the language's minimal DFA (formula → DFA, or the input DFA);
+3. *simulation*: every formula node's stream coordinate equals its truth value (exactly 0.0 or 1.0)
+   at every position (*Disentangling the Expressivity of RoPE*, Def. C.2 / D.1), resp. every B-RASP
+   vector (*Masked Hard-Attention Transformers …*, §6.3).
+
+For formulas with Y^k (conventional RoPE) exactness is claimed only up to the certified length
+N_max (Eq. 10, Cor. 4.1): words longer than N_max are checked separately and reported under
+``beyond_n_max`` — this is where the construction is expected to fail, and the report says whether
+it did (and with which word).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import reduce
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..core import formulas as F
+from ..core.automaton import DFA
+from ..core.brasp import Program, accepts_batch, formula_to_brasp, parse_program, run_program
+from ..core.errors import InputError, LimitExceeded, UnsupportedError
+from ..core.limits import DEFAULT_LIMITS, Limits
+from .construct import (
+    BraspTransformer, ConstructionOptions, FormulaTransformer, build_brasp_transformer, build_formula_transformer,
+)
+from .tokens import BOS, EOS, NUM_SPECIAL
+
+__all__ = ["run_construction", "ConstructionCancelled", "verify_formula_model", "verify_brasp_model",
+           "default_all_words_length", "MAX_VERIFY_WORDS", "MAX_RANDOM_LENGTH"]
+
+MAX_VERIFY_WORDS = 3_000_000
+"""Most words the exhaustive phase may check (Σ_{L ≤ n} |Σ|^L)."""
+
+MAX_RANDOM_LENGTH = 5000
+"""Longest random word a verification may use."""
+
+_SCORE_BUDGET = 60_000_000  # batch · heads · T² entries per forward chunk
+
+
+class ConstructionCancelled(Exception):
+    """``should_cancel()`` returned True; ``partial`` holds what was verified so far."""
+
+    def __init__(self, partial: dict) -> None:
+        super().__init__("construction cancelled")
+        self.partial = partial
+
+
+def default_all_words_length(k: int, budget: int = 300_000) -> int:
+    """The exhaustive length n: 12 for |Σ| ≤ 2, else the largest n ≤ 12 with Σ_{L≤n} |Σ|^L ≤ budget."""
+    if k <= 2:
+        return 12
+    n, total = 0, 1
+    while n < 12 and total + k ** (n + 1) <= budget:
+        n += 1
+        total += k ** n
+    return n
+
+
+def _count_words(k: int, n: int) -> int:
+    return sum(k ** L for L in range(n + 1))
+
+
+def _all_words(k: int, L: int) -> np.ndarray:
+    """All words of length L over k letters in lexicographic order: int64 ``[k^L, L]``."""
+    if L == 0:
+        return np.zeros((1, 0), dtype=np.int64)
+    idx = np.arange(k ** L, dtype=np.int64)[:, None]
+    powers = k ** np.arange(L - 1, -1, -1, dtype=np.int64)[None, :]
+    return (idx // powers) % k
+
+
+def _dfa_accepts(dfa: DFA, words: np.ndarray) -> np.ndarray:
+    states = np.full(words.shape[0], dfa.initial, dtype=np.int64)
+    t = dfa.transitions
+    for col in range(words.shape[1]):
+        states = t[states, words[:, col]]
+    return dfa.accepting[states]
+
+
+def _word_text(alphabet: Sequence[str], w: Sequence[int]) -> str | list[str]:
+    syms = [alphabet[int(i)] for i in w]
+    return "".join(syms) if all(len(a) == 1 for a in alphabet) else syms
+
+
+def _chunks(n_words: int, T: int, heads: int) -> int:
+    per = max(1, heads) * T * T + T * 64
+    return max(1, min(n_words, _SCORE_BUDGET // per))
+
+
+def _random_set(dfa: DFA, k: int, lengths: Sequence[int], rng: np.random.Generator, start: int = 0) -> list[np.ndarray]:
+    """One word per requested length, alternately accepted / rejected by ``dfa`` (uniform among them;
+    falls back to the other label, then to a uniform word, when none exists)."""
+    from ..core.words import sample_word
+
+    idx = {a: i for i, a in enumerate(dfa.alphabet)}
+    out = []
+    for t, L in enumerate(lengths):
+        want = (t + start) % 2 == 0
+        w = sample_word(dfa, int(L), want, rng)
+        if w is None:
+            w = sample_word(dfa, int(L), not want, rng)
+        arr = np.array([idx[s] for s in w], dtype=np.int64) if w is not None else rng.integers(0, k, int(L))
+        out.append(arr)
+    return out
+
+
+# ============================================================================ formulas
+class _FormulaChecker:
+    def __init__(self, model: FormulaTransformer, formula: F.Formula, alphabet: tuple[str, ...], dfa: DFA) -> None:
+        self.model = model
+        self.formula = formula
+        self.alphabet = alphabet
+        self.dfa = dfa
+        self.k = len(alphabet)
+        planned = list(model.lit)
+        self.aux = reduce(F.And, planned) if len(planned) > 1 else planned[0]
+        self.heads = max(1, max((len(p.heads) for p in model.layers_plan), default=1))
+
+    def check(self, words: np.ndarray) -> dict[str, Any]:
+        """Check a batch of equal-length words ``[B, N]``; returns counts and the first failures."""
+        B, N = words.shape
+        ids = np.empty((B, N + 2), dtype=np.int64)
+        ids[:, 0] = BOS
+        ids[:, 1:N + 1] = words + NUM_SPECIAL
+        ids[:, N + 1] = EOS
+        ids_t = torch.from_numpy(ids)
+        valid = torch.ones_like(ids_t, dtype=torch.bool)
+        with torch.no_grad():
+            hidden = self.model(ids_t, valid)  # [B, T, D]
+            logits = self.model.readout(hidden[:, N + 1])[:, 0].double().numpy()
+        produced = logits > 0
+        table = F.truth_table(self.aux, self.alphabet, words)
+        expected = table[self.formula][:, N + 1]
+        by_dfa = _dfa_accepts(self.dfa, words)
+        sim_bad = np.zeros(B, dtype=bool)
+        values = self.model.literal_values(hidden)
+        for node, v in values.items():
+            got = v.numpy()[:, 1:N + 2]
+            want = table[node][:, 1:N + 2].astype(np.float64)
+            sim_bad |= (got != want).any(axis=1)
+        return {"produced": produced, "expected": expected, "dfa": by_dfa, "sim_bad": sim_bad, "logits": logits}
+
+
+def _summarize(res: dict, words: np.ndarray, alphabet, acc: dict) -> None:
+    wrong = res["produced"] != res["expected"]
+    mismatch_dfa = res["expected"] != res["dfa"]
+    acc["checked"] += words.shape[0]
+    acc["wrong"] += int(wrong.sum())
+    acc["sim_inexact"] += int(res["sim_bad"].sum())
+    acc["formula_dfa_mismatch"] += int(mismatch_dfa.sum())
+    if wrong.any() and acc["first_failure"] is None:
+        i = int(np.flatnonzero(wrong)[0])
+        acc["first_failure"] = {"word": _word_text(alphabet, words[i]), "length": int(words.shape[1]),
+                                "expected": bool(res["expected"][i]), "produced": bool(res["produced"][i]),
+                                "logit": float(res["logits"][i])}
+    if res["sim_bad"].any() and acc["first_inexact"] is None:
+        i = int(np.flatnonzero(res["sim_bad"])[0])
+        acc["first_inexact"] = {"word": _word_text(alphabet, words[i]), "length": int(words.shape[1])}
+    if mismatch_dfa.any() and acc["first_dfa_mismatch"] is None:
+        i = int(np.flatnonzero(mismatch_dfa)[0])
+        acc["first_dfa_mismatch"] = {"word": _word_text(alphabet, words[i]), "formula": bool(res["expected"][i]),
+                                     "dfa": bool(res["dfa"][i])}
+
+
+def _new_acc() -> dict:
+    return {"checked": 0, "wrong": 0, "sim_inexact": 0, "formula_dfa_mismatch": 0, "first_failure": None,
+            "first_inexact": None, "first_dfa_mismatch": None, "max_length": 0}
+
+
+def verify_formula_model(model: FormulaTransformer, formula: F.Formula, alphabet: Sequence[str], dfa: DFA, *,
+                         all_words_up_to: int, random_lengths: Sequence[int], beyond_lengths: Sequence[int] = (),
+                         seed: int = 0, progress: Callable[[dict], None] | None = None,
+                         should_cancel: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Check a :class:`FormulaTransformer` exhaustively (all words ≤ ``all_words_up_to``), on one random
+    word per entry of ``random_lengths`` and (reported apart) per entry of ``beyond_lengths``.
+
+    Returns:
+        ``{"all_words": acc, "random": acc, "beyond": acc}`` with ``acc`` = counts (``checked``,
+        ``wrong``, ``sim_inexact``, ``formula_dfa_mismatch``) and first failures.
+
+    Raises:
+        ConstructionCancelled: ``should_cancel()`` became True (``partial`` = the counts so far).
+    """
+    alphabet = tuple(alphabet)
+    chk = _FormulaChecker(model, formula, alphabet, dfa)
+    rng = np.random.default_rng(seed)
+    out = {"all_words": _new_acc(), "random": _new_acc(), "beyond": _new_acc()}
+    total = _count_words(chk.k, all_words_up_to)
+
+    def cancelled() -> bool:
+        return should_cancel is not None and bool(should_cancel())
+
+    for L in range(all_words_up_to + 1):
+        words = _all_words(chk.k, L)
+        step = _chunks(words.shape[0], L + 2, chk.heads)
+        for s in range(0, words.shape[0], step):
+            if cancelled():
+                raise ConstructionCancelled(out)
+            _summarize(chk.check(words[s:s + step]), words[s:s + step], alphabet, out["all_words"])
+        out["all_words"]["max_length"] = L
+        if progress:
+            progress({"phase": "all_words", "length": L, "done": out["all_words"]["checked"], "total": total})
+    for name, lengths in (("random", random_lengths), ("beyond", beyond_lengths)):
+        for t, w in enumerate(_random_set(dfa, chk.k, lengths, rng)):
+            if cancelled():
+                raise ConstructionCancelled(out)
+            _summarize(chk.check(w[None, :]), w[None, :], alphabet, out[name])
+            out[name]["max_length"] = max(out[name]["max_length"], int(w.size))
+            if progress:
+                progress({"phase": name, "length": int(w.size), "done": t + 1, "total": len(lengths)})
+    return out
+
+
+# ============================================================================ B-RASP
+def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | None, *, all_words_up_to: int,
+                       random_lengths: Sequence[int], seed: int = 0, progress: Callable[[dict], None] | None = None,
+                       should_cancel: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Check a :class:`BraspTransformer` against the B-RASP interpreter (decision and every vector)
+    and, when ``dfa`` is given, the interpreter against the DFA. Same return shape as
+    :func:`verify_formula_model` (``beyond`` is empty)."""
+    alphabet = program.alphabet
+    k = len(alphabet)
+    rng = np.random.default_rng(seed)
+    out = {"all_words": _new_acc(), "random": _new_acc(), "beyond": _new_acc()}
+    heads = max(1, max((len(h) for h in model.attn_layers), default=1))
+
+    def check(words: np.ndarray) -> dict[str, Any]:
+        B, N = words.shape
+        if N == 0:
+            produced = np.full(B, program.empty_accept)
+            return {"produced": produced, "expected": produced.copy(),
+                    "dfa": _dfa_accepts(dfa, words) if dfa is not None else produced.copy(),
+                    "sim_bad": np.zeros(B, dtype=bool), "logits": np.where(produced, 0.5, -0.5)}
+        with torch.no_grad():
+            hidden = model(torch.from_numpy(words))
+            logits = model.readout(hidden[:, -1])[:, 0].double().numpy()
+        vals = run_program(program, words)
+        got = model.vector_values(hidden)
+        sim_bad = np.zeros(B, dtype=bool)
+        for name, v in vals.items():
+            sim_bad |= (got[name].numpy() != v.astype(np.float64)).any(axis=1)
+        expected = vals[program.output][:, -1]
+        return {"produced": logits > 0, "expected": expected,
+                "dfa": _dfa_accepts(dfa, words) if dfa is not None else expected.copy(),
+                "sim_bad": sim_bad, "logits": logits}
+
+    total = _count_words(k, all_words_up_to)
+    for L in range(all_words_up_to + 1):
+        words = _all_words(k, L)
+        step = _chunks(words.shape[0], max(L, 1), heads)
+        for s in range(0, words.shape[0], step):
+            if should_cancel is not None and should_cancel():
+                raise ConstructionCancelled(out)
+            _summarize(check(words[s:s + step]), words[s:s + step], alphabet, out["all_words"])
+        out["all_words"]["max_length"] = L
+        if progress:
+            progress({"phase": "all_words", "length": L, "done": out["all_words"]["checked"], "total": total})
+    ref = dfa if dfa is not None else None
+    for t, L in enumerate(random_lengths):
+        if should_cancel is not None and should_cancel():
+            raise ConstructionCancelled(out)
+        if ref is not None:
+            w = _random_set(ref, k, [L], rng, start=t)[0]
+        else:
+            w = rng.integers(0, k, int(L))
+        _summarize(check(w[None, :]), w[None, :], alphabet, out["random"])
+        out["random"]["max_length"] = max(out["random"]["max_length"], int(w.size))
+        if progress:
+            progress({"phase": "random", "length": int(w.size), "done": t + 1, "total": len(random_lengths)})
+    return out
+
+
+# ============================================================================ job entry point
+_OPTION_KEYS = {"dtype", "attention", "all_words_up_to", "random_words", "random_max_length", "seed", "g", "C_y",
+                "C_p", "target_length", "mod_safety", "beyond_n_max", "n_max_cap"}
+
+
+def _options(spec: Mapping) -> dict[str, Any]:
+    opts = dict(spec.get("options") or {})
+    for key in _OPTION_KEYS:
+        if key in spec:
+            opts[key] = spec[key]
+    unknown = set(opts) - _OPTION_KEYS
+    if unknown:
+        raise InputError(f"unknown construction option(s) {sorted(unknown)}; expected some of {sorted(_OPTION_KEYS)}",
+                         field="options")
+    return opts
+
+
+def _int_opt(opts: Mapping, key: str, default: int | None, lo: int, hi: int) -> int | None:
+    v = opts.get(key, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise InputError(f"option {key} must be an integer in [{lo}, {hi}], got {v!r}", field=f"options.{key}")
+    return v
+
+
+def _lengths(lo: int, hi: int, count: int) -> list[int]:
+    """Up to ``count`` distinct lengths from lo to hi (inclusive), geometrically spaced, always including hi."""
+    if hi < lo or count <= 0:
+        return []
+    if count == 1:
+        return [hi]
+    xs = np.unique(np.round(np.geomspace(max(lo, 1), hi, count)).astype(int))
+    return [int(x) for x in xs if lo <= x <= hi]
+
+
+def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None = None,
+                     should_cancel: Callable[[], bool] | None = None, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """Build an exact transformer and verify it: the job function of kind ``construct``.
+
+    Args:
+        spec: one input form plus options (top-level or under ``"options"``):
+
+            * ``{"formula": "P(b & Y a)", "alphabet": ["a", "b", "c"]}`` — an LTL formula
+              (:mod:`langclass.core.formulas` syntax);
+            * ``{"program": "<B-RASP text>", "alphabet": [...]}`` — optionally with ``"regex"`` /
+              ``"dfa"`` as the reference language;
+            * ``{"regex": "(ab)*", "alphabet": [...]}`` or ``{"dfa": {...}}`` (also nested under
+              ``"language"``) — a formula is synthesized (LTL[P] / LTL[P,MOD], verified by DFA
+              equivalence) or :class:`UnsupportedError` says why none is known.
+
+            Options: ``attention`` (``"auto"`` | ``"soft"`` | ``"hard"``), ``dtype`` (float32),
+            ``all_words_up_to`` (default 12 for |Σ| ≤ 2, smaller for larger alphabets),
+            ``random_words`` (default 32), ``random_max_length`` (default 2000), ``seed``, and for
+            Y^k: ``g`` (1.0), ``C_y`` or ``target_length`` (300), ``beyond_n_max`` (True: also test
+            words longer than N_max and report what happens), ``n_max_cap``.
+        progress: called with ``{"phase", "length", "done", "total"}`` dicts.
+        should_cancel: polled between batches; True raises :class:`ConstructionCancelled`.
+
+    Returns:
+        A JSON-ready record with ``formula``, ``fragment``, ``program`` (hard attention), ``encoding``,
+        ``attention``, ``exact`` (every decision correct and every simulated coordinate exact in the
+        certified range), ``all_words_up_to``, ``random_words_up_to``, ``first_failure`` (None or
+        ``{word, expected, produced}``), ``n_max`` (Y^k), ``beyond_n_max``, ``model`` (sizes,
+        constants, encoding manifests and digests), ``checks`` (counts), ``synthesis``, ``seconds``.
+
+    Raises:
+        InputError (and subclasses): bad spec, formula, program, regex or DFA.
+        UnsupportedError: no construction or synthesis is known for the input.
+        LimitExceeded: too many words requested, or a core limit.
+        ConstructionCancelled: cancelled (``partial`` has the counts so far).
+    """
+    t0 = time.monotonic()
+    if not isinstance(spec, Mapping):
+        raise InputError("a construction spec is a JSON object", field="spec")
+    if isinstance(spec.get("language"), Mapping):
+        spec = {**spec["language"], **{k: v for k, v in spec.items() if k != "language"}}
+    opts = _options(spec)
+    attention = opts.get("attention", "auto")
+    if attention not in ("auto", "soft", "hard"):
+        raise InputError("attention must be 'auto', 'soft' or 'hard'", field="options.attention")
+    dtype = opts.get("dtype", "float32")
+    seed = _int_opt(opts, "seed", 0, 0, 2 ** 31)
+    random_words = _int_opt(opts, "random_words", 32, 0, 10_000)
+    random_max = _int_opt(opts, "random_max_length", 2000, 0, MAX_RANDOM_LENGTH)
+    beyond = bool(opts.get("beyond_n_max", True))
+
+    # ---- input
+    synthesis = None
+    program: Program | None = None
+    formula: F.Formula | None = None
+    dfa: DFA | None = None
+    source_input: str
+    if "program" in spec:
+        source_input = "program"
+        if "alphabet" not in spec:
+            raise InputError("a B-RASP program needs an 'alphabet'", field="alphabet")
+        program = parse_program(spec["program"], spec["alphabet"], limits)
+        if "regex" in spec or "dfa" in spec:
+            from ..core.parse import parse_language
+
+            dfa = parse_language({k: spec[k] for k in ("regex", "dfa", "alphabet") if k in spec}
+                                 if "regex" in spec else {"dfa": spec["dfa"]}, limits)
+            if dfa.alphabet != program.alphabet:
+                raise InputError("the reference language's alphabet differs from the program's", field="alphabet")
+        attention = "hard"
+    elif "formula" in spec:
+        source_input = "formula"
+        formula, alpha = F.formula_from_mapping(spec, limits)
+        dfa = F.formula_to_dfa(formula, alpha, limits)
+    elif "regex" in spec or "dfa" in spec:
+        from ..core.parse import parse_language
+        from ..core.synthesis import synthesize
+
+        source_input = "regex" if "regex" in spec else "dfa"
+        dfa = parse_language({k: spec[k] for k in ("regex", "alphabet") if k in spec} if "regex" in spec
+                             else {"dfa": spec["dfa"]}, limits)
+        synthesis = synthesize(dfa, limits)
+        formula = synthesis.formula
+    else:
+        raise InputError("give one of 'formula' (with 'alphabet'), 'program' (with 'alphabet'), 'regex' (with "
+                         "'alphabet') or 'dfa'", field="spec")
+
+    # ---- model
+    if formula is not None:
+        alphabet = dfa.alphabet
+        ops = F.operators(formula)
+        if attention == "auto":
+            attention = "hard" if "S" in ops else "soft"
+        if attention == "hard":
+            program = formula_to_brasp(formula, alphabet, limits)
+        elif "S" in ops:
+            raise UnsupportedError("the since operator S has no soft-attention construction here (star-free "
+                                   "languages need rightmost hard attention); use attention='hard'",
+                                   field="options.attention")
+    else:
+        alphabet = program.alphabet
+    k = len(alphabet)
+    n_all = _int_opt(opts, "all_words_up_to", default_all_words_length(k), 0, 64)
+    if _count_words(k, n_all) > MAX_VERIFY_WORDS:
+        raise LimitExceeded("max_verify_words", MAX_VERIFY_WORDS,
+                            f"all words up to length {n_all} over {k} letters are {_count_words(k, n_all)} words "
+                            f"(> {MAX_VERIFY_WORDS}); lower all_words_up_to", field="options.all_words_up_to")
+
+    result: dict[str, Any] = {
+        "kind": "construct",
+        "input": source_input,
+        "alphabet": list(alphabet),
+        "formula": formula.text() if formula is not None and F.formula_size(formula) <= 200_000 else None,
+        "fragment": F.fragment(formula) if formula is not None else None,
+        "synthesis": synthesis.to_dict() if synthesis is not None else None,
+        "language": None if dfa is None else {"fingerprint": dfa.fingerprint(), "num_states": dfa.canonical().num_states},
+    }
+    n_max_info: dict[str, Any] = {"n_max": None}
+    if attention == "soft":
+        copt = ConstructionOptions(
+            dtype=dtype, g=float(opts.get("g", 1.0)), target_length=int(opts.get("target_length", 300)),
+            C_y=None if opts.get("C_y") is None else float(opts["C_y"]),
+            C_p=None if opts.get("C_p") is None else float(opts["C_p"]),
+            mod_safety=float(opts.get("mod_safety", 1.25)),
+            n_max_cap=_int_opt(opts, "n_max_cap", max(random_max, n_all, 1), 1, MAX_RANDOM_LENGTH),
+        )
+        model = build_formula_transformer(formula, alphabet, copt)
+        if model.offsets:
+            n_max_info = model.certified_lengths()
+        n_max = n_max_info["n_max"]
+        limit_len = random_max if n_max is None else min(random_max, n_max)
+        n_checked = n_all if n_max is None else min(n_all, n_max)
+        rand_lengths = _lengths(n_checked + 1, limit_len, random_words)
+        beyond_lengths = _lengths(n_max + 1, random_max, random_words) if (beyond and n_max is not None and n_max < random_max) else []
+        checks = verify_formula_model(model, formula, alphabet, dfa, all_words_up_to=n_checked, random_lengths=rand_lengths,
+                                      beyond_lengths=beyond_lengths, seed=seed, progress=progress, should_cancel=should_cancel)
+        result["encoding"] = model.encoding_name
+        result["attention"] = "soft"
+        result["program"] = None
+        result["model"] = model.describe()
+        result["mod_margins"] = model.mod_margins()
+    else:
+        model = build_brasp_transformer(program, dtype)
+        n_checked = n_all
+        rand_lengths = _lengths(n_all + 1, random_max, random_words)
+        checks = verify_brasp_model(model, program, dfa, all_words_up_to=n_all, random_lengths=rand_lengths, seed=seed,
+                                    progress=progress, should_cancel=should_cancel)
+        result["encoding"] = "nope"
+        result["attention"] = "hard"
+        result["program"] = program.text()
+        result["model"] = model.describe()
+    aw, rw, bw = checks["all_words"], checks["random"], checks["beyond"]
+    first = aw["first_failure"] or rw["first_failure"]
+    exact = (aw["wrong"] == 0 and rw["wrong"] == 0 and aw["sim_inexact"] == 0 and rw["sim_inexact"] == 0)
+    result.update({
+        "exact": bool(exact),
+        "decisions_exact": aw["wrong"] == 0 and rw["wrong"] == 0,
+        "simulation_exact": aw["sim_inexact"] == 0 and rw["sim_inexact"] == 0,
+        "agrees_with_dfa": aw["formula_dfa_mismatch"] == 0 and rw["formula_dfa_mismatch"] == 0,
+        "all_words_up_to": aw["max_length"],
+        "words_checked": aw["checked"],
+        "random_words_up_to": rw["max_length"],
+        "random_words_checked": rw["checked"],
+        "first_failure": first,
+        "first_inexact": aw["first_inexact"] or rw["first_inexact"],
+        "first_dfa_mismatch": aw["first_dfa_mismatch"] or rw["first_dfa_mismatch"],
+        "n_max": n_max_info.get("n_max"),
+        "n_max_detail": n_max_info if n_max_info.get("n_max") is not None else None,
+        "beyond_n_max": None if not bw["checked"] else {
+            "words_checked": bw["checked"], "longest": bw["max_length"], "wrong": bw["wrong"],
+            "inexact": bw["sim_inexact"], "first_failure": bw["first_failure"], "first_inexact": bw["first_inexact"],
+            "failure_demonstrated": bw["wrong"] > 0,
+        },
+        "checks": {"all_words": _public(aw), "random": _public(rw), "beyond_n_max": _public(bw)},
+        "seconds": round(time.monotonic() - t0, 3),
+        "dtype": dtype,
+    })
+    if progress:
+        progress({"phase": "done", "exact": result["exact"]})
+    return result
+
+
+def _public(acc: dict) -> dict:
+    return {k: acc[k] for k in ("checked", "wrong", "sim_inexact", "formula_dfa_mismatch", "max_length")}
