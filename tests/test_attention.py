@@ -183,3 +183,31 @@ def test_autocast_cpu_bfloat16_runs_and_softmax_in_float32():
         out, tr = attn(x, torch.arange(5).unsqueeze(0), return_trace=True)
     assert tr.weights.dtype == torch.float32
     assert torch.isfinite(out.float()).all()
+
+
+@pytest.mark.parametrize("mask", ["strict", "nonstrict", "none"])
+def test_sdpa_path_equals_exact_path(mask):
+    torch.manual_seed(1)
+    exact = MultiHeadAttention(8, 2, mask=mask)
+    fast = MultiHeadAttention(8, 2, mask=mask, impl="sdpa")
+    fast.load_state_dict(exact.state_dict())
+    x = torch.randn(3, 6, 8)
+    valid = torch.tensor([[True] * 6, [True] * 4 + [False] * 2, [True] + [False] * 5])
+    pos = torch.arange(6).unsqueeze(0)
+    for enc in (None, RoPE(4), ALiBi(2)):
+        a = exact(x, pos, valid, enc)
+        b = fast(x, pos, valid, enc)
+        torch.testing.assert_close(a[valid], b[valid], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError):
+        MultiHeadAttention(8, 2, impl="flash")
+
+
+def test_vectorized_kernels_also_give_exact_zero_at_f_large():
+    """torch's vectorized exp/softmax (long rows) underflow exactly at the margin f_large too."""
+    for dtype in ("float32", "bfloat16", "float16", "float64"):
+        fl = f_large(dtype)
+        s = torch.zeros(4, 1000, dtype=DT[dtype])
+        s[:, 1:] = -fl
+        assert torch.exp(s[:, 1:]).eq(0).all()
+        w = stable_softmax(s, torch.ones(1000, dtype=torch.bool))
+        assert w[:, 0].eq(1).all() and w[:, 1:].eq(0).all()

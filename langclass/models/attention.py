@@ -34,9 +34,10 @@ from torch import nn
 
 from .encodings import NoPE, PositionalEncoding
 
-__all__ = ["MASKS", "ATTENTIONS", "TIES", "visibility", "stable_softmax", "hard_attention_weights", "MultiHeadAttention", "AttentionTrace"]
+__all__ = ["MASKS", "ATTENTIONS", "TIES", "IMPLS", "visibility", "stable_softmax", "hard_attention_weights", "MultiHeadAttention", "AttentionTrace"]
 
 MASKS = ("strict", "nonstrict", "none")
+IMPLS = ("exact", "sdpa")
 ATTENTIONS = ("soft", "hard")
 TIES = ("leftmost", "rightmost")
 
@@ -71,25 +72,25 @@ def visibility(seq_len: int, mask: str, valid: torch.Tensor | None = None, devic
 def stable_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     """Stable softmax over the last axis restricted to visible entries (Eq. 2 of *Disentangling the Expressivity of RoPE*).
 
+    Invisible entries are set to −inf and ``torch.softmax`` computes exp(S − row max) / Σ in one
+    fused pass (it subtracts the row maximum, as Eq. 2 does); rows with no visible key are given
+    finite dummy scores and then zeroed, so they yield all-zero weights and no NaN (nor NaN
+    gradients).
+
     Args:
         scores: ``[..., T_q, T_k]`` real scores (any float dtype; computed in that dtype).
         visible: bool, broadcastable to ``scores``.
 
     Returns:
-        Weights of ``scores``' shape and dtype: exp(S − row max) / Σ over visible keys, 0 on
-        invisible keys, and an all-zero row where no key is visible. The row maximum is treated as
-        a constant for autograd (softmax is invariant to it), and empty rows produce no NaN
-        gradients.
+        Weights of ``scores``' shape and dtype: 0 on invisible keys, an all-zero row where no key
+        is visible; a visible key trailing the row maximum by ≥ ``f_large(dtype)`` gets exactly 0.
     """
-    neg_inf = torch.tensor(float("-inf"), dtype=scores.dtype, device=scores.device)
-    masked = torch.where(visible, scores, neg_inf)
-    row_max = masked.amax(dim=-1, keepdim=True).detach()
     has_key = visible.any(dim=-1, keepdim=True)
-    row_max = torch.where(has_key, row_max, torch.zeros_like(row_max))
-    e = torch.exp(masked - row_max)  # exp(−inf) = 0 on invisible keys
-    denom = e.sum(dim=-1, keepdim=True)
-    denom = torch.where(has_key, denom, torch.ones_like(denom))
-    return e / denom
+    masked = scores.masked_fill(~(visible | ~has_key), float("-inf"))  # empty rows keep their (finite) scores
+    w = torch.softmax(masked, dim=-1)
+    if bool(has_key.all()):
+        return w
+    return w * has_key.to(w.dtype)
 
 
 def hard_attention_weights(scores: torch.Tensor, visible: torch.Tensor, tie: str = "rightmost") -> torch.Tensor:
@@ -157,6 +158,13 @@ class MultiHeadAttention(nn.Module):
         score_scale: multiplier of q·k (default 1/√d_head).
         bias: whether the projections have biases (Eq. 4 of *Disentangling the Expressivity of RoPE*
             has query/key biases b_q, b_k that RoPE rotates with the projection).
+        impl: ``"exact"`` (default) materializes scores and computes :func:`stable_softmax` /
+            :func:`hard_attention_weights` — the semantics above, bit for bit; ``"sdpa"`` (soft
+            attention only) calls ``torch.nn.functional.scaled_dot_product_attention`` with the same
+            visibility and score bias — the same function up to floating-point reassociation
+            (online softmax), several times faster and O(T) memory on GPU, for training and
+            evaluation; rows without a visible key still return 0. ``return_trace=True`` always
+            uses the exact path.
 
     Forward: ``x [batch, seq, d_model]``, ``positions int64 [batch or 1, seq]``, ``valid bool [batch,
     seq]`` (None = all valid), ``encoding`` → ``[batch, seq, d_model]`` (and an
@@ -168,8 +176,11 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, d_head: int | None = None, attention: str = "soft", tie: str = "rightmost",
-                 mask: str = "strict", score_scale: float | None = None, bias: bool = True) -> None:
+                 mask: str = "strict", score_scale: float | None = None, bias: bool = True, impl: str = "exact") -> None:
         super().__init__()
+        if impl not in IMPLS:
+            raise ValueError(f"unknown attention implementation {impl!r}; expected one of {IMPLS}")
+        self.impl = impl
         if attention not in ATTENTIONS:
             raise ValueError(f"unknown attention {attention!r}; expected one of {ATTENTIONS}")
         if tie not in TIES:
@@ -205,13 +216,16 @@ class MultiHeadAttention(nn.Module):
         k = self._split(self.k_proj(x))  # [B, H, T, d_head]
         v = self._split(self.v_proj(x))  # [B, H, T, d_head]  (never rotated)
         q, k = encoding.rotate(q, k, positions)
+        vis = visibility(T, self.mask, valid, device=x.device)  # [B or 1, 1, T, T]
+        if self.impl == "sdpa" and self.attention == "soft" and not return_trace:
+            heads = self._sdpa(q, k, v, vis, encoding.score_bias(positions))
+            return self.out_proj(heads.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head))
         scores = torch.matmul(q, k.transpose(-2, -1)) * self.score_scale  # [B, H, T, T]
         bias = encoding.score_bias(positions)
         if bias is not None:
             scores = scores + bias.to(scores.dtype)
         if _autocast_on(x.device.type) and scores.dtype in (torch.float16, torch.bfloat16):
             scores = scores.float()  # like torch.softmax under autocast
-        vis = visibility(T, self.mask, valid, device=x.device)  # [B or 1, 1, T, T]
         if self.attention == "soft":
             w = stable_softmax(scores, vis)
         else:
@@ -221,6 +235,19 @@ class MultiHeadAttention(nn.Module):
         if return_trace:
             return out, AttentionTrace(scores=scores, weights=w, visible=vis, heads=heads)
         return out
+
+    def _sdpa(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, vis: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        """Fused soft attention with the same visibility; rows without a visible key return 0."""
+        has_key = vis.any(dim=-1, keepdim=True)  # [B or 1, 1, T, 1]
+        allowed = vis | ~has_key  # empty rows attend to everything, then are zeroed
+        if bias is not None:
+            mask = bias.to(q.dtype).masked_fill(~allowed, float("-inf"))  # [B, H, T, T]
+        else:
+            mask = allowed
+        heads = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.score_scale)
+        if bool(has_key.all()):
+            return heads
+        return heads * has_key.to(heads.dtype)  # [B, H, T, d_head]
 
     # -- exact-weight helpers --------------------------------------------------------------
     def head_slice(self, h: int) -> slice:

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from ..core.errors import InputError
-from .attention import ATTENTIONS, MASKS, TIES, AttentionTrace, MultiHeadAttention
+from .attention import ATTENTIONS, IMPLS, MASKS, TIES, AttentionTrace, MultiHeadAttention
 from .encodings import PositionalEncoding, canonical_json, make_encoding
 from .tokens import Batch, Vocabulary
 
@@ -67,6 +67,9 @@ class RecognizerConfig:
         activation: ``"relu"`` or ``"gelu"``.
         dropout: dropout probability on sub-layer outputs (training only).
         layer_norm_eps: LayerNorm epsilon.
+        attention_impl: ``"exact"`` (default; materialized scores, the theorem semantics bit for
+            bit) or ``"sdpa"`` (soft attention through PyTorch's fused scaled-dot-product attention —
+            same function up to floating-point reassociation, much faster; for training/evaluation).
 
     Raises:
         InputError: any invalid field (``field="model.<name>"``), including invalid encoding parameters.
@@ -89,6 +92,7 @@ class RecognizerConfig:
     activation: str = "relu"
     dropout: float = 0.0
     layer_norm_eps: float = 1e-5
+    attention_impl: str = "exact"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "alphabet", tuple(self.alphabet))
@@ -104,7 +108,7 @@ class RecognizerConfig:
         if self.d_head is None and self.d_model % self.n_heads:
             raise _cfg_err(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; set d_head", "d_head")
         for key, allowed in (("attention", ATTENTIONS), ("tie", TIES), ("mask", MASKS), ("norm", NORMS),
-                             ("dtype", tuple(DTYPES)), ("activation", ACTIVATIONS)):
+                             ("dtype", tuple(DTYPES)), ("activation", ACTIVATIONS), ("attention_impl", IMPLS)):
             if getattr(self, key) not in allowed:
                 raise _cfg_err(f"{key} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}", key)
         if not isinstance(self.encoding, Mapping) or "name" not in self.encoding:
@@ -188,7 +192,7 @@ class Block(nn.Module):
         super().__init__()
         self.norm = cfg.norm
         self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.attention, cfg.tie, cfg.mask,
-                                       cfg.score_scale, cfg.bias)
+                                       cfg.score_scale, cfg.bias, cfg.attention_impl)
         self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.activation, cfg.bias)
         if cfg.norm != "none":
             self.ln1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
