@@ -363,6 +363,8 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
         raise InputError("a construction spec is a JSON object", field="spec")
     if isinstance(spec.get("language"), Mapping):
         spec = {**spec["language"], **{k: v for k, v in spec.items() if k != "language"}}
+    if isinstance(spec.get("dfa"), Mapping) and "alphabet" not in spec["dfa"] and "alphabet" in spec:
+        spec = {**spec, "dfa": {**spec["dfa"], "alphabet": spec["alphabet"]}}
     opts = _options(spec)
     attention = opts.get("attention", "auto")
     if attention not in ("auto", "soft", "hard"):

@@ -1,0 +1,177 @@
+"""Tests for models.construct / models.verify: constructed transformers are exact at every tested
+length (the done-when cases of issue 7), N_max is certified and exceeded as the theory says, and the
+job / CLI entry points behave."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from langclass.core.errors import InputError, LimitExceeded, UnsupportedError
+from langclass.core.numerics import f_large
+from langclass.models.construct import ConstructionOptions, build_formula_transformer
+from langclass.models.verify import ConstructionCancelled, default_all_words_length, run_construction
+
+GT = json.loads((Path(__file__).parent / "ground_truth.json").read_text())["languages"]
+
+
+def gt(name_prefix: str) -> dict:
+    return next(e for e in GT if e["name"].startswith(name_prefix))
+
+
+def assert_exact(r: dict, *, n: int = 12, random_up_to: int = 2000) -> None:
+    assert r["first_failure"] is None, r["first_failure"]
+    assert r["exact"] and r["decisions_exact"] and r["simulation_exact"], r["checks"]
+    assert r["agrees_with_dfa"], r["first_dfa_mismatch"]
+    assert r["all_words_up_to"] == n
+    assert r["random_words_up_to"] == random_up_to
+
+
+# --------------------------------------------------------------- periodic RoPE (LTL[P,MOD])
+@pytest.mark.parametrize("spec", [
+    {"formula": "MOD(2,1)", "alphabet": ["a"]},                                      # (aa)*
+    {"regex": "(aa)*", "alphabet": ["a"]},                                           # via Prop. 3.2
+    {"regex": "(ab)*", "alphabet": ["a", "b"]},                                      # via Prop. 3.2
+    {"formula": "P(b & MOD(2,0) & !P b)", "alphabet": ["a", "b"]},                   # first b at an even position
+    {"dfa": gt("first b occurs at an even position")["dfa"], "alphabet": ["a", "b"]},  # synthesized LTL[P,MOD]
+], ids=["aa-formula", "aa-regex", "ab-regex", "first-b-even-formula", "first-b-even-dfa"])
+def test_periodic_rope_constructions_are_exact(spec):
+    r = run_construction({**spec, "random_words": 4})
+    assert r["encoding"] == "rope_periodic" and r["attention"] == "soft"
+    assert_exact(r)
+    assert all(m["ok"] for m in r["mod_margins"].values())
+    if "regex" in spec or "dfa" in spec:
+        assert r["synthesis"]["verified"] and r["fragment"] == "LTL[P,MOD]"
+    # the manifest names the periodic table (Eq. 7), never θ·i
+    enc = r["model"]["encodings"][0]
+    assert enc["family"] == "rope_periodic" and len(enc["digest"]) == 64
+
+
+def test_mod_constant_follows_appendix_c3():
+    m = build_formula_transformer("MOD(3,2) & MOD(5,0)", ["a"])
+    fl = f_large("float32")
+    for mod, C in m.C_mod.items():
+        delta = 1 - np.cos(2 * np.pi / mod)
+        assert C >= 2 * fl / delta  # C ≥ 2 f_large / δ_m
+    assert all(v["ok"] for v in m.mod_margins().values())
+
+
+# --------------------------------------------------------------- NoPE (LTL[P])
+@pytest.mark.parametrize("spec", [
+    {"formula": "P(a & !P true)", "alphabet": ["a", "b"]},      # aΣ*
+    {"regex": "a(a|b)*", "alphabet": ["a", "b"]},               # aΣ* synthesized
+    {"formula": "P(b & P a)", "alphabet": ["a", "b"]},          # contains a, then later b
+])
+def test_nope_constructions_are_exact(spec):
+    r = run_construction({**spec, "random_words": 4})
+    assert r["encoding"] == "nope" and r["model"]["encodings"][0]["family"] == "nope"
+    assert_exact(r)
+
+
+# --------------------------------------------------------------- hard attention (B-RASP)
+def test_dyck_1_depth_2_hard_attention_is_exact():
+    from langclass.core.brasp import DYCK_1_DEPTH_2
+
+    r = run_construction({"program": DYCK_1_DEPTH_2, "alphabet": ["a", "b"], "regex": "(a(ab)*b)*", "random_words": 4})
+    assert r["attention"] == "hard" and r["encoding"] == "nope"
+    assert r["model"]["layers"] == 4 and set(r["model"]["masks"]) == {"future", "past", "none"}
+    assert_exact(r)
+
+
+def test_since_formula_goes_to_hard_attention():
+    r = run_construction({"formula": "a S b", "alphabet": ["a", "b", "c"], "random_words": 2, "random_max_length": 300})
+    assert r["attention"] == "hard" and r["program"]
+    assert_exact(r, n=default_all_words_length(3), random_up_to=300)
+    with pytest.raises(UnsupportedError):
+        run_construction({"formula": "a S b", "alphabet": ["a", "b"], "attention": "soft"})
+
+
+# --------------------------------------------------------------- conventional RoPE (Y^k)
+@pytest.mark.parametrize("formula", ["Y a", "P(b & Y a)"], ids=["Sigma*a", "Sigma*abSigma*"])
+def test_y_exact_up_to_n_max_in_float32(formula):
+    r = run_construction({"formula": formula, "alphabet": ["a", "b", "c"], "all_words_up_to": 7, "random_words": 4})
+    assert r["encoding"] == "rope"
+    d = r["n_max_detail"]
+    # the certified range of Eq. 10, computed two independent ways on realized float32 scores
+    assert d["n_max_model"] == d["n_max_numerics"] == r["n_max"]
+    assert 300 <= r["n_max"] < 2000  # C_Y was chosen to certify the target length 300
+    assert_exact(r, n=7, random_up_to=r["n_max"])
+    # beyond N_max the simulation is no longer exact (competing keys within f_large of the target)
+    assert r["beyond_n_max"]["inexact"] > 0
+
+
+@pytest.mark.parametrize("formula", ["Y a", "P(b & Y a)"], ids=["Sigma*a", "Sigma*abSigma*"])
+def test_y_fails_beyond_n_max_at_lower_precision(formula):
+    r = run_construction({"formula": formula, "alphabet": ["a", "b", "c"], "all_words_up_to": 6, "random_words": 8,
+                          "dtype": "bfloat16"})
+    n_max = r["n_max"]
+    assert 6 <= n_max < 300  # bfloat16 certifies far less than float32
+    assert_exact(r, n=6, random_up_to=n_max)
+    b = r["beyond_n_max"]
+    assert b["failure_demonstrated"] and b["first_failure"]["length"] > n_max
+    assert b["first_failure"]["expected"] != b["first_failure"]["produced"]
+
+
+def test_smaller_c_shortens_the_certified_range():
+    big = build_formula_transformer("Y a", ["a", "b"], ConstructionOptions(C_y=1e6)).certified_lengths(800)
+    small = build_formula_transformer("Y a", ["a", "b"], ConstructionOptions(C_y=2000.0)).certified_lengths(800)
+    assert small["n_max"] < big["n_max"]
+    r = run_construction({"formula": "Y a", "alphabet": ["a", "b"], "C_y": 2000.0, "random_words": 6})
+    assert r["exact"] and r["n_max"] == small["n_max"] and r["all_words_up_to"] == min(12, small["n_max"])
+
+
+def test_mixed_y_and_mod_uses_both_schedules():
+    r = run_construction({"formula": "Y^2 a & MOD(3,0) | P(Y b)", "alphabet": ["a", "b"], "random_words": 2,
+                          "random_max_length": 200})
+    assert r["encoding"] == "rope_periodic+rope"
+    assert_exact(r, random_up_to=200)
+
+
+# --------------------------------------------------------------- ground truth: every R-trivial language
+@pytest.mark.parametrize("entry", [e for e in GT if e["expected"]["r_trivial"]], ids=lambda e: e["id"])
+def test_partially_ordered_ground_truth_compiles_to_exact_nope(entry):
+    k = len(entry["alphabet"])
+    n = 12 if k <= 2 else default_all_words_length(k, budget=25_000)
+    r = run_construction({"dfa": {**entry["dfa"], "alphabet": entry["alphabet"]}, "random_words": 0, "all_words_up_to": n})
+    assert r["synthesis"]["method"] == "monomials" and r["synthesis"]["verified"]
+    assert r["fragment"] in ("LTL[P]", "Boolean") and r["encoding"] == "nope"
+    assert r["exact"] and r["agrees_with_dfa"] and r["words_checked"] == sum(k ** L for L in range(n + 1))
+
+
+# --------------------------------------------------------------- errors, cancellation, CLI
+def test_unsupported_and_bad_specs():
+    with pytest.raises(UnsupportedError, match="LTL\\[P,MOD\\]"):
+        run_construction({"regex": "(a|b)*a", "alphabet": ["a", "b"]})  # Σ*a: write the Y formula instead
+    with pytest.raises(InputError):
+        run_construction({"alphabet": ["a"]})
+    with pytest.raises(InputError):
+        run_construction({"formula": "a", "alphabet": ["a"], "options": {"nonsense": 1}})
+    with pytest.raises(LimitExceeded) as e:
+        run_construction({"formula": "a", "alphabet": list("abcd"), "all_words_up_to": 30})
+    assert e.value.limit == "max_verify_words"
+
+
+def test_cancellation_returns_partial():
+    calls = []
+    with pytest.raises(ConstructionCancelled) as e:
+        run_construction({"formula": "P a", "alphabet": ["a", "b"]}, progress=calls.append,
+                         should_cancel=lambda: len(calls) >= 3)
+    assert e.value.partial["all_words"]["checked"] > 0
+
+
+def test_cli_construct_json():
+    from typer.testing import CliRunner
+
+    from langclass.app.cli import app
+
+    res = CliRunner().invoke(app, ["construct", "--formula", "MOD(2,1)", "--alphabet", "a", "--random-words", "2",
+                                   "--random-max-length", "100", "--json"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads(res.output)
+    assert rec["exact"] and rec["encoding"] == "rope_periodic" and rec["all_words_up_to"] == 12
+    bad = CliRunner().invoke(app, ["construct", "--formula", "P(", "--alphabet", "ab"])
+    assert bad.exit_code == 2
