@@ -159,24 +159,40 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
     for router in ROUTERS:
         app.include_router(router)
-    _problem_only_openapi(app)
+    _finish_openapi(app, settings)
     return app
 
 
-def _problem_only_openapi(app: FastAPI) -> None:
-    """Error responses are documented as ``application/problem+json`` only (FastAPI adds JSON too)."""
+WRITE_KEY_MARK = "x-langclass-write-key"
+"""OpenAPI extension set (``openapi_extra``) on routes guarded by ``require_write_key``."""
+
+
+def _finish_openapi(app: FastAPI, settings: Settings) -> None:
+    """Post-process the generated schema so it says what this configuration does.
+
+    * error responses are ``application/problem+json`` only (FastAPI adds ``application/json`` too);
+    * the bearer key is *required* only where this configuration enforces it: with keys configured,
+      on ``require_api_key`` routes, and on ``require_write_key`` routes (marked with
+      :data:`WRITE_KEY_MARK`) only with ``LANGCLASS_REQUIRE_KEY_FOR_WRITES``; elsewhere it is optional
+      (``security: [{}, {"ApiKey": []}]``).
+    """
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is not None:
             return app.openapi_schema
         schema = build()
-        for item in schema.get("paths", {}).values():
-            for operation in item.values():
+        for path, item in schema.get("paths", {}).items():
+            for method, operation in item.items():
                 for status, response in (operation.get("responses") or {}).items():
                     content = response.get("content") or {}
                     if str(status)[:1] in "45" and "application/problem+json" in content:
                         content.pop("application/json", None)
+                write_only = bool(operation.pop(WRITE_KEY_MARK, False))
+                security = operation.get("security")
+                required = settings.auth_enabled and (not write_only or settings.require_key_for_writes)
+                if security and not required:
+                    operation["security"] = [{}, *[s for s in security if s]]
         app.openapi_schema = schema
         return schema
 

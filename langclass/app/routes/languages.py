@@ -108,6 +108,7 @@ async def classify_language(body: ClassifyInput, request: Request) -> dict[str, 
     response_model=Language,
     tags=["languages"],
     summary="Classify and store a language (idempotent)",
+    openapi_extra={"x-langclass-write-key": True},
     responses={
         200: {"model": Language, "description": "The language (same fingerprint) was already stored; the stored record."},
         201: {"description": "Stored a new language."},
