@@ -43,9 +43,11 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def measure(encoding: str, length: int, batch: int, device: torch.device, autocast: str | None, warmup: int, repeat: int) -> dict:
+def measure(encoding: str, length: int, batch: int, device: torch.device, autocast: str | None, warmup: int, repeat: int,
+            impl: str = "exact") -> dict:
     torch.manual_seed(0)
-    cfg = RecognizerConfig(alphabet=("a", "b"), d_model=64, n_heads=8, n_layers=5, encoding=ENCODINGS[encoding])
+    cfg = RecognizerConfig(alphabet=("a", "b"), d_model=64, n_heads=8, n_layers=5, encoding=ENCODINGS[encoding],
+                           attention_impl=impl)
     model = Recognizer(cfg).to(device)
     g = torch.Generator().manual_seed(0)
     letters = torch.randint(0, 2, (batch, length), generator=g)
@@ -66,7 +68,7 @@ def measure(encoding: str, length: int, batch: int, device: torch.device, autoca
         loss.backward()
         opt.step()
 
-    out = {"encoding": encoding, "length": length, "batch": batch, "device": str(device), "autocast": autocast or "off"}
+    out = {"encoding": encoding, "impl": impl, "length": length, "batch": batch, "device": str(device), "autocast": autocast or "off"}
     tokens = batch * (length + 2)
     for name, fn in (("forward", fwd), ("forward_backward", fwd_bwd)):
         model.train(name == "forward_backward")
@@ -95,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, nargs="+", default=None,
                     help="batch per length (default 128 on GPU; 128 at ≤100 and 16 beyond on CPU)")
     ap.add_argument("--encodings", nargs="+", default=["nope", "rope", "rope_periodic"], choices=list(ENCODINGS))
+    ap.add_argument("--impls", nargs="+", default=["exact", "sdpa"], choices=["exact", "sdpa"],
+                    help="attention implementation (RecognizerConfig.attention_impl)")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads")
@@ -114,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
           + (f", GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ", no GPU"))
     print("model: soft attention, strict mask, 5 layers, d_model 64, 8 heads, d_ff 256, pre-norm (App. E.2)")
     rows = []
-    header = f"{'device':6} {'autocast':8} {'encoding':14} {'len':>5} {'batch':>5} {'fwd tok/s':>12} {'fwd+bwd tok/s':>14} {'fwd ms':>9} {'fwd+bwd ms':>11}"
+    header = f"{'device':6} {'autocast':8} {'impl':5} {'encoding':14} {'len':>5} {'batch':>5} {'fwd tok/s':>12} {'fwd+bwd tok/s':>14} {'fwd ms':>9} {'fwd+bwd ms':>11}"
     print(header)
     print("-" * len(header))
     for device in devices:
@@ -124,10 +128,10 @@ def main(argv: list[str] | None = None) -> int:
                     batch = args.batch[min(li, len(args.batch) - 1)]
                 else:
                     batch = 128 if device.type == "cuda" or length <= 100 else 16
-                for enc in args.encodings:
-                    r = measure(enc, length, batch, device, autocast, args.warmup, args.repeat)
+                for impl, enc in [(i, e) for i in args.impls for e in args.encodings]:
+                    r = measure(enc, length, batch, device, autocast, args.warmup, args.repeat, impl)
                     rows.append(r)
-                    print(f"{device.type:6} {r['autocast']:8} {enc:14} {length:5d} {batch:5d} {r['forward_tokens_per_s']:12,.0f} "
+                    print(f"{device.type:6} {r['autocast']:8} {impl:5} {enc:14} {length:5d} {batch:5d} {r['forward_tokens_per_s']:12,.0f} "
                           f"{r['forward_backward_tokens_per_s']:14,.0f} {r['forward_ms']:9.1f} {r['forward_backward_ms']:11.1f}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))

@@ -57,6 +57,11 @@ def test_mismatched_frequencies_or_one_sided_rotation_fail_the_shift_oracle():
     # a reversed rotate_half sign (rotation by −φ on one side) also fails
     flipped = lambda x, p: good.apply(x, -p)  # noqa: E731
     assert not shift_invariant(good.apply, flipped)
+    # rotating the input *before* a (channel-mixing) projection is a different object: not relative
+    g = torch.Generator().manual_seed(5)
+    Wq, Wk = torch.randn(16, 16, generator=g, dtype=torch.float64), torch.randn(16, 16, generator=g, dtype=torch.float64)
+    assert shift_invariant(lambda x, p: good.apply(x @ Wq.T, p), lambda x, p: good.apply(x @ Wk.T, p))
+    assert not shift_invariant(lambda x, p: good.apply(x, p) @ Wq.T, lambda x, p: good.apply(x, p) @ Wk.T)
 
 
 @pytest.mark.parametrize("enc", [RoPE(12, rotary_dim=8, pair_layout="interleaved"), RoPE(12, rotary_dim=12),

@@ -292,7 +292,7 @@ class Recognizer(nn.Module):
             return_trace: also return a :class:`ForwardTrace`.
 
         Returns:
-            ``[batch]`` logits in float32 (accept iff > 0), or ``(logits, trace)``.
+            ``[batch]`` logits in float32 (float64 for float64 models; accept iff > 0), or ``(logits, trace)``.
         """
         if valid is None:
             valid = ids != 0
@@ -313,7 +313,9 @@ class Recognizer(nn.Module):
                 x = layer(x, positions, valid, self.encoding)
         final = self.final_norm(x)  # [batch, seq, d_model]
         h = final[torch.arange(B, device=ids.device), eos_index]  # [batch, d_model]
-        logits = self.readout(h).squeeze(-1).float()  # [batch]
+        logits = self.readout(h).squeeze(-1)  # [batch]
+        if logits.dtype != torch.float64:
+            logits = logits.float()
         if return_trace:
             return logits, ForwardTrace(states=states, attention=traces, final=final, logits=logits)
         return logits
