@@ -40,7 +40,7 @@ def assert_exact(r: dict, *, n: int = 12, random_up_to: int = 2000) -> None:
     {"dfa": gt("first b occurs at an even position")["dfa"], "alphabet": ["a", "b"]},  # synthesized LTL[P,MOD]
 ], ids=["aa-formula", "aa-regex", "ab-regex", "first-b-even-formula", "first-b-even-dfa"])
 def test_periodic_rope_constructions_are_exact(spec):
-    r = run_construction({**spec, "random_words": 4})
+    r = run_construction({**spec, "random_words": 2})  # lengths 13 and 2000
     assert r["encoding"] == "rope_periodic" and r["attention"] == "soft"
     assert_exact(r)
     assert all(m["ok"] for m in r["mod_margins"].values())
@@ -67,7 +67,7 @@ def test_mod_constant_follows_appendix_c3():
     {"formula": "P(b & P a)", "alphabet": ["a", "b"]},          # contains a, then later b
 ])
 def test_nope_constructions_are_exact(spec):
-    r = run_construction({**spec, "random_words": 4})
+    r = run_construction({**spec, "random_words": 2})
     assert r["encoding"] == "nope" and r["model"]["encodings"][0]["family"] == "nope"
     assert_exact(r)
 
@@ -76,16 +76,17 @@ def test_nope_constructions_are_exact(spec):
 def test_dyck_1_depth_2_hard_attention_is_exact():
     from langclass.core.brasp import DYCK_1_DEPTH_2
 
-    r = run_construction({"program": DYCK_1_DEPTH_2, "alphabet": ["a", "b"], "regex": "(a(ab)*b)*", "random_words": 4})
+    r = run_construction({"program": DYCK_1_DEPTH_2, "alphabet": ["a", "b"], "regex": "(a(ab)*b)*", "random_words": 2})
     assert r["attention"] == "hard" and r["encoding"] == "nope"
     assert r["model"]["layers"] == 4 and set(r["model"]["masks"]) == {"future", "past", "none"}
     assert_exact(r)
 
 
 def test_since_formula_goes_to_hard_attention():
-    r = run_construction({"formula": "a S b", "alphabet": ["a", "b", "c"], "random_words": 2, "random_max_length": 300})
+    r = run_construction({"formula": "a S b", "alphabet": ["a", "b", "c"], "all_words_up_to": 7, "random_words": 2,
+                          "random_max_length": 300})
     assert r["attention"] == "hard" and r["program"]
-    assert_exact(r, n=default_all_words_length(3), random_up_to=300)
+    assert_exact(r, n=7, random_up_to=300)
     with pytest.raises(UnsupportedError):
         run_construction({"formula": "a S b", "alphabet": ["a", "b"], "attention": "soft"})
 
@@ -93,13 +94,13 @@ def test_since_formula_goes_to_hard_attention():
 # --------------------------------------------------------------- conventional RoPE (Y^k)
 @pytest.mark.parametrize("formula", ["Y a", "P(b & Y a)"], ids=["Sigma*a", "Sigma*abSigma*"])
 def test_y_exact_up_to_n_max_in_float32(formula):
-    r = run_construction({"formula": formula, "alphabet": ["a", "b", "c"], "all_words_up_to": 7, "random_words": 4})
+    r = run_construction({"formula": formula, "alphabet": ["a", "b", "c"], "all_words_up_to": 6, "random_words": 3})
     assert r["encoding"] == "rope"
     d = r["n_max_detail"]
     # the certified range of Eq. 10, computed two independent ways on realized float32 scores
     assert d["n_max_model"] == d["n_max_numerics"] == r["n_max"]
     assert 300 <= r["n_max"] < 2000  # C_Y was chosen to certify the target length 300
-    assert_exact(r, n=7, random_up_to=r["n_max"])
+    assert_exact(r, n=6, random_up_to=r["n_max"])
     # beyond N_max the simulation is no longer exact (competing keys within f_large of the target)
     assert r["beyond_n_max"]["inexact"] > 0
 
@@ -107,7 +108,7 @@ def test_y_exact_up_to_n_max_in_float32(formula):
 @pytest.mark.parametrize("formula", ["Y a", "P(b & Y a)"], ids=["Sigma*a", "Sigma*abSigma*"])
 def test_y_fails_beyond_n_max_at_lower_precision(formula):
     r = run_construction({"formula": formula, "alphabet": ["a", "b", "c"], "all_words_up_to": 6, "random_words": 8,
-                          "dtype": "bfloat16"})
+                          "random_max_length": 600, "dtype": "bfloat16"})
     n_max = r["n_max"]
     assert 6 <= n_max < 300  # bfloat16 certifies far less than float32
     assert_exact(r, n=6, random_up_to=n_max)
@@ -120,22 +121,23 @@ def test_smaller_c_shortens_the_certified_range():
     big = build_formula_transformer("Y a", ["a", "b"], ConstructionOptions(C_y=1e6)).certified_lengths(800)
     small = build_formula_transformer("Y a", ["a", "b"], ConstructionOptions(C_y=2000.0)).certified_lengths(800)
     assert small["n_max"] < big["n_max"]
-    r = run_construction({"formula": "Y a", "alphabet": ["a", "b"], "C_y": 2000.0, "random_words": 6})
+    r = run_construction({"formula": "Y a", "alphabet": ["a", "b"], "C_y": 2000.0, "random_words": 3,
+                          "random_max_length": 1000})
     assert r["exact"] and r["n_max"] == small["n_max"] and r["all_words_up_to"] == min(12, small["n_max"])
 
 
 def test_mixed_y_and_mod_uses_both_schedules():
-    r = run_construction({"formula": "Y^2 a & MOD(3,0) | P(Y b)", "alphabet": ["a", "b"], "random_words": 2,
-                          "random_max_length": 200})
+    r = run_construction({"formula": "Y^2 a & MOD(3,0) | P(Y b)", "alphabet": ["a", "b"], "all_words_up_to": 10,
+                          "random_words": 2, "random_max_length": 200})
     assert r["encoding"] == "rope_periodic+rope"
-    assert_exact(r, random_up_to=200)
+    assert_exact(r, n=10, random_up_to=200)
 
 
 # --------------------------------------------------------------- ground truth: every R-trivial language
 @pytest.mark.parametrize("entry", [e for e in GT if e["expected"]["r_trivial"]], ids=lambda e: e["id"])
 def test_partially_ordered_ground_truth_compiles_to_exact_nope(entry):
     k = len(entry["alphabet"])
-    n = 12 if k <= 2 else default_all_words_length(k, budget=25_000)
+    n = 12 if k <= 2 else default_all_words_length(k, budget=10_000)
     r = run_construction({"dfa": {**entry["dfa"], "alphabet": entry["alphabet"]}, "random_words": 0, "all_words_up_to": n})
     assert r["synthesis"]["method"] == "monomials" and r["synthesis"]["verified"]
     assert r["fragment"] in ("LTL[P]", "Boolean") and r["encoding"] == "nope"

@@ -41,7 +41,7 @@ from .construct import (
 )
 from .tokens import BOS, EOS, NUM_SPECIAL
 
-__all__ = ["run_construction", "ConstructionCancelled", "verify_formula_model", "verify_brasp_model",
+__all__ = ["run_construction", "validate_spec", "ConstructionCancelled", "verify_formula_model", "verify_brasp_model",
            "default_all_words_length", "MAX_VERIFY_WORDS", "MAX_RANDOM_LENGTH"]
 
 MAX_VERIFY_WORDS = 3_000_000
@@ -322,43 +322,9 @@ def _lengths(lo: int, hi: int, count: int) -> list[int]:
     return [int(x) for x in xs if lo <= x <= hi]
 
 
-def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None = None,
-                     should_cancel: Callable[[], bool] | None = None, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
-    """Build an exact transformer and verify it: the job function of kind ``construct``.
-
-    Args:
-        spec: one input form plus options (top-level or under ``"options"``):
-
-            * ``{"formula": "P(b & Y a)", "alphabet": ["a", "b", "c"]}`` — an LTL formula
-              (:mod:`langclass.core.formulas` syntax);
-            * ``{"program": "<B-RASP text>", "alphabet": [...]}`` — optionally with ``"regex"`` /
-              ``"dfa"`` as the reference language;
-            * ``{"regex": "(ab)*", "alphabet": [...]}`` or ``{"dfa": {...}}`` (also nested under
-              ``"language"``) — a formula is synthesized (LTL[P] / LTL[P,MOD], verified by DFA
-              equivalence) or :class:`UnsupportedError` says why none is known.
-
-            Options: ``attention`` (``"auto"`` | ``"soft"`` | ``"hard"``), ``dtype`` (float32),
-            ``all_words_up_to`` (default 12 for |Σ| ≤ 2, smaller for larger alphabets),
-            ``random_words`` (default 32), ``random_max_length`` (default 2000), ``seed``, and for
-            Y^k: ``g`` (1.0), ``C_y`` or ``target_length`` (300), ``beyond_n_max`` (True: also test
-            words longer than N_max and report what happens), ``n_max_cap``.
-        progress: called with ``{"phase", "length", "done", "total"}`` dicts.
-        should_cancel: polled between batches; True raises :class:`ConstructionCancelled`.
-
-    Returns:
-        A JSON-ready record with ``formula``, ``fragment``, ``program`` (hard attention), ``encoding``,
-        ``attention``, ``exact`` (every decision correct and every simulated coordinate exact in the
-        certified range), ``all_words_up_to``, ``random_words_up_to``, ``first_failure`` (None or
-        ``{word, expected, produced}``), ``n_max`` (Y^k), ``beyond_n_max``, ``model`` (sizes,
-        constants, encoding manifests and digests), ``checks`` (counts), ``synthesis``, ``seconds``.
-
-    Raises:
-        InputError (and subclasses): bad spec, formula, program, regex or DFA.
-        UnsupportedError: no construction or synthesis is known for the input.
-        LimitExceeded: too many words requested, or a core limit.
-        ConstructionCancelled: cancelled (``partial`` has the counts so far).
-    """
-    t0 = time.monotonic()
+def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
+    """Parse and check a construction spec (no model is built): the shared front of
+    :func:`run_construction` and :func:`validate_spec`."""
     if not isinstance(spec, Mapping):
         raise InputError("a construction spec is a JSON object", field="spec")
     if isinstance(spec.get("language"), Mapping):
@@ -432,6 +398,84 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
                             f"all words up to length {n_all} over {k} letters are {_count_words(k, n_all)} words "
                             f"(> {MAX_VERIFY_WORDS}); lower all_words_up_to", field="options.all_words_up_to")
 
+    copt = None
+    if attention == "soft":
+        copt = ConstructionOptions(
+            dtype=dtype, g=_float_opt(opts, "g", 1.0), target_length=_int_opt(opts, "target_length", 300, 1, 1_000_000),
+            C_y=_float_opt(opts, "C_y", None), C_p=_float_opt(opts, "C_p", None),
+            mod_safety=_float_opt(opts, "mod_safety", 1.25),
+            n_max_cap=_int_opt(opts, "n_max_cap", max(random_max, n_all, 1), 1, MAX_RANDOM_LENGTH),
+        )
+    elif dtype not in ("float32", "float64", "bfloat16", "float16"):
+        raise InputError(f"dtype must be float32, float64, bfloat16 or float16, got {dtype!r}", field="options.dtype")
+    return {"opts": opts, "attention": attention, "dtype": dtype, "seed": seed, "random_words": random_words,
+            "random_max": random_max, "beyond": beyond, "synthesis": synthesis, "program": program, "formula": formula,
+            "dfa": dfa, "source_input": source_input, "alphabet": alphabet, "n_all": n_all, "copt": copt}
+
+
+def _float_opt(opts: Mapping, key: str, default: float | None) -> float | None:
+    v = opts.get(key, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
+        raise InputError(f"option {key} must be a finite number, got {v!r}", field=f"options.{key}")
+    return float(v)
+
+
+def validate_spec(spec: Mapping, limits: Limits = DEFAULT_LIMITS) -> None:
+    """Check a ``construct`` spec before it is queued (same errors as :func:`run_construction`, no model
+    is built and nothing is verified): the input parses, the options are valid, and a formula can be
+    synthesized when only a language is given.
+
+    Raises:
+        InputError, UnsupportedError, LimitExceeded: as :func:`run_construction`.
+    """
+    _prepare(spec, limits)
+
+
+def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None = None,
+                     should_cancel: Callable[[], bool] | None = None, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """Build an exact transformer and verify it: the job function of kind ``construct``.
+
+    Args:
+        spec: one input form plus options (top-level or under ``"options"``):
+
+            * ``{"formula": "P(b & Y a)", "alphabet": ["a", "b", "c"]}`` — an LTL formula
+              (:mod:`langclass.core.formulas` syntax);
+            * ``{"program": "<B-RASP text>", "alphabet": [...]}`` — optionally with ``"regex"`` /
+              ``"dfa"`` as the reference language;
+            * ``{"regex": "(ab)*", "alphabet": [...]}`` or ``{"dfa": {...}}`` (also nested under
+              ``"language"``) — a formula is synthesized (LTL[P] / LTL[P,MOD], verified by DFA
+              equivalence) or :class:`UnsupportedError` says why none is known.
+
+            Options: ``attention`` (``"auto"`` | ``"soft"`` | ``"hard"``), ``dtype`` (float32),
+            ``all_words_up_to`` (default 12 for |Σ| ≤ 2, smaller for larger alphabets),
+            ``random_words`` (default 32), ``random_max_length`` (default 2000), ``seed``, and for
+            Y^k: ``g`` (1.0), ``C_y`` or ``target_length`` (300), ``beyond_n_max`` (True: also test
+            words longer than N_max and report what happens), ``n_max_cap``.
+        progress: called with ``{"phase", "length", "done", "total"}`` dicts.
+        should_cancel: polled between batches; True raises :class:`ConstructionCancelled`.
+
+    Returns:
+        A JSON-ready record with ``formula``, ``fragment``, ``program`` (hard attention), ``encoding``,
+        ``attention``, ``exact`` (every decision correct and every simulated coordinate exact in the
+        certified range), ``all_words_up_to``, ``random_words_up_to``, ``first_failure`` (None or
+        ``{word, expected, produced}``), ``n_max`` (Y^k), ``beyond_n_max``, ``model`` (sizes,
+        constants, encoding manifests and digests), ``checks`` (counts), ``synthesis``, ``seconds``.
+
+    Raises:
+        InputError (and subclasses): bad spec, formula, program, regex or DFA.
+        UnsupportedError: no construction or synthesis is known for the input.
+        LimitExceeded: too many words requested, or a core limit.
+        ConstructionCancelled: cancelled (``partial`` has the counts so far).
+    """
+    t0 = time.monotonic()
+    prep = _prepare(spec, limits)
+    opts, attention, dtype, seed = prep["opts"], prep["attention"], prep["dtype"], prep["seed"]
+    random_words, random_max, beyond = prep["random_words"], prep["random_max"], prep["beyond"]
+    synthesis, program, formula, dfa = prep["synthesis"], prep["program"], prep["formula"], prep["dfa"]
+    source_input, alphabet, n_all = prep["source_input"], prep["alphabet"], prep["n_all"]
+
     result: dict[str, Any] = {
         "kind": "construct",
         "input": source_input,
@@ -443,13 +487,7 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
     }
     n_max_info: dict[str, Any] = {"n_max": None}
     if attention == "soft":
-        copt = ConstructionOptions(
-            dtype=dtype, g=float(opts.get("g", 1.0)), target_length=int(opts.get("target_length", 300)),
-            C_y=None if opts.get("C_y") is None else float(opts["C_y"]),
-            C_p=None if opts.get("C_p") is None else float(opts["C_p"]),
-            mod_safety=float(opts.get("mod_safety", 1.25)),
-            n_max_cap=_int_opt(opts, "n_max_cap", max(random_max, n_all, 1), 1, MAX_RANDOM_LENGTH),
-        )
+        copt = prep["copt"]
         model = build_formula_transformer(formula, alphabet, copt)
         if model.offsets:
             n_max_info = model.certified_lengths()
