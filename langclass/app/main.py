@@ -154,7 +154,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.db = db
-    app.state.runner = ClassifyRunner(settings.classify_concurrency, settings.time_limit_s)
+    app.state.runner = ClassifyRunner(settings.classify_concurrency, settings.time_limit_s, settings.classify_isolation)
     install_problem_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
     for router in ROUTERS:

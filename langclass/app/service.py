@@ -38,6 +38,7 @@ __all__ = [
     "dfa_from_record",
     "find_duplicate_key",
     "monoid_page",
+    "parse_and_analyze",
 ]
 
 T = TypeVar("T")
@@ -166,6 +167,19 @@ def analyze_language(dfa: DFA, limits: Limits) -> dict[str, Any]:
     return analyze(dfa, limits).to_dict()
 
 
+def parse_and_analyze(
+    *,
+    regex: str | None = None,
+    dfa: Mapping[str, Any] | str | bytes | None = None,
+    formula: str | None = None,
+    alphabet: Sequence[str] | None = None,
+    limits: Limits,
+) -> tuple[ParsedLanguage, dict[str, Any]]:
+    """:func:`parse_language` then :func:`analyze_language` (one round trip to a worker process)."""
+    parsed = parse_language(regex=regex, dfa=dfa, formula=formula, alphabet=alphabet, limits=limits)
+    return parsed, analyze_language(parsed.dfa, limits)
+
+
 def dfa_to_json(dfa: DFA) -> dict[str, Any]:
     """The canonical DFA in the DFA JSON schema (``core.export.dfa_to_json``)."""
     from ..core.export import dfa_to_json as export
@@ -238,26 +252,41 @@ def classify(
 
 
 class ClassifyRunner:
-    """Runs blocking, CPU-heavy calls in worker threads so the event loop stays responsive.
+    """Runs blocking, CPU-heavy calls off the event loop under a wall-clock limit.
 
-    At most ``concurrency`` calls run at once (others wait for a slot). Each call gets a hard
-    wall-clock backstop of ``1.5 × time_limit_s + 5`` s on top of the cooperative deadline that
-    ``core`` checks itself; past it the request ends with
-    :class:`~langclass.core.errors.TimeLimitExceeded` (the thread is abandoned and stops at its next
-    deadline check).
+    ``isolation="process"`` (default): each call runs in a worker process of a shared
+    :class:`~langclass.app.isolation.ProcessPool` of ``concurrency`` processes; past
+    ``time_limit_s + max(1, time_limit_s / 4)`` seconds the process is killed (its CPU is freed at
+    once) and the request ends with :class:`~langclass.core.errors.TimeLimitExceeded`. ``fn`` must be
+    a module-level function and its arguments and result picklable.
+
+    ``isolation="thread"``: worker threads (at most ``concurrency`` at once) with a hard backstop of
+    ``1.5 × time_limit_s + 5`` s; a thread that outlives it is abandoned and stops only at its next
+    cooperative deadline check in ``core``.
     """
 
-    def __init__(self, concurrency: int, time_limit_s: float | None) -> None:
+    def __init__(self, concurrency: int, time_limit_s: float | None, isolation: str = "process") -> None:
         self.concurrency = concurrency
         self.time_limit_s = time_limit_s
+        self.isolation = isolation
         self._limiter: anyio.CapacityLimiter | None = None
 
     @property
     def backstop_s(self) -> float | None:
-        return None if self.time_limit_s is None else 1.5 * self.time_limit_s + 5.0
+        if self.time_limit_s is None:
+            return None
+        if self.isolation == "process":
+            return self.time_limit_s + max(1.0, self.time_limit_s / 4)
+        return 1.5 * self.time_limit_s + 5.0
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn(*args, **kwargs)`` in a worker thread under the limits; returns its result."""
+        """Run ``fn(*args, **kwargs)`` under the limits; returns its result."""
+        if self.isolation == "process":
+            from .isolation import get_pool
+
+            pool = get_pool(self.concurrency)
+            call = functools.partial(pool.call, fn, args, kwargs, self.backstop_s, self.time_limit_s)
+            return await anyio.to_thread.run_sync(call)
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.concurrency)
         call = functools.partial(fn, *args, **kwargs)

@@ -41,7 +41,10 @@ class Settings(BaseSettings):
         max_body_bytes: largest accepted request body; larger bodies get 413.
         max_regex_length ... time_limit_s: the :class:`~langclass.core.limits.Limits` of one
             classification request (time in seconds of wall clock).
-        classify_concurrency: classifications running at once (threads); further requests wait.
+        classify_concurrency: classifications running at once; further requests wait.
+        classify_isolation: ``"process"`` (default): each classification runs in a worker process
+            that is killed at the time limit; ``"thread"``: worker threads (lighter, but a step that
+            overruns the limit keeps its thread busy until it next checks the deadline).
         auto_migrate: ``langclass serve`` applies migrations before serving.
         executor: ``"local"`` (embedded worker processes) or ``"ray"`` for training/construct jobs.
         worker_slots: jobs a local executor runs at once (one process each).
@@ -72,6 +75,7 @@ class Settings(BaseSettings):
     max_k_automaton_letters: int = Field(1_000_000, ge=1)
     time_limit_s: float | None = Field(30.0, gt=0)
     classify_concurrency: int = Field(2, ge=1)
+    classify_isolation: Literal["process", "thread"] = "process"
 
     # --- service ------------------------------------------------------------------------
     auto_migrate: bool = True

@@ -92,22 +92,20 @@ class ExperimentRequest(BaseModel):
     max_attempts: int | None = Field(None, ge=1, le=10, description="claims allowed if workers die (default LANGCLASS_JOB_MAX_ATTEMPTS)")
 
 
-class Job(BaseModel):
-    """A job and, once it finished, its result."""
+class JobSummary(BaseModel):
+    """A job without its spec and result (the listing form)."""
 
     id: str
     language_id: str
     kind: str
     status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
     cancel_requested: bool
-    attempts: int
+    attempts: int = Field(description="claims so far (a worker lost mid-run costs one)")
     max_attempts: int
-    spec: dict[str, Any] | None = Field(None, description="the job function's complete input")
     progress: dict[str, Any] | None = Field(None, description="last progress report: phase, run/runs, step/total, loss, last_evaluation")
-    result: dict[str, Any] | None = Field(
-        None, description="train: runs (encoding, manifest, seed, learning_rate, accuracy_by_length, longest_perfect_length), summary per encoding, verdict"
+    error: dict[str, Any] | None = Field(
+        None, description="{reason, detail, …}: worker-lost (retrying or final), worker-stopped, invalid-spec, limit-exceeded, run-error, cancelled"
     )
-    error: dict[str, Any] | None = Field(None, description="{reason, detail, …}: worker-lost, invalid-spec, limit-exceeded, run-error, cancelled")
     created_at: datetime
     started_at: datetime | None = None
     heartbeat_at: datetime | None = None
@@ -116,10 +114,19 @@ class Job(BaseModel):
     links: dict[str, str]
 
 
+class Job(JobSummary):
+    """A job and, once it finished, its result."""
+
+    spec: dict[str, Any] = Field(description="the job function's complete input (language DFA, encodings with parameters, prediction, …)")
+    result: dict[str, Any] | None = Field(
+        None, description="train: runs (encoding, manifest, seed, learning_rate, accuracy_by_length, longest_perfect_length), summary per encoding, verdict"
+    )
+
+
 class JobPage(BaseModel):
     """A page of jobs, newest first (without spec and result)."""
 
-    items: list[Job]
+    items: list[JobSummary]
     next_cursor: str | None = Field(None, description="pass as cursor for the next page; null on the last page")
     limit: int
 
@@ -230,6 +237,9 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
         spec["eval_seed"] = body.eval_seed
     if defaults:
         spec["prediction"]["defaults_from_classification"] = defaults
+    soft = (analysis.get("encodings") or {}).get("soft")
+    if isinstance(soft, Mapping):
+        spec["prediction"]["classification"] = {k: soft.get(k) for k in ("encoding", "name", "class", "length_guarantee", "theorem", "reason")}
     return spec
 
 
@@ -272,21 +282,45 @@ def validate_train_spec(spec: Mapping[str, Any]) -> None:
             raise type(err)(err.detail, field=f"encodings[{i}]" + (f".params.{sub}" if sub and sub != "name" else ".name" if sub == "name" else "")) from None
 
 
+CONSTRUCT_FIELDS = ("formula", "program", "options")
+TRAIN_ONLY_FIELDS = ("encodings", "profile", "seeds", "learning_rates", "overrides", "eval_seed")
+
+
 def build_construct_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``run_construction`` spec: the request's construction fields plus the stored language."""
-    spec = dict(body.model_extra or {})
-    for key in ("encodings", "profile", "seeds", "learning_rates", "overrides", "eval_seed"):
-        value = getattr(body, key)
-        if value is not None:
-            spec[key] = value if key != "encodings" else [e if isinstance(e, str) else e.model_dump() for e in value]
-    spec["language"] = language["dfa"]
-    spec.setdefault("alphabet", list(language.get("alphabet") or language["dfa"].get("alphabet", [])))
-    spec["analysis_classes"] = {k: v.get("member") for k, v in ((language.get("analysis") or {}).get("classes") or {}).items() if isinstance(v, Mapping)}
+    """The ``run_construction`` spec: the request's ``formula`` / ``program`` / options, with the
+    stored canonical DFA as the reference language (without either, a formula is synthesized from it).
+
+    Raises:
+        InputError: a training field or an unknown field (``field`` names it).
+    """
+    for key in TRAIN_ONLY_FIELDS:
+        if getattr(body, key) is not None:
+            raise InputError(f"{key!r} is a field of train experiments, not of construct", field=key)
+    try:
+        from ...models.verify import _OPTION_KEYS as option_keys
+    except ImportError:  # pragma: no cover - partial installation
+        option_keys = set()
+    spec: dict[str, Any] = {}
+    for key, value in (body.model_extra or {}).items():
+        if key not in CONSTRUCT_FIELDS and key not in option_keys:
+            raise InputError(f"unknown field {key!r} for a construct experiment; expected formula, program, options "
+                             f"or one of {sorted(option_keys)}", field=key)
+        spec[key] = value
+    if "formula" in spec and "program" in spec:
+        raise InputError("give a formula or a program, not both", field="program")
+    spec["alphabet"] = list(language.get("alphabet") or language["dfa"].get("alphabet", []))
+    if "formula" not in spec:
+        spec["dfa"] = language["dfa"]  # the reference language (program) or the synthesis input
     return spec
 
 
-def validate_construct_spec(spec: Mapping[str, Any]) -> None:
-    """Validate with the construction module's own checker when it offers one."""
+def validate_construct_spec(spec: Mapping[str, Any], stored_dfa: Mapping[str, Any], limits: Any) -> None:
+    """Check a construct spec before it is queued: options, program syntax, and that a formula
+    defines the stored language (a counterexample word otherwise).
+
+    Raises:
+        InputError (FormulaSyntaxError, ProgramSyntaxError, …): naming the field.
+    """
     try:
         from ...models import verify
     except ImportError:
@@ -294,6 +328,28 @@ def validate_construct_spec(spec: Mapping[str, Any]) -> None:
     check = getattr(verify, "validate_spec", None)
     if check is not None:
         check(spec)
+    elif hasattr(verify, "_options"):
+        verify._options(spec)
+    from ..service import dfa_from_record
+
+    if "formula" in spec:
+        from ...core.formulas import formula_from_mapping, formula_to_dfa
+
+        formula, alphabet = formula_from_mapping(spec, limits)
+        fdfa = formula_to_dfa(formula, alphabet, limits)
+        target = dfa_from_record(stored_dfa, limits)
+        if fdfa.fingerprint() != target.fingerprint():
+            word = fdfa.counterexample(target) if fdfa.alphabet == target.alphabet else None
+            raise InputError(
+                "the formula does not define this language" + (f": they differ on {''.join(word)!r}" if word is not None else ""),
+                field="formula", counterexample=list(word) if word is not None else None,
+            )
+    if "program" in spec:
+        from ...core.brasp import parse_program
+
+        if not isinstance(spec["program"], str):
+            raise InputError("program must be B-RASP text", field="program")
+        parse_program(spec["program"], spec["alphabet"], limits)
 
 
 # --- routes ------------------------------------------------------------------------------------------
@@ -343,7 +399,7 @@ async def create_experiment(
         await anyio.to_thread.run_sync(validate_train_spec, spec)
     else:
         spec = build_construct_spec(body, language)
-        await anyio.to_thread.run_sync(validate_construct_spec, spec)
+        await anyio.to_thread.run_sync(validate_construct_spec, spec, language["dfa"], settings.limits())
     max_attempts = body.max_attempts or settings.job_max_attempts
 
     def insert() -> dict[str, Any]:

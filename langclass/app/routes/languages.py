@@ -35,6 +35,7 @@ from ..service import (
     dfa_from_record,
     find_duplicate_key,
     monoid_page,
+    parse_and_analyze,
     parse_language,
 )
 from ..settings import Settings
@@ -60,14 +61,18 @@ def _version(request: Request) -> str:
     return request.app.state.settings.code_version or code_version()
 
 
-async def _parse(request: Request, body: ClassifyInput) -> ParsedLanguage:
-    limits = _settings(request).limits()
+async def _check_duplicate_keys(request: Request, body: ClassifyInput) -> None:
     if body.dfa is not None:
         # JSON decoding kept only the last of repeated keys; a DFA must not be read that way
         duplicate = find_duplicate_key(await request.body())
         if duplicate is not None:
             err_cls = DfaFormatError if duplicate.startswith("dfa.") else InputError
             raise err_cls(f"duplicate JSON key {duplicate.rsplit('.', 1)[-1]!r} at {duplicate}", field=duplicate)
+
+
+async def _parse(request: Request, body: ClassifyInput) -> ParsedLanguage:
+    limits = _settings(request).limits()
+    await _check_duplicate_keys(request, body)
     return await _runner(request).run(
         parse_language, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits
     )
@@ -94,8 +99,11 @@ def _load(db: Database, language_id: str) -> dict[str, Any]:
 async def classify_language(body: ClassifyInput, request: Request) -> dict[str, Any]:
     """Parse the language, build its minimal DFA and syntactic monoid, and return every class with
     its certificate and the encoding that suffices. Nothing is stored."""
-    parsed = await _parse(request, body)
-    analysis = await _runner(request).run(analyze_language, parsed.dfa, _settings(request).limits())
+    await _check_duplicate_keys(request, body)
+    parsed, analysis = await _runner(request).run(
+        parse_and_analyze, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet,
+        limits=_settings(request).limits(),
+    )
     return classification_record(parsed, analysis, _version(request))
 
 
