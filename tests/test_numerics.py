@@ -221,3 +221,12 @@ def test_phase_modes_agree_at_small_positions():
     c1, _ = rotation_table(1.0, np.array([10**8 + 1]), "float32", "ideal")
     c2, _ = rotation_table(1.0, np.array([10**8 + 1]), "float32", "float32")
     assert abs(float(c1[0]) - float(c2[0])) > 1e-3
+
+
+@settings(max_examples=15, deadline=None)
+@given(k=st.integers(1, 3), g=st.floats(0.3, 3.0), logC=st.floats(1.0, 4.5), dtype=st.sampled_from(["float32", "bfloat16", "float16"]))
+def test_certified_length_property_matches_brute_force(k, g, logC, dtype):
+    C = 10.0**logC
+    if dtype == "float16":
+        C = min(C, 6e4)
+    assert certified_length(k, g, C, dtype, 25) == _brute_force_certified(k, g, C, dtype, 25)

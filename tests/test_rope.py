@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langclass.core.errors import InputError
 from langclass.core.numerics import rotation_table
@@ -293,3 +295,17 @@ def test_default_periodic_rope_leaves_half_the_pairs_unrotated():
     assert enc.rotary_dim == 4 and enc.d_head - enc.rotary_dim == 4
     assert enc.manifest()["periods"] == [2, 2]
     assert enc.manifest()["table_values"][0] == [[1.0, 0.0], [-1.0, 0.0]]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(-10_000, 10_000), st.integers(0, 10_000), st.integers(0, 10_000),
+       st.sampled_from(["interleaved", "half_split"]), st.floats(2.0, 1e6))
+def test_relative_identity_property(shift, i, j, layout, base):
+    """q_i·k_j = q_{i+s}·k_{j+s} for random positions, shifts, bases and layouts (float64 compute)."""
+    enc = RoPE(6, base=base, rotary_dim=4, pair_layout=layout, compute_dtype="float64")
+    g = torch.Generator().manual_seed(i * 7 + j)
+    q = torch.randn(6, generator=g, dtype=torch.float64)
+    k = torch.randn(6, generator=g, dtype=torch.float64)
+    a = enc.apply(q[None], torch.tensor([i])) @ enc.apply(k[None], torch.tensor([j])).T
+    b = enc.apply(q[None], torch.tensor([i + shift])) @ enc.apply(k[None], torch.tensor([j + shift])).T
+    assert abs(a.item() - b.item()) < 1e-7
