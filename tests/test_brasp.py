@@ -24,6 +24,15 @@ from langclass.models.construct import build_brasp_transformer
 GT = json.loads((Path(__file__).parent / "ground_truth.json").read_text())["languages"]
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """The constructed models are tiny; one intra-op thread avoids oversubscribing shared CPUs."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 def gt_dfa(name_prefix: str) -> DFA:
     e = next(e for e in GT if e["name"].startswith(name_prefix))
     d = e["dfa"]

@@ -19,6 +19,15 @@ from langclass.models.verify import ConstructionCancelled, default_all_words_len
 GT = json.loads((Path(__file__).parent / "ground_truth.json").read_text())["languages"]
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """The constructed models are tiny; one intra-op thread avoids oversubscribing shared CPUs."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 def gt(name_prefix: str) -> dict:
     return next(e for e in GT if e["name"].startswith(name_prefix))
 
@@ -137,7 +146,7 @@ def test_mixed_y_and_mod_uses_both_schedules():
 @pytest.mark.parametrize("entry", [e for e in GT if e["expected"]["r_trivial"]], ids=lambda e: e["id"])
 def test_partially_ordered_ground_truth_compiles_to_exact_nope(entry):
     k = len(entry["alphabet"])
-    n = 12 if k <= 2 else default_all_words_length(k, budget=10_000)
+    n = 12 if k <= 2 else default_all_words_length(k, budget=30_000)
     r = run_construction({"dfa": {**entry["dfa"], "alphabet": entry["alphabet"]}, "random_words": 0, "all_words_up_to": n})
     assert r["synthesis"]["method"] == "monomials" and r["synthesis"]["verified"]
     assert r["fragment"] in ("LTL[P]", "Boolean") and r["encoding"] == "nope"

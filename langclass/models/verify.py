@@ -288,7 +288,7 @@ def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | Non
 
 # ============================================================================ job entry point
 _OPTION_KEYS = {"dtype", "attention", "all_words_up_to", "random_words", "random_max_length", "seed", "g", "C_y",
-                "C_p", "target_length", "mod_safety", "beyond_n_max", "n_max_cap"}
+                "C_p", "target_length", "mod_safety", "beyond_n_max", "n_max_cap", "threads"}
 
 
 def _options(spec: Mapping) -> dict[str, Any]:
@@ -408,7 +408,8 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         )
     elif dtype not in ("float32", "float64", "bfloat16", "float16"):
         raise InputError(f"dtype must be float32, float64, bfloat16 or float16, got {dtype!r}", field="options.dtype")
-    return {"opts": opts, "attention": attention, "dtype": dtype, "seed": seed, "random_words": random_words,
+    threads = _int_opt(opts, "threads", 1, 1, 256)
+    return {"threads": threads, "opts": opts, "attention": attention, "dtype": dtype, "seed": seed, "random_words": random_words,
             "random_max": random_max, "beyond": beyond, "synthesis": synthesis, "program": program, "formula": formula,
             "dfa": dfa, "source_input": source_input, "alphabet": alphabet, "n_all": n_all, "copt": copt}
 
@@ -452,7 +453,8 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
             ``all_words_up_to`` (default 12 for |Σ| ≤ 2, smaller for larger alphabets),
             ``random_words`` (default 32), ``random_max_length`` (default 2000), ``seed``, and for
             Y^k: ``g`` (1.0), ``C_y`` or ``target_length`` (300), ``beyond_n_max`` (True: also test
-            words longer than N_max and report what happens), ``n_max_cap``.
+            words longer than N_max and report what happens), ``n_max_cap``, ``threads`` (torch
+            intra-op threads while verifying, default 1: these models are tiny).
         progress: called with ``{"phase", "length", "done", "total"}`` dicts.
         should_cancel: polled between batches; True raises :class:`ConstructionCancelled`.
 
@@ -471,6 +473,15 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
     """
     t0 = time.monotonic()
     prep = _prepare(spec, limits)
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(prep["threads"])  # the constructed models are tiny: one intra-op thread is fastest
+    try:
+        return _run(prep, t0, limits, progress, should_cancel)
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel) -> dict[str, Any]:
     opts, attention, dtype, seed = prep["opts"], prep["attention"], prep["dtype"], prep["seed"]
     random_words, random_max, beyond = prep["random_words"], prep["random_max"], prep["beyond"]
     synthesis, program, formula, dfa = prep["synthesis"], prep["program"], prep["formula"], prep["dfa"]
