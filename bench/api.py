@@ -6,6 +6,7 @@ number of requests with a fixed number of concurrent clients, cycling through sm
 
     .venv/bin/python bench/api.py                      # 400 requests, 8 concurrent clients
     .venv/bin/python bench/api.py --requests 1000 --concurrency 16
+    .venv/bin/python bench/api.py --isolation thread          # worker threads instead of processes
     .venv/bin/python bench/api.py --url http://127.0.0.1:8000   # an already running server
 
 Only loopback addresses are accepted as targets.
@@ -49,9 +50,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_server(port: int, db_path: str) -> subprocess.Popen[bytes]:
+def _start_server(port: int, db_path: str, isolation: str) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANGCLASS_")}
-    env.update({"LANGCLASS_DATABASE_URL": f"sqlite:///{db_path}", "LANGCLASS_LOG_LEVEL": "warning"})
+    env.update({
+        "LANGCLASS_DATABASE_URL": f"sqlite:///{db_path}",
+        "LANGCLASS_LOG_LEVEL": "warning",
+        "LANGCLASS_CLASSIFY_ISOLATION": isolation,
+    })
     proc = subprocess.Popen(
         [sys.executable, "-m", "langclass.app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -105,6 +110,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--requests", type=int, default=400, help="measured requests (bounded; max 20000)")
     ap.add_argument("--concurrency", type=int, default=8, help="concurrent clients")
+    ap.add_argument("--isolation", choices=["process", "thread"], default="process", help="LANGCLASS_CLASSIFY_ISOLATION")
     ap.add_argument("--url", default=None, help="use a running server on loopback instead of starting one")
     args = ap.parse_args()
     total = max(1, min(args.requests, 20_000))
@@ -118,7 +124,7 @@ def main() -> None:
         base = args.url.rstrip("/")
     else:
         port = _free_port()
-        proc = _start_server(port, os.path.join(tmp.name, "bench.db"))
+        proc = _start_server(port, os.path.join(tmp.name, "bench.db"), args.isolation)
         base = f"http://127.0.0.1:{port}"
     try:
         latencies, errors, wall = asyncio.run(_run(base, total, args.concurrency))
@@ -132,7 +138,8 @@ def main() -> None:
         tmp.cleanup()
 
     lat = sorted(latencies)
-    print(f"POST /v1/classify  {len(LANGUAGES)} small languages (2-6 DFA states), uvicorn 1 worker, {os.cpu_count()} CPUs")
+    where = args.url or f"uvicorn 1 worker, classify isolation {args.isolation}"
+    print(f"POST /v1/classify  {len(LANGUAGES)} small languages (2-6 DFA states), {where}, {os.cpu_count()} CPUs")
     print(f"requests {len(lat)}  concurrency {args.concurrency}  errors {errors}  wall {wall:.2f} s")
     print(f"throughput {len(lat) / wall:.1f} requests/s")
     print(
