@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
 
 from langclass.core.errors import InputError, LimitExceeded, UnsupportedError
 from langclass.core.numerics import f_large
@@ -186,3 +187,36 @@ def test_cli_construct_json():
     assert rec["exact"] and rec["encoding"] == "rope_periodic" and rec["all_words_up_to"] == 12
     bad = CliRunner().invoke(app, ["construct", "--formula", "P(", "--alphabet", "ab"])
     assert bad.exit_code == 2
+
+
+# --------------------------------------------------------------- property: every S-free formula
+def _formulas():
+    from hypothesis import strategies as st
+
+    from langclass.core.formulas import BOTTOM, TOP, And, Atom, Iff, Implies, Mod, Not, Or, Past, Yesterday
+
+    leaves = st.one_of(st.sampled_from([Atom("a"), Atom("b"), TOP, BOTTOM]),
+                       st.builds(lambda m, r: Mod(m, r % m), st.integers(2, 7), st.integers(0, 6)))
+
+    def extend(children):
+        return st.one_of(st.builds(Not, children), st.builds(Past, children), st.builds(Yesterday, children, st.integers(1, 3)),
+                         st.builds(And, children, children), st.builds(Or, children, children),
+                         st.builds(Implies, children, children), st.builds(Iff, children, children))
+
+    return st.recursive(leaves, extend, max_leaves=10)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_formulas())
+def test_random_s_free_formulas_are_simulated_exactly(f):
+    """Every LTL[P,Y,MOD] formula's transformer simulates it exactly (every node, every position) on all
+    words ≤ 7 and on a few words up to 150 (below N_max)."""
+    from langclass.core.formulas import formula_to_dfa
+    from langclass.models.verify import verify_formula_model
+
+    model = build_formula_transformer(f, ["a", "b"])
+    out = verify_formula_model(model, f, ["a", "b"], formula_to_dfa(f, ["a", "b"]), all_words_up_to=7,
+                               random_lengths=[40, 150])
+    for part in ("all_words", "random"):
+        acc = out[part]
+        assert acc["wrong"] == 0 and acc["sim_inexact"] == 0 and acc["formula_dfa_mismatch"] == 0, (f.text(), acc)

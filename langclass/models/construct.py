@@ -60,7 +60,7 @@ from torch import nn
 from ..core import formulas as F
 from ..core.brasp import AttentionOp, BAnd, BConst, BNot, BOr, BVar, PositionOp, Program, bexpr_vars
 from ..core.errors import InputError, LimitExceeded, UnsupportedError
-from ..core.numerics import certified_length, delta_L, f_large
+from ..core.numerics import certified_length, delta_L, f_large, float_format
 from .attention import MultiHeadAttention, hard_attention_weights
 from .encodings import NoPE, PeriodicRoPE, PositionalEncoding, RoPE
 from .tokens import BOS, EOS, NUM_SPECIAL, PAD
@@ -329,6 +329,12 @@ class FormulaTransformer(nn.Module):
                 self.C_y = float(1.25 * self.f_large / d)
         else:
             self.C_y = None
+        max_finite = float_format(opt.dtype).max_finite
+        for what, C in [("C_P", self.C_p), ("C_Y", self.C_y)] + [(f"C for MOD({m},·)", c) for m, c in self.C_mod.items()]:
+            if C is not None and not 4 * C < max_finite:
+                raise UnsupportedError(f"{what} = {C:.6g} is too large for {opt.dtype} (largest finite value "
+                                       f"{max_finite:.6g}): the score margin cannot be represented; use a wider dtype"
+                                       + (", a smaller target_length" if what == "C_Y" else ""), field="options.dtype")
         # embedding: one-hot token kinds + notbos
         vocab = NUM_SPECIAL + len(self.alphabet)
         E = torch.zeros(vocab, D, dtype=torch.float64)
