@@ -590,7 +590,22 @@ def formula_to_brasp(formula, alphabet: Sequence[str], limits: Limits = DEFAULT_
         name = fresh("B")
         ops.append(PositionOp(name, expr))
         name_of[n] = name
-    # readout vectors: ψ at position n + 1 from values at n
+    # readout vectors: ψ at position n + 1 from values at n (constants folded, no vector for them)
+    def bnot(e: BExpr) -> BExpr:
+        return BConst(not e.value) if isinstance(e, BConst) else (e.arg if isinstance(e, BNot) else BNot(e))
+
+    def band(*es: BExpr) -> BExpr:
+        if any(isinstance(e, BConst) and not e.value for e in es):
+            return BConst(False)
+        rest = tuple(e for e in es if not isinstance(e, BConst))
+        return BConst(True) if not rest else (rest[0] if len(rest) == 1 else BAnd(rest))
+
+    def bor(*es: BExpr) -> BExpr:
+        if any(isinstance(e, BConst) and e.value for e in es):
+            return BConst(True)
+        rest = tuple(e for e in es if not isinstance(e, BConst))
+        return BConst(False) if not rest else (rest[0] if len(rest) == 1 else BOr(rest))
+
     rname: dict[object, BExpr] = {}
     for n in nodes:
         if isinstance(n, F.Atom) or isinstance(n, F.Bottom):
@@ -598,24 +613,27 @@ def formula_to_brasp(formula, alphabet: Sequence[str], limits: Limits = DEFAULT_
         elif isinstance(n, F.Top):
             e = BConst(True)
         elif isinstance(n, F.Not):
-            e = BNot(rname[n.arg])
+            e = bnot(rname[n.arg])
         elif isinstance(n, F.And):
-            e = BAnd((rname[n.left], rname[n.right]))
+            e = band(rname[n.left], rname[n.right])
         elif isinstance(n, F.Or):
-            e = BOr((rname[n.left], rname[n.right]))
+            e = bor(rname[n.left], rname[n.right])
         elif isinstance(n, F.Implies):
-            e = BOr((BNot(rname[n.left]), rname[n.right]))
+            e = bor(bnot(rname[n.left]), rname[n.right])
         elif isinstance(n, F.Iff):
             a, b = rname[n.left], rname[n.right]
-            e = BOr((BAnd((a, b)), BAnd((BNot(a), BNot(b)))))
+            e = bor(band(a, b), band(bnot(a), bnot(b)))
         elif isinstance(n, F.Past):
-            e = BOr((var(n), var(n.arg)))
+            e = bor(var(n), var(n.arg))
         elif isinstance(n, F.Yesterday):
             e = BVar(readout[n], "i")
         elif isinstance(n, F.Since):
-            e = BOr((var(n.right), BAnd((var(n.left), var(n)))))
+            e = bor(var(n.right), band(var(n.left), var(n)))
         else:  # pragma: no cover
             raise UnsupportedError(f"cannot translate {n!r}")
+        if isinstance(e, (BConst, BVar)) and n is not f:
+            rname[n] = e
+            continue
         name = fresh("R")
         ops.append(PositionOp(name, e))
         rname[n] = BVar(name, "i")
