@@ -42,7 +42,7 @@ from typing import Union
 
 import numpy as np
 
-from .errors import AlphabetError, InputError, LimitExceeded, ProgramSyntaxError, UnknownSymbolError, UnsupportedError
+from .errors import AlphabetError, InputError, ProgramSyntaxError, UnknownSymbolError, UnsupportedError
 from .limits import DEFAULT_LIMITS, Limits
 
 __all__ = [

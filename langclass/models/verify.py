@@ -33,7 +33,7 @@ import torch
 
 from ..core import formulas as F
 from ..core.automaton import DFA
-from ..core.brasp import Program, accepts_batch, formula_to_brasp, parse_program, run_program
+from ..core.brasp import Program, formula_to_brasp, parse_program, run_program
 from ..core.errors import InputError, LimitExceeded, UnsupportedError
 from ..core.limits import DEFAULT_LIMITS, Limits
 from .construct import (
