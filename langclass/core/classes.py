@@ -935,7 +935,8 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
         qr_alg = False
     # eTe R-trivial for idempotents e ∈ T: no two distinct M-regular elements of eTe are R-equivalent
     stable_lr = True
-    for e in np.flatnonzero(idem_T).tolist():
+    # e' ≤ e ⇒ e'Te' ⊆ eTe, and E(T) = E(η(Σ⁺)) (e = η(w) ⇒ e = η(w^s)): maximal idempotents suffice
+    for e in ctx.maximal_idempotents.tolist():
         ids = np.flatnonzero(ctx.local_mask(e) & T & M.regular)
         if ids.size and np.unique(R[ids]).size < ids.size:
             stable_lr = False

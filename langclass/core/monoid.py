@@ -83,6 +83,61 @@ def strong_components(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.nd
     return canonical_labels(labels)
 
 
+class _BytesLookup:
+    """Transformation → element id through a dict keyed by the row bytes (any number of states)."""
+
+    def __init__(self, index: dict[bytes, int], dtype) -> None:
+        self.index = index
+        self.dtype = dtype
+
+    def get_many(self, rows: np.ndarray) -> np.ndarray:
+        rows = np.ascontiguousarray(np.asarray(rows).astype(self.dtype))
+        if rows.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        void = np.dtype((np.void, rows.shape[1] * rows.dtype.itemsize))
+        get = self.index.get
+        return np.fromiter((get(b, -1) for b in rows.view(void).ravel().tolist()), dtype=np.int64, count=rows.shape[0])
+
+
+class _PackedLookup:
+    """Transformation → element id for n ≤ 15 states: rows packed into int64 keys (4 bits per state),
+    looked up by binary search in the sorted keys."""
+
+    def __init__(self, keys: np.ndarray, ids: np.ndarray, n: int) -> None:
+        order = np.argsort(keys, kind="stable")
+        self.keys = keys[order]
+        self.ids = ids[order]
+        self.n = n
+
+    @staticmethod
+    def pack(rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        shifts = (4 * np.arange(rows.shape[1], dtype=np.int64))
+        return (rows << shifts).sum(axis=1) if rows.shape[1] else np.zeros(rows.shape[0], dtype=np.int64)
+
+    def get_many(self, rows: np.ndarray) -> np.ndarray:
+        k = self.pack(rows)
+        pos = np.searchsorted(self.keys, k)
+        pos_c = np.minimum(pos, self.keys.size - 1)
+        hit = self.keys[pos_c] == k
+        return np.where(hit, self.ids[pos_c], -1).astype(np.int64)
+
+
+class _DenseLookup:
+    """Transformation → element id for n^n ≤ 2^24: a direct-address table indexed by Σ x[q]·n^q."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.weights = np.asarray([n ** q for q in range(n)], dtype=np.int64)
+        self.table = np.full(max(1, n ** n), -1, dtype=np.int64)
+
+    def code(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(rows, dtype=np.int64) @ self.weights
+
+    def get_many(self, rows: np.ndarray) -> np.ndarray:
+        return self.table[self.code(rows)]
+
+
 @dataclass(frozen=True)
 class GroupInfo:
     """A finite group found in the monoid (a maximal subgroup H_e, or a subgroup of the stable semigroup).
@@ -155,7 +210,7 @@ class TransitionMonoid:
     right: np.ndarray
     identity_in_semigroup: bool
     identity_word_plus: tuple[str, ...] | None
-    _index: dict = field(repr=False)
+    _lookup: Any = field(repr=False)
 
     # ------------------------------------------------------------------ basics
     @property
@@ -202,18 +257,12 @@ class TransitionMonoid:
 
     def id_of(self, transformation: np.ndarray) -> int | None:
         """Element id of a transformation (array ``[n]``), or ``None`` if it is not in M."""
-        arr = np.ascontiguousarray(np.asarray(transformation).astype(self.elements.dtype))
-        return self._index.get(arr.tobytes())
+        r = int(self._lookup.get_many(np.asarray(transformation)[None, :])[0])
+        return None if r < 0 else r
 
     def ids_of(self, rows: np.ndarray) -> np.ndarray:
         """Element ids of many transformations ``[r, n]`` (``-1`` where not in M)."""
-        rows = np.ascontiguousarray(np.asarray(rows).astype(self.elements.dtype))
-        if rows.shape[0] == 0:
-            return np.zeros(0, dtype=np.int64)
-        void = np.dtype((np.void, rows.shape[1] * rows.dtype.itemsize))
-        keys = rows.view(void).ravel().tolist()
-        get = self._index.get
-        return np.fromiter((get(b, -1) for b in keys), dtype=np.int64, count=len(keys))
+        return self._lookup.get_many(rows)
 
     def element_of_word(self, word) -> int:
         """Element id η(w) of a word (symbols), by walking the right Cayley graph.
@@ -349,16 +398,22 @@ class TransitionMonoid:
     def green(self) -> dict[str, np.ndarray]:
         """Green's relations as canonical class ids: ``{"R", "L", "H", "J"}`` each ``int64 [m]``.
 
-        R-classes are the strongly connected components of the right Cayley graph, L-classes of
-        the left one, J-classes (= D-classes, M finite) of their union; H = R ∩ L. The relations on
+        R-classes are the strongly connected components of the right Cayley graph, L-classes those
+        of the left one; D = R∘L (= J, M finite) is computed as the connected components of the
+        bipartite graph joining the R- and L-class of every element; H = R ∩ L. The relations on
         the semigroup η(Σ⁺) are the restrictions of those of M (S¹ = M).
         """
         m, k = self.right.shape
         src = np.repeat(np.arange(m, dtype=np.int64), k)
         R = strong_components(m, src, self.right.ravel())
         L = strong_components(m, src, self.left.ravel())
-        J = strong_components(m, np.concatenate([src, src]), np.concatenate([self.right.ravel(), self.left.ravel()]))
-        H = canonical_labels(R * (int(L.max()) + 1) + L)
+        # D = R ∘ L (= J, M finite): connected components of the bipartite graph R-classes — L-classes
+        nr = int(R.max()) + 1
+        nl = int(L.max()) + 1
+        g = csr_matrix((np.ones(m, dtype=np.int8), (R, nr + L)), shape=(nr + nl, nr + nl))
+        _, comp = connected_components(g, directed=False)
+        J = canonical_labels(comp[R])
+        H = canonical_labels(R * nl + L)
         for arr in (R, L, J, H):
             arr.setflags(write=False)
         return {"R": R, "L": L, "H": H, "J": J}
@@ -472,17 +527,32 @@ class TransitionMonoid:
         x = int(x)
         if not self.stable[x]:
             raise ValueError(f"element {x} is not in the stable semigroup")
+        order, starts = self._right_predecessors
+        k = self.right.shape[1]
+        levels = self._stable[3]
         letters = []
         for j in range(s, 1, -1):
-            prev = np.flatnonzero(self._level_mask(j - 1))
-            hit = np.argwhere(self.right[prev] == x)
-            y, a = int(prev[hit[0, 0]]), int(hit[0, 1])
-            letters.append(a)
-            x = y
-        a = int(np.flatnonzero(self.right[0] == x)[0])
-        letters.append(a)
+            packed = levels[j - 2]  # η(Σ^{j-1})
+            for pos in order[starts[x]:starts[x + 1]].tolist():
+                y = pos // k
+                if (packed[y >> 3] >> (7 - (y & 7))) & 1:
+                    letters.append(pos % k)
+                    x = y
+                    break
+            else:  # pragma: no cover - x ∈ η(Σ^j) always has a predecessor in η(Σ^{j-1})
+                raise AssertionError("broken stable-semigroup levels")
+        letters.append(int(np.flatnonzero(self.right[0] == x)[0]))
         letters.reverse()
         return tuple(self.dfa.alphabet[a] for a in letters)
+
+    @cached_property
+    def _right_predecessors(self) -> tuple[np.ndarray, np.ndarray]:
+        """CSR of the reversed right Cayley graph: positions p = y·k + a with y·a = x are
+        ``order[starts[x]:starts[x+1]]``."""
+        flat = self.right.ravel()
+        order = np.argsort(flat, kind="stable")
+        starts = np.searchsorted(flat[order], np.arange(self.size + 1))
+        return order, starts
 
     # ------------------------------------------------------------- groups
     def maximal_subgroup(self, e: int, *, within: np.ndarray | None = None) -> GroupInfo:
@@ -660,8 +730,10 @@ def transition_monoid(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, deadline: De
 
     Breadth-first closure of the letter transformations under composition (Froidure–Pin without
     rewriting): each layer multiplies the previous layer's new elements by every letter, looks the
-    products up in a hash table keyed by the transformation bytes and appends the new ones. Words
-    are shortlex-least, element 0 is the identity, and the right Cayley graph comes for free.
+    products up and appends the new ones in (element, letter) order, so every element's first word
+    is its shortlex-least word; element 0 is the identity and the right Cayley graph comes for free.
+    For n ≤ 15 states a layer is processed entirely in numpy (rows packed into int64 keys, binary
+    search, sorted merge); larger DFAs use a hash table keyed by the row bytes.
 
     Args:
         dfa: any complete DFA; it is minimized first (:meth:`DFA.canonical`).
@@ -694,8 +766,18 @@ def transition_monoid(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, deadline: De
     dtype = np.uint8 if n <= 1 << 8 else np.uint16 if n <= 1 << 16 else np.uint32
     gens = np.ascontiguousarray(dfa.transitions.T.astype(dtype))  # [k, n]: gens[a, q] = δ(q, a)
     ident = np.arange(n, dtype=dtype)
-    void = np.dtype((np.void, n * np.dtype(dtype).itemsize))
-    index: dict[bytes, int] = {ident.tobytes(): 0}
+    dense = n ** n <= 1 << 24
+    packed = not dense and n <= 15
+
+    def over(size: int, depth: int) -> None:
+        if size > cap:
+            raise LimitExceeded("max_monoid_size", cap,
+                                f"max_monoid_size={cap} exceeded while enumerating the transition monoid "
+                                f"of a {n}-state DFA (word length {depth})")
+        if size * n > entry_cap:
+            raise LimitExceeded("max_monoid_entries", entry_cap,
+                                f"the transition monoid needs more than {entry_cap} stored entries ({size} elements × {n} states)")
+
     blocks: list[np.ndarray] = [ident[None, :]]
     parents: list[np.ndarray] = [np.array([-1], dtype=np.int64)]
     lastl: list[np.ndarray] = [np.array([-1], dtype=np.int64)]
@@ -707,6 +789,15 @@ def transition_monoid(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, deadline: De
     depth = 0
     id_plus: tuple[int, int] | None = None  # (parent id, letter) of the first nonempty word for 1
     chunk = max(1, _CHUNK_ENTRIES // max(1, k * n))
+    if dense:
+        table = _DenseLookup(n)
+        table.table[table.code(ident[None, :])] = 0
+    elif packed:
+        skeys = _PackedLookup.pack(ident[None, :])  # sorted keys of known elements
+        sids = np.array([0], dtype=np.int64)
+    else:
+        index: dict[bytes, int] = {ident.tobytes(): 0}
+        void = np.dtype((np.void, n * np.dtype(dtype).itemsize))
     while frontier.shape[0]:
         depth += 1
         if deadline is not None:
@@ -716,38 +807,64 @@ def transition_monoid(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, deadline: De
             F = frontier[c0:c0 + chunk]
             fids = frontier_ids[c0:c0 + chunk]
             cand = np.ascontiguousarray(gens[:, F].transpose(1, 0, 2)).reshape(-1, n)  # [f*k, n], x-major
-            keys = cand.view(void).ravel().tolist()
-            get = index.get
-            ids = [get(b, -1) for b in keys]
-            arr = np.asarray(ids, dtype=np.int64)
-            fresh_pos = np.flatnonzero(arr < 0)
-            new_here = []
-            for pos in fresh_pos.tolist():
-                b = keys[pos]
-                v = index.get(b)
-                if v is None:
-                    v = size
-                    index[b] = v
-                    size += 1
-                    new_here.append(pos)
-                    if size > cap:
-                        raise LimitExceeded("max_monoid_size", cap,
-                                            f"max_monoid_size={cap} exceeded while enumerating the transition monoid "
-                                            f"of a {n}-state DFA (word length {depth})")
-                    if size * n > entry_cap:
-                        raise LimitExceeded("max_monoid_entries", entry_cap,
-                                            f"the transition monoid needs more than {entry_cap} stored entries "
-                                            f"({size} elements × {n} states)")
-                arr[pos] = v
-            if id_plus is None and (arr == 0).any():
-                pos0 = int(np.flatnonzero(arr == 0)[0])
-                id_plus = (int(fids[pos0 // k]), pos0 % k)
+            if dense:
+                ck = table.code(cand)
+                arr = table.table[ck]
+                miss = np.flatnonzero(arr < 0)
+                new_here = np.zeros(0, dtype=np.int64)
+                if miss.size:
+                    u, first = np.unique(ck[miss], return_index=True)
+                    order = np.argsort(first, kind="stable")
+                    u_ord = u[order]
+                    table.table[u_ord] = np.arange(size, size + u.size)
+                    arr[miss] = table.table[ck[miss]]
+                    new_here = miss[first[order]]
+                    size += u.size
+                    over(size, depth)
+            elif packed:
+                ck = _PackedLookup.pack(cand)
+                pos = np.minimum(np.searchsorted(skeys, ck), skeys.size - 1)
+                found = skeys[pos] == ck
+                arr = np.where(found, sids[pos], -1)
+                miss = np.flatnonzero(~found)
+                new_here = np.zeros(0, dtype=np.int64)
+                if miss.size:
+                    u, first = np.unique(ck[miss], return_index=True)
+                    order = np.argsort(first, kind="stable")  # first occurrence = shortlex order
+                    new_ids_sorted = np.empty(u.size, dtype=np.int64)
+                    new_ids_sorted[order] = np.arange(size, size + u.size)
+                    arr[miss] = new_ids_sorted[np.searchsorted(u, ck[miss])]
+                    new_here = miss[first[order]]
+                    size += u.size
+                    over(size, depth)
+                    ins = np.searchsorted(skeys, u)
+                    skeys = np.insert(skeys, ins, u)
+                    sids = np.insert(sids, ins, new_ids_sorted)
+            else:
+                keys = cand.view(void).ravel().tolist()
+                get = index.get
+                arr = np.asarray([get(b, -1) for b in keys], dtype=np.int64)
+                fresh = []
+                for p in np.flatnonzero(arr < 0).tolist():
+                    b = keys[p]
+                    v = index.get(b)
+                    if v is None:
+                        v = index[b] = size
+                        size += 1
+                        fresh.append(p)
+                        over(size, depth)
+                    arr[p] = v
+                new_here = np.asarray(fresh, dtype=np.int64)
+            if id_plus is None:
+                zero = np.flatnonzero(arr == 0)
+                if zero.size:
+                    p0 = int(zero[0])
+                    id_plus = (int(fids[p0 // k]), p0 % k)
             right_rows.append((fids, arr.reshape(-1, k)))
-            if new_here:
-                npos = np.asarray(new_here, dtype=np.int64)
-                new_blocks.append(cand[npos])
-                new_par.append(fids[npos // k])
-                new_let.append(npos % k)
+            if new_here.size:
+                new_blocks.append(cand[new_here])
+                new_par.append(fids[new_here // k])
+                new_let.append(new_here % k)
         if new_blocks:
             frontier = np.concatenate(new_blocks)
             frontier_ids = np.arange(size - frontier.shape[0], size, dtype=np.int64)
@@ -768,7 +885,8 @@ def transition_monoid(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, deadline: De
     lengths = np.concatenate(lens)
     for a in (parent, last_letter, lengths):
         a.setflags(write=False)
-    M = TransitionMonoid(dfa, elements, parent, last_letter, lengths, right, id_plus is not None, None, index)
+    lookup = table if dense else _PackedLookup(skeys, sids, n) if packed else _BytesLookup(index, dtype)
+    M = TransitionMonoid(dfa, elements, parent, last_letter, lengths, right, id_plus is not None, None, lookup)
     if id_plus is not None:
         w = M.word(id_plus[0]) + (dfa.alphabet[id_plus[1]],)
         object.__setattr__(M, "identity_word_plus", w)
