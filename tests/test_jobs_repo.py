@@ -277,9 +277,9 @@ def test_run_claim_lost_lease_discards_outcome(db: Database, migrated_url: str, 
 
     def steal() -> None:
         with db.session_scope() as s:
+            # expire and requeue in one transaction, so the holder's next heartbeat cannot renew in between
             s.execute(update(jobrepo.JobRow).where(jobrepo.JobRow.id == jid).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
-            s.commit()
-            jobrepo.recover_expired(s)
+            assert jobrepo.recover_expired(s)["requeued"] == 1
             jobrepo.claim(s, owner="new", lease_s=60)
 
     threading.Timer(0.2, steal).start()
