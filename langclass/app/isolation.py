@@ -3,9 +3,9 @@
 ``core`` checks its :class:`~langclass.core.limits.Deadline` cooperatively, but a step that does not
 check it often enough would keep a worker *thread* busy long after the request was answered, and
 threads cannot be stopped. A :class:`ProcessPool` runs each call in one of ``size`` worker processes
-(forked from a ``forkserver`` that has already imported ``core``, so a replacement starts in tens of
-milliseconds); a call that outlives its wall-clock budget gets its process killed and replaced, so
-the CPU it used is returned at once.
+(``python -m langclass.app.isolation``: a plain interpreter that imports ``core`` and nothing of the
+service, started on first use); a call that outlives its wall-clock budget gets its process killed
+and replaced, so the CPU it used is returned at once.
 
 The pool is shared by every app in the process (:func:`get_pool`), is thread-safe (callers block in
 worker threads, never on the event loop) and is shut down at interpreter exit.
@@ -20,8 +20,10 @@ from __future__ import annotations
 import atexit
 import importlib
 import logging
-import multiprocessing as mp
+import os
 import signal
+import subprocess
+import sys
 import threading
 import traceback
 from collections.abc import Callable
@@ -71,12 +73,11 @@ def _load_error(data: dict[str, Any]) -> LangclassError:
     return err
 
 
-def _worker_main(conn: Connection) -> None:
+def _serve(recv: Connection, send: Connection) -> None:
     """Worker loop: receive ``(fn, args, kwargs)``, send ``("ok", result)`` or an error record."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
     while True:
         try:
-            fn, args, kwargs = conn.recv()
+            fn, args, kwargs = recv.recv()
         except (EOFError, OSError):
             return
         try:
@@ -86,27 +87,56 @@ def _worker_main(conn: Connection) -> None:
         except BaseException as exc:  # a bug or resource failure: report it, keep serving
             reply = ("crash", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         try:
-            conn.send(reply)
+            send.send(reply)
+        except (BrokenPipeError, OSError):
+            return
         except Exception as exc:  # unpicklable result: report instead
-            conn.send(("crash", f"cannot send the result back: {type(exc).__name__}: {exc}"))
+            send.send(("crash", f"cannot send the result back: {type(exc).__name__}: {exc}"))
+
+
+def worker_main() -> None:
+    """Entry point of a worker process (``python -m langclass.app.isolation``).
+
+    Requests arrive on standard input, replies leave on the original standard output; anything the
+    computation prints goes to standard error so it cannot corrupt the channel.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    for name in _PRELOAD:
+        importlib.import_module(name)
+    _serve(Connection(0, writable=False), Connection(out_fd, readable=False))
 
 
 class _Worker:
-    def __init__(self, ctx: Any) -> None:
-        self.conn, child = ctx.Pipe(duplex=True)
-        self.process = ctx.Process(target=_worker_main, args=(child,), daemon=True, name="langclass-classify")
-        self.process.start()
-        child.close()
+    """One worker process with a request pipe and a reply pipe."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "langclass.app.isolation"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.send = Connection(os.dup(self.process.stdin.fileno()), readable=False)
+        self.recv = Connection(os.dup(self.process.stdout.fileno()), writable=False)
+        self.process.stdin.close()
+        self.process.stdout.close()
 
     def alive(self) -> bool:
-        return self.process.is_alive()
+        return self.process.poll() is None
 
     def kill(self) -> None:
         try:
-            self.process.kill()
-            self.process.join(5)
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait(5)
+        except (OSError, subprocess.TimeoutExpired):  # pragma: no cover - kill cannot fail for our child
+            pass
         finally:
-            self.conn.close()
+            self.send.close()
+            self.recv.close()
 
 
 class ProcessPool:
@@ -118,10 +148,6 @@ class ProcessPool:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-        self._ctx = mp.get_context(method)
-        if method == "forkserver":
-            self._ctx.set_forkserver_preload(_PRELOAD)
         self._slots = threading.BoundedSemaphore(size)
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
@@ -134,7 +160,7 @@ class ProcessPool:
                 if worker.alive():
                     return worker
                 worker.kill()
-        return _Worker(self._ctx)
+        return _Worker()
 
     def _give_back(self, worker: _Worker) -> None:
         with self._lock:
@@ -162,16 +188,16 @@ class ProcessPool:
         try:
             worker = self._take()
             try:
-                worker.conn.send((fn, args, kwargs))
-                if not worker.conn.poll(timeout):
+                worker.send.send((fn, args, kwargs))
+                if not worker.recv.poll(timeout):
                     worker.kill()
                     raise TimeLimitExceeded(
                         "time_limit_s", limit_value, f"time limit of {limit_value} s exceeded (the computation was stopped)"
                     )
-                status, payload = worker.conn.recv()
+                status, payload = worker.recv.recv()
             except (EOFError, OSError, BrokenPipeError) as exc:
                 worker.kill()
-                code = worker.process.exitcode
+                code = worker.process.returncode
                 raise WorkerError(f"the classification worker died (exit code {code})") from exc
             self._give_back(worker)
         finally:
@@ -215,3 +241,7 @@ def shutdown_pools() -> None:
 
 
 atexit.register(shutdown_pools)
+
+
+if __name__ == "__main__":
+    worker_main()
