@@ -62,8 +62,11 @@ class ConstructionCancelled(Exception):
 
 
 def default_all_words_length(k: int, budget: int = 300_000) -> int:
-    """The exhaustive length n: 12 for |Σ| ≤ 2, else the largest n ≤ 12 with Σ_{L≤n} |Σ|^L ≤ budget."""
-    if k <= 2:
+    """The exhaustive length n: 64 for |Σ| = 1, 12 for |Σ| = 2, else the largest n ≤ 12 with
+    Σ_{L≤n} |Σ|^L ≤ budget."""
+    if k == 1:
+        return 64
+    if k == 2:
         return 12
     n, total = 0, 1
     while n < 12 and total + k ** (n + 1) <= budget:
