@@ -1,0 +1,129 @@
+"""Lattice consistency, inference, encoding choice and the analysis record's shape."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from langclass.core.analysis import analyze, format_table
+from langclass.core.automaton import DFA
+from langclass.core.encoding_choice import choose_encodings, encoding_catalogue
+from langclass.core.lattice import (
+    CLASS_INFO,
+    CLASS_KEYS,
+    INCLUSIONS,
+    LatticeViolation,
+    check_consistency,
+    implied_by,
+    infer,
+)
+from langclass.core.parse import parse_regex
+
+ALL_TRUE = {k: True for k in CLASS_KEYS}
+
+
+def test_class_keys_and_info():
+    assert set(CLASS_KEYS) >= {"ltl_p", "ltl_p_mod", "ltl_p_y", "star_free", "stutter_invariant", "fo2", "fo2_mod",
+                                "fo_mod", "piecewise_testable", "locally_testable", "locally_threshold_testable"}
+    for key, info in CLASS_INFO.items():
+        d = info.to_dict()
+        assert d["key"] == key and d["name"] and d["logic"] and d["algebra"] and d["source"]
+    assert "Thm 3.3" in CLASS_INFO["ltl_p_mod"].source
+
+
+@pytest.mark.parametrize("sub,sup", INCLUSIONS)
+def test_each_inclusion_is_asserted(sub, sup):
+    members = {k: None for k in CLASS_KEYS}
+    members[sub] = True
+    members[sup] = False
+    with pytest.raises(LatticeViolation):
+        check_consistency(members)
+
+
+def test_theory_inclusions_present():
+    for sub, sup in [("ltl_p", "ltl_p_mod"), ("ltl_p_mod", "fo_mod"), ("ltl_p", "ltl_p_y"), ("ltl_p_y", "star_free"),
+                     ("star_free", "fo_mod"), ("ltl_p", "fo2"), ("fo2", "star_free"), ("ltl_p_mod", "fo2_mod"),
+                     ("fo2_mod", "fo_mod")]:
+        assert sup in implied_by(sub)
+
+
+def test_period_side_conditions():
+    m = dict(ALL_TRUE, group=False)
+    check_consistency(m, period=1)
+    with pytest.raises(LatticeViolation):
+        check_consistency(m, period=2)  # LTL[P] but k = 2
+    with pytest.raises(LatticeViolation):
+        check_consistency(m, period=None)
+    m2 = dict(m, ltl_p=False, ltl_p_mod=False, piecewise_testable=False)
+    with pytest.raises(LatticeViolation):
+        check_consistency(m2, period=3)
+    with pytest.raises(LatticeViolation):
+        check_consistency(dict(ALL_TRUE), period=1, monoid_size=2)  # aperiodic group with 2 elements
+
+
+def test_infer_fills_implied_answers():
+    m = {k: None for k in CLASS_KEYS}
+    m["ltl_p"] = True
+    got = infer(m)
+    for sup in ("ltl_p_mod", "ltl_p_y", "star_free", "fo2", "fo2_mod", "fo_mod"):
+        assert got[sup][0] is True
+    assert "piecewise_testable" not in got
+    m = {k: None for k in CLASS_KEYS}
+    m["star_free"] = False
+    got = infer(m)
+    for sub in ("ltl_p", "ltl_p_y", "fo2", "piecewise_testable", "locally_testable", "locally_threshold_testable"):
+        assert got[sub][0] is False
+    assert "fo_mod" not in got
+
+
+def test_encoding_choice_table():
+    base = {k: False for k in CLASS_KEYS}
+    e = choose_encodings(dict(base, ltl_p=True, star_free=True, stutter_invariant=True, fo_mod=True), period=1)
+    assert e["soft"]["encoding"] == "nope" and e["hard"]["parameters"]["mask"] == "nonstrict"
+    e = choose_encodings(dict(base, ltl_p_mod=True, fo_mod=True), period=3, stability_index=3)
+    assert e["soft"]["encoding"] == "rope_periodic" and e["soft"]["parameters"]["period"] == 3
+    assert e["soft"]["alternatives"][0]["encoding"] == "sinusoidal_periodic"
+    assert e["hard"]["encoding"] == "sinusoidal" and e["hard"]["parameters"]["modulus"] == 3
+    e = choose_encodings(dict(base, ltl_p_y=True, star_free=True, fo_mod=True), delay=1)
+    assert e["soft"]["encoding"] == "rope" and e["soft"]["parameters"]["n_max"] >= 1
+    assert e["soft"]["parameters"]["f_large"] > 100  # float32
+    assert e["hard"]["parameters"]["mask"] == "strict"
+    e = choose_encodings(base)
+    assert e["soft"]["encoding"] is None and e["hard"]["encoding"] is None
+    e = choose_encodings(dict(base, ltl_p=None, ltl_p_mod=None, star_free=None))
+    assert e["soft"].get("undecided") and e["hard"].get("undecided")
+
+
+def test_catalogue():
+    cat = encoding_catalogue()
+    names = {c["encoding"] for c in cat}
+    assert {"nope", "rope_periodic", "sinusoidal_periodic", "rope", "sinusoidal"} <= names
+    for c in cat:
+        assert c["class"] in CLASS_INFO and c["source"] and c["attention"] in ("soft", "hard")
+    json.dumps(cat)
+
+
+def test_analysis_record_shape():
+    r = analyze(parse_regex("(ab)*", ["a", "b"]))
+    d = json.loads(json.dumps(r.to_dict()))
+    assert d["num_states"] == 3
+    for k in ("size", "semigroup_size", "idempotents", "stability_index", "stable_semigroup_size"):
+        assert k in d["monoid"]
+    assert set(d["classes"]) == set(CLASS_KEYS)
+    for key, c in d["classes"].items():
+        for f in ("key", "name", "logic", "algebra", "member", "reason", "certificate", "witness", "source"):
+            assert f in c
+        assert c["key"] == key
+        assert (c["witness"] is None) == (c["member"] is not False)
+    assert d["classes"]["ltl_p_mod"]["period"] == 2
+    assert set(d["encodings"]) == {"soft", "hard"}
+    text = format_table(r)
+    assert "LTL[P,MOD]" in text and "periodic RoPE with period 2" in text
+
+
+def test_trivial_languages():
+    for acc in ([0], []):
+        r = analyze(DFA.from_table("ab", [[0, 0]], 0, acc))
+        assert all(c.member for c in r.classes.values())
+        assert r.monoid_summary["size"] == 1
