@@ -163,9 +163,14 @@ def test_unknown_language_and_job_are_404(client: Any) -> None:
     assert client.delete("/v1/jobs/nope").status_code == 404
 
 
-def test_cancel_queued_and_running_jobs_and_plot_before_result(make_client: Any, migrated_url: str) -> None:
+def test_cancel_queued_and_running_jobs_and_plot_before_result(make_client: Any, sqlite_url: str) -> None:
     """With no worker slot, a job stays queued: DELETE cancels it at once. With a slot, a long job
-    is asked to stop (202) and ends cancelled within a heartbeat."""
+    is asked to stop (202) and ends cancelled within a heartbeat. (The conditional updates behind
+    this are tested on both backends in test_jobs_repo.)"""
+    from langclass.app.db import upgrade
+
+    migrated_url = sqlite_url
+    upgrade(migrated_url)
     idle = make_client(migrated_url, worker_slots=0)
     lid = store_language(idle)
     long = {"encodings": ["nope"], "seeds": [0], "learning_rates": [3e-3], "overrides": {**TINY, "max_steps": 100000}}

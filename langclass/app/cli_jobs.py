@@ -5,6 +5,7 @@
     langclass worker [--slots N]                        work the job queue of LANGCLASS_DATABASE_URL
     langclass train --regex '(aa)*' --alphabet ab --encoding rope_periodic --encoding nope --profile quick
     langclass train --dfa dfa.json --encoding rope_periodic --seed 0 --seed 1 --lr 1e-3 --json
+    langclass train --regex '(ab)*' --alphabet ab -e nope -e rope_periodic --save result.json
 
 ``train`` runs in the foreground (no database, no service): it classifies the language to default
 the encoding parameters (the period k of an LTL[P,MOD] language) and the prediction, trains with a
@@ -128,6 +129,7 @@ def train(
     device: Annotated[Optional[str], typer.Option(help="cpu | cuda | auto")] = None,
     override: Annotated[Optional[list[str]], typer.Option("--set", help="profile override KEY=JSON, e.g. d_model=64 (repeat)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the full JSON result instead of the table")] = False,
+    save: Annotated[Optional[Path], typer.Option("--save", help="also write the full JSON result to this file")] = None,
 ) -> None:
     """Train recognizers for one language in the foreground and print accuracy by length, N* and the verdict."""
     from .routes.jobs import ExperimentRequest, build_train_spec, validate_train_spec
@@ -183,6 +185,8 @@ def train(
     result, cancelled = _run_with_progress(spec, quiet=as_json)
     if result is None:
         raise typer.Exit(code=130)
+    if save is not None:
+        save.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
     if as_json:
         typer.echo(json.dumps(result, indent=2, default=str))
     else:
