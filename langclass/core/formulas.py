@@ -507,7 +507,7 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
             (0-based offset), ``line`` and ``column``.
         UnknownSymbolError: a symbol outside ``alphabet`` (with its ``position``).
         AlphabetError: an empty alphabet or a bad symbol.
-        LimitExceeded: ``max_regex_length``, ``max_nesting_depth`` or ``max_repetition``.
+        LimitExceeded: ``max_regex_length``, ``max_nesting_depth``, ``max_repetition`` or ``max_alphabet``.
 
     Example:
         >>> parse_formula("P(b & Y a)", ["a", "b"]).text()
@@ -517,6 +517,7 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
     alpha = _check_alphabet(alphabet)
+    limits.check("max_alphabet", len(alpha))
     if not isinstance(text, str):
         raise FormulaSyntaxError("the formula must be a string", field="formula")
     limits.check("max_regex_length", len(text))
