@@ -422,7 +422,10 @@ def synthesize_ltl_p_mod(dfa: DFA, limits: Limits = DEFAULT_LIMITS) -> Synthesis
             sources.append((0, None))  # the run starts in q0 ("entered" at position 0)
         for c0, enter in sources:
             for rho in (range(d) if enter is not None else [0]):
-                bad = disj(*(conj(mod(d, rho + 1 + s), _not_letters(alpha, set(lam[advance(c0, s)])))
+                bad_sets = [[a for a in alpha if a not in set(lam[advance(c0, s)])] for s in range(d)]
+                common = [a for a in alpha if all(a in b for b in bad_sets)]  # bad at every residue
+                bad = disj(letters(common),
+                           *(conj(mod(d, rho + 1 + s), letters([a for a in bad_sets[s] if a not in common]))
                              for s in range(d)))
                 if enter is None:
                     stay = neg(past(bad))
