@@ -36,6 +36,7 @@ __all__ = ["ProcessPool", "WorkerError", "get_pool", "shutdown_pools"]
 
 log = logging.getLogger("langclass.app")
 
+_STARTUP_TIMEOUT_S = 120.0
 _PRELOAD = ["langclass.app.service", "langclass.core.analysis", "langclass.core.monoid", "langclass.core.parse"]
 
 
@@ -105,7 +106,9 @@ def worker_main() -> None:
     os.dup2(2, 1)
     for name in _PRELOAD:
         importlib.import_module(name)
-    _serve(Connection(0, writable=False), Connection(out_fd, readable=False))
+    send = Connection(out_fd, readable=False)
+    send.send(("ready", os.getpid()))
+    _serve(Connection(0, writable=False), send)
 
 
 class _Worker:
@@ -123,6 +126,21 @@ class _Worker:
         self.recv = Connection(os.dup(self.process.stdout.fileno()), writable=False)
         self.process.stdin.close()
         self.process.stdout.close()
+        self.ready = False
+
+    def wait_ready(self, timeout: float = _STARTUP_TIMEOUT_S) -> None:
+        """Block until the worker has imported ``core`` (start-up does not count against a call's limit)."""
+        if self.ready:
+            return
+        try:
+            if not self.recv.poll(timeout):
+                raise WorkerError(f"a classification worker did not start within {timeout:.0f} s")
+            status, _ = self.recv.recv()
+        except (EOFError, OSError) as exc:
+            raise WorkerError(f"a classification worker exited during start-up (exit code {self.process.poll()})") from exc
+        if status != "ready":  # pragma: no cover - protocol error
+            raise WorkerError(f"unexpected start-up message {status!r} from a classification worker")
+        self.ready = True
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -152,6 +170,7 @@ class ProcessPool:
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._prestarted = False
 
     def _take(self) -> _Worker:
         with self._lock:
@@ -188,6 +207,11 @@ class ProcessPool:
         try:
             worker = self._take()
             try:
+                worker.wait_ready()
+            except WorkerError:
+                worker.kill()
+                raise
+            try:
                 worker.send.send((fn, args, kwargs))
                 if not worker.recv.poll(timeout):
                     worker.kill()
@@ -208,6 +232,25 @@ class ProcessPool:
             raise _load_error(payload)
         log.error("classification worker failed: %s", payload)
         raise WorkerError(payload.splitlines()[0] if payload else "worker failed")
+
+    def prestart(self) -> None:
+        """Start the workers in the background (once), so the first requests do not wait for them."""
+        with self._lock:
+            if self._prestarted or self._closed:
+                return
+            self._prestarted = True
+
+        def start() -> None:
+            for _ in range(self.size):
+                try:
+                    worker = _Worker()
+                    worker.wait_ready()
+                except (WorkerError, OSError) as exc:  # pragma: no cover - reported on first use instead
+                    log.warning("could not prestart a classification worker: %s", exc)
+                    return
+                self._give_back(worker)
+
+        threading.Thread(target=start, name="langclass-prestart", daemon=True).start()
 
     def close(self) -> None:
         """Kill every idle worker; calls in flight finish, then their workers are killed too."""

@@ -136,6 +136,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.classify_isolation == "process":
+            from .isolation import get_pool
+
+            get_pool(settings.classify_concurrency).prestart()
         async with AsyncExitStack() as stack:
             for hook in LIFESPAN_HOOKS:
                 await stack.enter_async_context(hook(app))
