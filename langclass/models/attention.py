@@ -220,7 +220,9 @@ class MultiHeadAttention(nn.Module):
         if self.impl == "sdpa" and self.attention == "soft" and not return_trace:
             heads = self._sdpa(q, k, v, vis, encoding.score_bias(positions))
             return self.out_proj(heads.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head))
-        scores = torch.matmul(q, k.transpose(-2, -1)) * self.score_scale  # [B, H, T, T]
+        scores = torch.matmul(q, k.transpose(-2, -1))  # [B, H, T, T]
+        if self.score_scale != 1.0:
+            scores = scores.mul_(self.score_scale)  # in place: matmul's backward does not need its output
         bias = encoding.score_bias(positions)
         if bias is not None:
             scores = scores + bias.to(scores.dtype)
