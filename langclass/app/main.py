@@ -186,8 +186,8 @@ def _finish_openapi(app: FastAPI, settings: Settings) -> None:
         if app.openapi_schema is not None:
             return app.openapi_schema
         schema = build()
-        for path, item in schema.get("paths", {}).items():
-            for method, operation in item.items():
+        for item in schema.get("paths", {}).values():
+            for operation in item.values():
                 for status, response in (operation.get("responses") or {}).items():
                     content = response.get("content") or {}
                     if str(status)[:1] in "45" and "application/problem+json" in content:

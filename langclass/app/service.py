@@ -42,7 +42,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-_INPUT_KINDS = ("regex", "dfa", "formula")
 
 
 @dataclass(frozen=True)
