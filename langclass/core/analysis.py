@@ -236,7 +236,10 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
     t0 = time.perf_counter()
     delay = None
     if members["ltl_p_y"] is True and members["ltl_p"] is not True and members["ltl_p_mod"] is not True:
-        delay = ltl_p_y_delay(A, max_states=min(limits.max_states, 200_000))
+        cap = min(limits.max_states, 200_000)
+        delay = ltl_p_y_delay(A, max_states=cap)
+        if delay is None:  # beyond the usual bound k ≤ n: search further while the product stays small
+            delay = ltl_p_y_delay(A, max_k=A.num_states ** 2, max_states=cap)
     if members["ltl_p"] is True:
         delay = 0
     extra["ltl_p_y_delay"] = delay if members["ltl_p_y"] else None

@@ -444,36 +444,56 @@ def _qr_witness(ctx: Context, c: int, p: int, q: int) -> dict[str, Any]:
     comp = ctx.scc
     allowed = comp == c
     tl = ctx.t.tolist()
-    # BFS levels from p inside the component, with forward tree words
+    alpha = ctx.dfa.alphabet
+    # BFS levels from p inside the component (parent pointers; words built only when needed)
     dist = {p: 0}
-    fwd = {p: ()}
+    fpar: dict[int, tuple[int, int]] = {}
     dq = deque([p])
     while dq:
         x = dq.popleft()
         for a, y in enumerate(tl[x]):
             if allowed[y] and y not in dist:
                 dist[y] = dist[x] + 1
-                fwd[y] = fwd[x] + (ctx.dfa.alphabet[a],)
+                fpar[y] = (x, a)
                 dq.append(y)
     d = 0
     edges = []
-    for x in sorted(dist):
+    for x in dist:
         for a, y in enumerate(tl[x]):
             if allowed[y]:
                 d = math.gcd(d, abs(dist[x] + 1 - dist[y]))
                 edges.append((x, a, y))
-    # backward words y → p inside the component
-    back = {p: ()}
+    # backward BFS y → p inside the component
     pred: dict[int, list[tuple[int, int]]] = {}
     for x, a, y in edges:
         pred.setdefault(y, []).append((x, a))
+    bdist = {p: 0}
+    bnext: dict[int, tuple[int, int]] = {}
     dq = deque([p])
     while dq:
         y = dq.popleft()
         for x, a in pred.get(y, []):
-            if x not in back:
-                back[x] = (ctx.dfa.alphabet[a],) + back[y]
+            if x not in bdist:
+                bdist[x] = bdist[y] + 1
+                bnext[x] = (a, y)
                 dq.append(x)
+
+    def fwd(y: int) -> tuple[str, ...]:
+        out = []
+        while y != p:
+            x, a = fpar[y]
+            out.append(alpha[a])
+            y = x
+        return tuple(reversed(out))
+
+    def back(x: int) -> tuple[str, ...]:
+        out = []
+        while x != p:
+            a, y = bnext[x]
+            out.append(alpha[a])
+            x = y
+        return tuple(out)
+
     u = ctx.path(p, q, allowed)
     v = ctx.path(q, p, allowed)
     assert len(u) % d == 0 and len(v) % d == 0
@@ -482,10 +502,10 @@ def _qr_witness(ctx: Context, c: int, p: int, q: int) -> dict[str, Any]:
     for x, a, y in edges:
         if g == d:
             break
-        loop = fwd[x] + (ctx.dfa.alphabet[a],) + back[y]
-        if math.gcd(g, len(loop)) < g:
-            g = math.gcd(g, len(loop))
-            loops.append(loop)
+        length = dist[x] + 1 + bdist[y]
+        if math.gcd(g, length) < g:
+            g = math.gcd(g, length)
+            loops.append(fwd(x) + (alpha[a],) + back(y))
     assert g == d, "the edge loops through p have gcd equal to the component's period"
     return {"p": p, "q": q, "period": d, "u": _wl(u), "v": _wl(v), "loops": [_wl(w) for w in loops],
             "check": "u: p→q and v: q→p with |u|, |v| ≡ 0 (mod period); the loops at p have lengths of gcd = period, "

@@ -566,11 +566,18 @@ class TransitionMonoid:
         Raises:
             ValueError: e is not idempotent.
         """
-        from sympy.combinatorics import Permutation, PermutationGroup
-
         e = int(e)
         if not self.idempotent[e]:
             raise ValueError(f"element {e} is not idempotent")
+        key = (e, None if within is None else np.packbits(np.asarray(within, dtype=bool)).tobytes())
+        cache = self.__dict__.setdefault("_group_cache", {})
+        if key not in cache:
+            cache[key] = self._maximal_subgroup(e, within)
+        return cache[key]
+
+    def _maximal_subgroup(self, e: int, within: np.ndarray | None) -> GroupInfo:
+        from sympy.combinatorics import Permutation, PermutationGroup
+
         H = self.green["H"]
         members = np.flatnonzero(H == H[e])
         if within is not None:
