@@ -162,8 +162,7 @@ def classify(
         record = classification_record(parsed, analysis.to_dict(), settings.code_version or code_version())
         typer.echo(json.dumps(record, indent=2, ensure_ascii=False, default=str))
         return
-    typer.echo(f"language   {parsed.fingerprint}")
-    typer.echo(f"alphabet   {list(parsed.dfa.alphabet)}   minimal complete DFA: {parsed.dfa.num_states} states")
+    typer.echo(f"language {parsed.fingerprint}")
     typer.echo(format_table(analysis))
 
 
