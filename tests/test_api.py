@@ -108,6 +108,19 @@ def test_post_is_idempotent_across_spellings_and_input_kinds(api: Any) -> None:
     assert len(api.get("/v1/languages").json()["items"]) == 2
 
 
+def test_concurrent_posts_of_one_language_store_one_record(api: Any) -> None:
+    """Spellings of one language posted at the same time: exactly one 201, the rest 200, one row."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    spellings = ["(a|b)*a", "(b*a)+", "(a|b)*a(a*)", "((a|b)*a)+", "b*a((a|b)*a)?", "(a|b)*(a|ba)a*"]
+    with ThreadPoolExecutor(len(spellings)) as pool:
+        responses = list(pool.map(lambda r: api.post("/v1/languages", json={"regex": r, "alphabet": ["a", "b"]}), spellings))
+    codes = sorted(r.status_code for r in responses)
+    assert codes == [200] * (len(spellings) - 1) + [201], [r.text for r in responses]
+    assert len({r.json()["id"] for r in responses}) == 1
+    assert len(api.get("/v1/languages").json()["items"]) == 1
+
+
 def test_dfa_input_with_string_states_and_partial_transitions(api: Any) -> None:
     dfa = {"alphabet": ["a", "b"], "states": ["s", "t"], "initial": "s", "accepting": ["s"], "transitions": {"s": {"a": "t"}, "t": {"b": "s"}}}
     r = api.post("/v1/languages", json={"dfa": dfa})

@@ -130,6 +130,27 @@ def test_insert_is_idempotent_and_delete_cascades(db: Database) -> None:
     assert _all_pages(db, 5, class_key="star_free") == []
 
 
+def test_insert_race_falls_back_to_the_stored_row(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another request stored the language between our existence check and our INSERT: the
+    unique key rejects ours and the stored row is returned (no error, no second row)."""
+    [fp] = _store(db, 1)
+    with db.session_scope() as s:
+        real_get = s.get
+        calls = {"n": 0}
+
+        def stale_get(cls, key, **kw):  # the first check misses the concurrent insert
+            calls["n"] += 1
+            return None if calls["n"] == 1 else real_get(cls, key, **kw)
+
+        monkeypatch.setattr(s, "get", stale_get)
+        row, created = repo.insert_language(
+            s, fingerprint=fp, name="late", tags=[], alphabet=["a"], source={}, dfa={}, num_states=1,
+            analysis=_record(0, {"ltl_p": True}), code_version="test",
+        )
+        assert not created and row.name == "lang 0" and calls["n"] == 2
+    assert _all_pages(db, 10) == [fp]
+
+
 @pytest.mark.parametrize("cursor", ["", "!!!", "bm90IGpzb24", "WzEsMl0", "WyJub3QgYSBkYXRlIiwiaWQiXQ"])
 def test_foreign_cursors_are_rejected(cursor: str) -> None:
     with pytest.raises(InvalidCursorError):
