@@ -1,0 +1,624 @@
+"""Experiments that test an encoding prediction by training: language × encodings × seeds × rates.
+
+The single entry point is :func:`run_experiment`. It trains one recognizer per
+(encoding, seed, learning rate), evaluates each on the same test strings, and compares the
+outcome with the prediction (*Disentangling the Expressivity of RoPE*, §3.5 and App. E: max /
+mean / std of accuracy and of the longest perfect length N* over the run grid; Table 2).
+
+Spec (a JSON-ready dict; every key but ``language`` and ``encodings`` optional)::
+
+    {
+      "language": {...},            # DFA JSON: the canonical form {"alphabet", "initial", "accepting",
+                                    #   "transitions": [[q', ...] per state, letters in alphabet order]}
+                                    #   or the input schema {"alphabet", "states", "initial",
+                                    #   "accepting", "transitions": {q: {symbol: q'}}}
+      "encodings": ["nope", {"name": "rope_periodic", "params": {"period": 2}}, ...],
+      "profile": "quick",           # "quick" (2-core CPU, ~a minute) or "paper" (App. E.2)
+      "seeds": [0, 1, 2],           # default: the profile's seeds
+      "learning_rates": [1e-3],     # default: the profile's learning rates
+      "overrides": {                # any of the profile settings below
+        "max_steps": 2000, "batch_size": 64, "patience": 100,
+        "train_lengths": [1, 40], "test_lengths": [41, 100] | {"min": 41, "max": 100, "step": 1} | [41, 45, 50, ...],
+        "eval_per_length": 512, "near_miss_fraction": 0.5,
+        "n_layers": 2, "d_model": 32, "n_heads": 4, "d_ff": 64,
+        "weight_decay": 0.01, "grad_clip": 1.0, "warmup_steps": 0,
+        "device": "auto", "precision": "auto"
+      },
+      "prediction": {"sufficient": ["rope_periodic"], "reason": "...", "source": "..."},
+      "eval_seed": 0,               # seeds the test strings (shared by every run)
+      "checkpoint_dir": null        # per-run checkpoints under this directory
+    }
+
+``test_lengths`` given as a two-element list ``[a, b]`` means the inclusive range a..b; a longer
+list is the explicit set of lengths.
+
+Result (JSON-ready; ``accuracy_by_length`` keys are decimal strings, as JSON requires)::
+
+    {"runs": [{"encoding": label, "encoding_name", "encoding_params", "manifest", "manifest_digest",
+               "seed", "learning_rate", "steps", "stopped", "train_accuracy", "final_loss",
+               "accuracy": mean over test lengths, "accuracy_by_length": {"41": 1.0, ...},
+               "longest_perfect_length": N*, "reached_longest": bool, "wall_s"}, ...],
+     "summary": {label: {"runs", "accuracy": {max, mean, std, min, count},
+                         "longest_perfect_length": {...}, "steps": {...}, "reached_longest": int,
+                         "verdict": {...}}},
+     "verdict": {"prediction", "per_encoding": {label: {...}}, "text"},
+     "language", "profile", "settings", "test_lengths", "longest_tested_length",
+     "code_version", "torch_version", "device", "wall_s", "spec"}
+
+N* convention: see :func:`langclass.models.evaluate.longest_perfect_length` (0 when the first
+tested length already fails).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from langclass.core.automaton import DFA
+from langclass.core.errors import DfaFormatError, InputError, LimitExceeded
+
+from .data import DEFAULT_NEAR_MISS_FRACTION, LanguageSampler
+from .evaluate import build_test_sets, describe, evaluate_lengths, longest_perfect_length
+from .train import TrainConfig, TrainingCancelled, configure_threads, make_predict, resolve_device, train_recognizer
+
+__all__ = [
+    "PROFILES",
+    "run_experiment",
+    "validate_spec",
+    "format_results",
+    "ExperimentCancelled",
+    "parse_language",
+    "MAX_RUNS",
+    "MAX_TEST_LENGTH",
+    "code_version",
+]
+
+MAX_RUNS = 500
+"""Most runs (encodings × seeds × learning rates) in one experiment (limit ``max_runs``)."""
+
+MAX_TEST_LENGTH = 10_000
+"""Longest test string (limit ``max_test_length``)."""
+
+MAX_EVAL_STRINGS = 5_000_000
+"""Most test strings over all lengths (limit ``max_eval_strings``)."""
+
+PROFILES: dict[str, dict[str, Any]] = {
+    # Disentangling the Expressivity of RoPE, App. E.2.
+    "paper": {
+        "n_layers": 5,
+        "d_model": 64,
+        "n_heads": 8,
+        "d_ff": 256,
+        "seeds": [0, 1, 2, 3, 4],
+        "learning_rates": [1e-4, 3e-4, 5e-4],
+        "batch_size": 128,
+        "max_steps": 1_000_000,
+        "patience": 1000,
+        "train_lengths": [1, 40],
+        "test_lengths": {"min": 41, "max": 500},
+        "eval_per_length": 512,
+        "near_miss_fraction": DEFAULT_NEAR_MISS_FRACTION,
+        "weight_decay": 0.01,
+        "grad_clip": 1.0,
+        "warmup_steps": 0,
+        "device": "auto",
+        "precision": "auto",
+    },
+    # Sized for a 2-core CPU: about a minute per encoding (issue 6 planning note).
+    "quick": {
+        "n_layers": 2,
+        "d_model": 32,
+        "n_heads": 4,
+        "d_ff": 64,
+        "seeds": [0],
+        "learning_rates": [1e-3],
+        "batch_size": 64,
+        "max_steps": 1500,
+        "patience": 60,
+        "train_lengths": [1, 40],
+        "test_lengths": {"min": 41, "max": 100},
+        "eval_per_length": 512,
+        "near_miss_fraction": DEFAULT_NEAR_MISS_FRACTION,
+        "weight_decay": 0.01,
+        "grad_clip": 1.0,
+        "warmup_steps": 0,
+        "device": "cpu",
+        "precision": "float32",
+    },
+}
+
+_OVERRIDABLE = set(PROFILES["paper"]) - {"seeds", "learning_rates"}
+_SPEC_KEYS = {"language", "encodings", "profile", "seeds", "learning_rates", "overrides", "prediction", "eval_seed", "checkpoint_dir"}
+
+
+class ExperimentCancelled(Exception):
+    """``should_cancel()`` returned True; ``partial`` holds the runs completed so far."""
+
+    def __init__(self, partial: dict[str, Any]) -> None:
+        super().__init__("experiment cancelled")
+        self.partial = partial
+
+
+def code_version() -> str:
+    """The installed langclass version (package metadata), with ``langclass.__version__`` preferred."""
+    import langclass
+
+    v = getattr(langclass, "__version__", None)
+    if v:
+        return str(v)
+    try:
+        from importlib.metadata import version
+
+        return version("langclass")
+    except Exception:  # pragma: no cover - not installed
+        return "unknown"
+
+
+# ------------------------------------------------------------------------------ spec parsing
+def parse_language(data: Any) -> DFA:
+    """The canonical minimal DFA of a DFA JSON object (canonical list form or input schema).
+
+    Raises:
+        DfaFormatError: malformed DFA JSON.
+    """
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise DfaFormatError(f"language is not valid JSON: {exc}", field="language") from exc
+    if not isinstance(data, Mapping):
+        raise DfaFormatError("language must be a DFA JSON object", field="language")
+    trans = data.get("transitions")
+    if isinstance(trans, list):
+        alphabet = data.get("alphabet")
+        if not isinstance(alphabet, list) or not all(isinstance(s, str) for s in alphabet):
+            raise DfaFormatError("language.alphabet must be a list of symbols", field="language.alphabet")
+        n = len(trans)
+        if n == 0 or not all(isinstance(r, list) and len(r) == len(alphabet) for r in trans):
+            raise DfaFormatError("language.transitions must have one row per state with one target per symbol", field="language.transitions")
+        if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < n for r in trans for t in r):
+            raise DfaFormatError("language.transitions names a state outside 0..n-1", field="language.transitions")
+        init = data.get("initial", 0)
+        acc = data.get("accepting", [])
+        if not (isinstance(init, int) and 0 <= init < n):
+            raise DfaFormatError(f"language.initial {init!r} is not a state", field="language.initial")
+        if not isinstance(acc, list) or not all(isinstance(q, int) and 0 <= q < n for q in acc):
+            raise DfaFormatError("language.accepting must list states 0..n-1", field="language.accepting")
+        return DFA.from_table(alphabet, trans, init, acc).canonical()
+    from langclass.core.parse import parse_dfa_json  # the input schema (names, partial transitions)
+
+    return parse_dfa_json(data)
+
+
+def _lengths(value: Any, field: str) -> list[int]:
+    if isinstance(value, Mapping):
+        try:
+            lo, hi, st = int(value["min"]), int(value["max"]), int(value.get("step", 1))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"{field} must be {{min, max[, step]}}", field=field) from exc
+        if st < 1 or lo < 0 or hi < lo:
+            raise InputError(f"{field}: need 0 ≤ min ≤ max and step ≥ 1", field=field)
+        out = list(range(lo, hi + 1, st))
+        if out[-1] != hi:
+            out.append(hi)
+        return out
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in value) or not value:
+            raise InputError(f"{field} must be non-negative integers", field=field)
+        if len(value) == 2:
+            lo, hi = value
+            if hi < lo:
+                raise InputError(f"{field}: range [{lo}, {hi}] is empty", field=field)
+            return list(range(lo, hi + 1))
+        return sorted(set(value))
+    raise InputError(f"{field} must be [min, max], a list of lengths or {{min, max, step}}", field=field)
+
+
+@dataclass(frozen=True)
+class _Encoding:
+    label: str
+    name: str
+    params: dict[str, Any]
+
+
+def _encodings(value: Any) -> list[_Encoding]:
+    if not isinstance(value, Sequence) or isinstance(value, str) or not value:
+        raise InputError("encodings must be a non-empty list of names or {name, params}", field="encodings")
+    out: list[_Encoding] = []
+    for i, e in enumerate(value):
+        if isinstance(e, str):
+            name, params, label = e, {}, None
+        elif isinstance(e, Mapping) and isinstance(e.get("name"), str):
+            name, params, label = e["name"], dict(e.get("params") or {}), e.get("label")
+            if not isinstance(e.get("params") or {}, Mapping):
+                raise InputError(f"encodings[{i}].params must be an object", field=f"encodings[{i}].params")
+        else:
+            raise InputError(f"encodings[{i}] must be a name or {{name, params}}", field=f"encodings[{i}]")
+        if label is None:
+            label = name if not params else name + "(" + ",".join(f"{k}={params[k]}" for k in sorted(params)) + ")"
+        out.append(_Encoding(str(label), name, params))
+    labels = [e.label for e in out]
+    if len(set(labels)) != len(labels):
+        raise InputError("two encodings have the same label; give them distinct params or labels", field="encodings")
+    return out
+
+
+def _normalize(spec: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(spec, Mapping):
+        raise InputError("spec must be an object", field="spec")
+    unknown = set(spec) - _SPEC_KEYS
+    if unknown:
+        raise InputError(f"unknown spec keys {sorted(unknown)}", field=sorted(unknown)[0])
+    if "language" not in spec:
+        raise InputError("spec.language is required", field="language")
+    profile = spec.get("profile", "quick")
+    if profile not in PROFILES:
+        raise InputError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}", field="profile")
+    settings = copy.deepcopy(PROFILES[profile])
+    overrides = spec.get("overrides") or {}
+    if not isinstance(overrides, Mapping):
+        raise InputError("overrides must be an object", field="overrides")
+    bad = set(overrides) - _OVERRIDABLE
+    if bad:
+        raise InputError(f"unknown overrides {sorted(bad)}; allowed: {sorted(_OVERRIDABLE)}", field=f"overrides.{sorted(bad)[0]}")
+    settings.update(copy.deepcopy(dict(overrides)))
+    seeds = spec.get("seeds", settings.pop("seeds"))
+    settings.pop("seeds", None)
+    lrs = spec.get("learning_rates", settings.pop("learning_rates"))
+    settings.pop("learning_rates", None)
+    if not isinstance(seeds, Sequence) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+        raise InputError("seeds must be a non-empty list of non-negative integers", field="seeds")
+    if not isinstance(lrs, Sequence) or not lrs or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < 1 for x in lrs):
+        raise InputError("learning_rates must be a non-empty list of numbers in (0, 1)", field="learning_rates")
+    for key in ("n_layers", "d_model", "n_heads", "d_ff", "batch_size", "max_steps", "eval_per_length"):
+        v = settings[key]
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise InputError(f"{key} must be a positive integer, got {v!r}", field=f"overrides.{key}")
+    settings["train_lengths"] = _lengths(settings["train_lengths"], "overrides.train_lengths")
+    settings["test_lengths"] = _lengths(settings["test_lengths"], "overrides.test_lengths")
+    eval_seed = spec.get("eval_seed", 0)
+    if not isinstance(eval_seed, int) or isinstance(eval_seed, bool):
+        raise InputError("eval_seed must be an integer", field="eval_seed")
+    prediction = spec.get("prediction")
+    if prediction is not None:
+        if isinstance(prediction, str):
+            prediction = {"sufficient": [prediction]}
+        elif isinstance(prediction, Sequence):
+            prediction = {"sufficient": list(prediction)}
+        if not isinstance(prediction, Mapping):
+            raise InputError("prediction must be an object {sufficient: [...]} or a list of encoding names", field="prediction")
+        prediction = dict(prediction)
+        suff = prediction.get("sufficient", [])
+        if isinstance(suff, str):
+            suff = [suff]
+        if not isinstance(suff, list) or not all(isinstance(s, str) for s in suff):
+            raise InputError("prediction.sufficient must be a list of encoding names", field="prediction.sufficient")
+        prediction["sufficient"] = suff
+    ckpt = spec.get("checkpoint_dir")
+    if ckpt is not None and not isinstance(ckpt, str):
+        raise InputError("checkpoint_dir must be a string path", field="checkpoint_dir")
+    return {
+        "profile": profile,
+        "encodings": _encodings(spec.get("encodings")),
+        "seeds": [int(s) for s in seeds],
+        "learning_rates": [float(x) for x in lrs],
+        "settings": settings,
+        "eval_seed": eval_seed,
+        "prediction": prediction,
+        "checkpoint_dir": ckpt,
+    }
+
+
+# ------------------------------------------------------------------------------ models
+def _model_config(dfa: DFA, enc: _Encoding, settings: Mapping[str, Any]) -> Any:
+    from .recognizer import RecognizerConfig
+
+    if "name" in enc.params:
+        raise InputError("encoding params must not contain 'name'", field="encodings.params.name")
+    try:
+        return RecognizerConfig(
+            alphabet=tuple(dfa.alphabet),
+            d_model=settings["d_model"],
+            n_heads=settings["n_heads"],
+            n_layers=settings["n_layers"],
+            d_ff=settings["d_ff"],
+            attention="soft",
+            mask="strict",
+            norm="pre",
+            encoding={"name": enc.name, **enc.params},
+        )
+    except TypeError as exc:  # an unknown keyword for the encoding family
+        raise InputError(f"encoding {enc.name!r}: bad parameters {enc.params}: {exc}", field="encodings.params") from exc
+
+
+def _manifest(model: Any) -> tuple[dict[str, Any], str, str]:
+    """The encoding's manifest and SHA-256 digest (seed 002 "rotary call manifest") and the
+    recognizer's architecture digest."""
+    manifest = json.loads(json.dumps(model.encoding.manifest(), default=str))
+    return manifest, model.encoding.digest(), model.digest()
+
+
+# ------------------------------------------------------------------------------ verdict
+def _verdict(summary: Mapping[str, Any], encodings: list[_Encoding], prediction: Mapping[str, Any] | None, longest: int) -> dict[str, Any]:
+    suff = set((prediction or {}).get("sufficient", []))
+    per: dict[str, Any] = {}
+    lines = []
+    for e in encodings:
+        s = summary[e.label]
+        best = s["longest_perfect_length"]["max"]
+        reached = s["reached_longest"]
+        predicted = e.name in suff or e.label in suff
+        if predicted:
+            status = "confirmed" if reached > 0 else "not_confirmed"
+            text = (
+                f"{e.label}: predicted sufficient; {reached}/{s['runs']} runs reached N* = {longest} (the longest tested length)"
+                + ("" if reached else f"; best N* = {int(best)} — training did not find the construction the theorem guarantees")
+            )
+        else:
+            status = "measured"
+            text = f"{e.label}: best N* = {int(best)}, max accuracy {s['accuracy']['max']:.3f} ({reached}/{s['runs']} runs reached {longest})"
+        per[e.label] = {"predicted_sufficient": predicted, "status": status, "best_longest_perfect_length": best, "runs_reaching_longest": reached, "text": text}
+        lines.append(text)
+    return {"prediction": dict(prediction) if prediction else None, "longest_tested_length": longest, "per_encoding": per, "text": "\n".join(lines)}
+
+
+def _summarize(runs: list[dict[str, Any]], encodings: list[_Encoding]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for e in encodings:
+        rs = [r for r in runs if r["encoding"] == e.label]
+        out[e.label] = {
+            "encoding_name": e.name,
+            "encoding_params": e.params,
+            "runs": len(rs),
+            "accuracy": describe([r["accuracy"] for r in rs]),
+            "longest_perfect_length": describe([r["longest_perfect_length"] for r in rs]),
+            "steps": describe([r["steps"] for r in rs]),
+            "reached_longest": sum(1 for r in rs if r["reached_longest"]),
+        }
+    return out
+
+
+# ------------------------------------------------------------------------------ entry point
+def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Check a spec without training (what :func:`run_experiment` does first).
+
+    Returns the normalized spec: ``profile``, ``encodings`` (objects with ``label``, ``name``,
+    ``params``), ``seeds``, ``learning_rates``, ``settings`` (profile + overrides, lengths as
+    lists), ``eval_seed``, ``prediction``, ``checkpoint_dir``, ``dfa`` (canonical :class:`DFA`) and
+    ``model_configs`` (``{label: RecognizerConfig}``, so every encoding name and parameter is checked).
+
+    Raises:
+        InputError (and subclasses): a malformed spec, naming the field.
+        LimitExceeded: ``max_runs``, ``max_test_length`` or ``max_eval_strings``.
+    """
+    norm = _normalize(spec)
+    settings = norm["settings"]
+    n_runs = len(norm["encodings"]) * len(norm["seeds"]) * len(norm["learning_rates"])
+    if n_runs > MAX_RUNS:
+        raise LimitExceeded("max_runs", MAX_RUNS, f"{n_runs} runs requested; max_runs={MAX_RUNS}", field="seeds")
+    test_lengths = settings["test_lengths"]
+    if max(test_lengths[-1], settings["train_lengths"][-1]) > MAX_TEST_LENGTH:
+        raise LimitExceeded("max_test_length", MAX_TEST_LENGTH, f"length {max(test_lengths[-1], settings['train_lengths'][-1])} exceeds max_test_length={MAX_TEST_LENGTH}", field="overrides.test_lengths")
+    n_eval = len(test_lengths) * settings["eval_per_length"]
+    if n_eval > MAX_EVAL_STRINGS:
+        raise LimitExceeded("max_eval_strings", MAX_EVAL_STRINGS, f"{n_eval} test strings exceed max_eval_strings={MAX_EVAL_STRINGS}", field="overrides.eval_per_length")
+    for key in ("near_miss_fraction", "weight_decay"):
+        v = settings[key]
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= (1 if key == "near_miss_fraction" else 10):
+            raise InputError(f"{key} out of range: {v!r}", field=f"overrides.{key}")
+    dfa = parse_language(spec["language"])
+    model_configs = {}
+    for i, e in enumerate(norm["encodings"]):
+        try:
+            model_configs[e.label] = _model_config(dfa, e, settings)
+        except InputError as err:
+            sub = (err.field or "").split(".")[-1]
+            raise type(err)(err.detail, field=f"encodings[{i}].params.{sub}" if sub and sub not in ("encoding", "params") else f"encodings[{i}]") from None
+    # the training settings are checked by TrainConfig itself
+    TrainConfig(
+        learning_rate=norm["learning_rates"][0], max_steps=settings["max_steps"], batch_size=settings["batch_size"],
+        train_lengths=(settings["train_lengths"][0], settings["train_lengths"][-1]), near_miss_fraction=settings["near_miss_fraction"],
+        weight_decay=settings["weight_decay"], grad_clip=settings["grad_clip"], warmup_steps=settings["warmup_steps"],
+        patience=settings["patience"], precision=settings["precision"],
+    )
+    resolve_device(settings["device"])
+    return {**norm, "dfa": dfa, "model_configs": model_configs}
+
+
+def run_experiment(
+    spec: Mapping[str, Any],
+    *,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """Train and evaluate every (encoding, seed, learning rate) of ``spec``; see the module doc.
+
+    Args:
+        spec: the experiment (JSON-ready dict, documented in the module docstring).
+        progress: called with ``{"phase": "train"|"evaluate"|"done", "run", "runs", "encoding",
+            "seed", "learning_rate", "step", "total", "loss", "train_accuracy",
+            "last_evaluation"}`` — ``step``/``total`` count the current run's training steps,
+            ``run`` (0-based) / ``runs`` the grid; ``last_evaluation`` is the last finished run's
+            ``{encoding, seed, learning_rate, accuracy, longest_perfect_length}``.
+        should_cancel: polled every training step and between test lengths.
+
+    Returns:
+        The JSON-ready result (``runs``, ``summary``, ``verdict``, settings, code version).
+
+    Raises:
+        InputError (and subclasses): a malformed spec, naming the field.
+        LimitExceeded: too many runs (``max_runs``), too long test strings (``max_test_length``)
+            or too many test strings (``max_eval_strings``).
+        ExperimentCancelled: ``should_cancel()`` returned True (``.partial`` has finished runs).
+    """
+    t0 = time.perf_counter()
+    norm = validate_spec(spec)
+    dfa: DFA = norm["dfa"]
+    settings = norm["settings"]
+    encodings: list[_Encoding] = norm["encodings"]
+    test_lengths = settings["test_lengths"]
+    train_lengths = settings["train_lengths"]
+    model_configs = norm["model_configs"]
+    device = resolve_device(settings["device"])
+    if device.type == "cpu":
+        configure_threads()
+
+    sampler = LanguageSampler(dfa, max(test_lengths[-1], train_lengths[1]))
+    test_sets = build_test_sets(sampler, test_lengths, settings["eval_per_length"], norm["eval_seed"], settings["near_miss_fraction"])
+    longest = test_lengths[-1]
+
+    runs: list[dict[str, Any]] = []
+    last_eval: dict[str, Any] | None = None
+    grid = [(e, s, lr) for e in encodings for s in norm["seeds"] for lr in norm["learning_rates"]]
+
+    result_head = {
+        "language": {"fingerprint": dfa.fingerprint(), "alphabet": list(dfa.alphabet), "num_states": dfa.num_states, "dfa": dfa.to_canonical_dict()},
+        "profile": norm["profile"],
+        "settings": settings,
+        "seeds": norm["seeds"],
+        "learning_rates": norm["learning_rates"],
+        "eval_seed": norm["eval_seed"],
+        "test_lengths": test_lengths,
+        "longest_tested_length": longest,
+        "n_star_convention": "largest tested N with accuracy 1.0 at every tested length <= N; 0 if the first tested length fails",
+        "code_version": code_version(),
+        "torch_version": __import__("torch").__version__,
+        "device": str(device),
+    }
+
+    def finish(partial: bool) -> dict[str, Any]:
+        summary = _summarize(runs, encodings)
+        verdict = _verdict(summary, encodings, norm["prediction"], longest)
+        for label, v in verdict["per_encoding"].items():
+            summary[label]["verdict"] = v
+        out = {
+            **result_head,
+            "runs": runs,
+            "summary": summary,
+            "verdict": verdict,
+            "complete": not partial,
+            "wall_s": time.perf_counter() - t0,
+            "spec": json.loads(json.dumps(spec, default=str)),
+        }
+        return out
+
+    def cancelled() -> bool:
+        return should_cancel is not None and bool(should_cancel())
+
+    for idx, (enc, seed, lr) in enumerate(grid):
+        ctx = {"run": idx, "runs": len(grid), "encoding": enc.label, "seed": seed, "learning_rate": lr}
+
+        def on_progress(p: dict[str, Any], ctx: dict[str, Any] = ctx) -> None:
+            if progress is not None:
+                progress({**ctx, **p, "last_evaluation": last_eval})
+
+        ckpt = None
+        if norm["checkpoint_dir"]:
+            ckpt = str(Path(norm["checkpoint_dir"]) / f"{enc.label}-seed{seed}-lr{lr:g}")
+        tconf = TrainConfig(
+            learning_rate=lr,
+            max_steps=settings["max_steps"],
+            batch_size=settings["batch_size"],
+            train_lengths=(train_lengths[0], train_lengths[-1]),
+            near_miss_fraction=settings["near_miss_fraction"],
+            weight_decay=settings["weight_decay"],
+            grad_clip=settings["grad_clip"],
+            warmup_steps=settings["warmup_steps"],
+            patience=settings["patience"],
+            seed=seed,
+            device=settings["device"],
+            precision=settings["precision"],
+            checkpoint_dir=ckpt,
+            progress_every=max(1, min(50, settings["max_steps"] // 100 or 1)),
+        )
+        try:
+            tr = train_recognizer(model_configs[enc.label], tconf, sampler, progress=on_progress, should_cancel=should_cancel)
+        except TrainingCancelled:
+            raise ExperimentCancelled(finish(partial=True)) from None
+        on_progress({"phase": "evaluate", "step": tr.steps, "total": settings["max_steps"]})
+        t_eval = time.perf_counter()
+        predict = make_predict(tr.model, resolve_device(tr.device), tr.precision)
+        acc = evaluate_lengths(predict, test_sets, should_cancel=should_cancel)
+        if len(acc) < len(test_sets):
+            raise ExperimentCancelled(finish(partial=True))
+        n_star = longest_perfect_length(acc)
+        manifest, digest, model_digest = _manifest(tr.model)
+        run = {
+            "encoding": enc.label,
+            "encoding_name": enc.name,
+            "encoding_params": enc.params,
+            "manifest": manifest,
+            "manifest_digest": digest,
+            "model_digest": model_digest,
+            "seed": seed,
+            "learning_rate": lr,
+            "steps": tr.steps,
+            "stopped": tr.stopped,
+            "resumed_from": tr.resumed_from,
+            "train_accuracy": tr.train_accuracy,
+            "final_loss": tr.final_loss,
+            "accuracy": float(np.mean(list(acc.values()))),
+            "accuracy_by_length": {str(n): a for n, a in acc.items()},
+            "longest_perfect_length": n_star,
+            "reached_longest": n_star == longest,
+            "train_wall_s": tr.wall_s,
+            "eval_wall_s": time.perf_counter() - t_eval,
+            "device": tr.device,
+            "precision": tr.precision,
+        }
+        runs.append(run)
+        last_eval = {k: run[k] for k in ("encoding", "seed", "learning_rate", "steps", "accuracy", "longest_perfect_length")}
+        on_progress({"phase": "evaluated", "step": tr.steps, "total": settings["max_steps"]})
+    result = finish(partial=False)
+    if progress is not None:
+        progress({"phase": "done", "run": len(grid), "runs": len(grid), "step": None, "total": None, "last_evaluation": last_eval})
+    return result
+
+
+def format_results(result: Mapping[str, Any], *, max_columns: int = 12) -> str:
+    """Plain-text report: one accuracy-by-length table per encoding (best run) and the summary.
+
+    Lengths are grouped into at most ``max_columns`` bins (min accuracy within a bin) so the
+    table fits a terminal; N* is exact. For the CLI ``langclass train``.
+    """
+    lines: list[str] = []
+    runs = result.get("runs", [])
+    lengths = [int(n) for n in result.get("test_lengths", [])]
+    lang = result.get("language", {})
+    lines.append(f"language {lang.get('fingerprint', '')[:12]} over {{{', '.join(lang.get('alphabet', []))}}}, profile {result.get('profile')}, "
+                 f"train lengths {result.get('settings', {}).get('train_lengths', ['?'])[0]}–{result.get('settings', {}).get('train_lengths', ['?'])[-1]}, "
+                 f"test lengths {lengths[0] if lengths else '?'}–{lengths[-1] if lengths else '?'}")
+    if lengths:
+        nb = min(max_columns, len(lengths))
+        bins = [list(b) for b in np.array_split(np.asarray(lengths), nb)]
+        header = f"{'encoding':<28}{'seed':>5}{'lr':>9}{'steps':>7}{'N*':>6}  " + " ".join(f"{(str(b[0]) if len(b) == 1 else f'{b[0]}-{b[-1]}'):>7}" for b in bins)
+        lines.append(header)
+        lines.append("-" * len(header))
+        for r in runs:
+            accs = r["accuracy_by_length"]
+            cells = " ".join(f"{min(accs[str(n)] for n in b):>7.3f}" for b in bins)
+            lines.append(f"{r['encoding'][:27]:<28}{r['seed']:>5}{r['learning_rate']:>9.1e}{r['steps']:>7}{r['longest_perfect_length']:>6}  {cells}")
+    lines.append("")
+    lines.append(f"{'encoding':<28}{'runs':>5}{'acc max':>9}{'acc mean':>9}{'acc std':>9}{'N* max':>8}{'N* mean':>9}{'N* std':>8}  verdict")
+    for label, s in result.get("summary", {}).items():
+        a, n = s["accuracy"], s["longest_perfect_length"]
+        if not s["runs"]:
+            continue
+        v = s.get("verdict", {}).get("status", "")
+        lines.append(f"{label[:27]:<28}{s['runs']:>5}{a['max']:>9.3f}{a['mean']:>9.3f}{a['std']:>9.3f}{n['max']:>8.0f}{n['mean']:>9.1f}{n['std']:>8.1f}  {v}")
+    vt = result.get("verdict", {}).get("text")
+    if vt:
+        lines.append("")
+        lines.append(vt)
+    if not result.get("complete", True):
+        lines.append("(partial: the experiment was cancelled)")
+    return "\n".join(lines)
