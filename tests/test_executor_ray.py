@@ -84,3 +84,22 @@ def test_killed_ray_task_is_retried_from_the_database(ray_cluster: Any, sqlite_u
     finally:
         ex.stop(timeout=10)
         db.dispose()
+
+
+def test_gpu_request_on_a_cluster_without_gpus_leaves_jobs_queued(ray_cluster: Any, sqlite_url: str, tmp_path: Path) -> None:
+    """A task Ray could never schedule is never submitted: the job stays queued, not 'running' forever."""
+    upgrade(sqlite_url)
+    db = Database(sqlite_url)
+    lid = add_language(db)
+    jid = add_job(db, lid, {"trace_dir": str(tmp_path), "steps": 1})
+    ex = RayExecutor(WorkerConfig(database_url=sqlite_url, lease_s=5.0, kinds=SUPPORT), num_cpus=1, num_gpus=0.25)
+    ex.start()
+    try:
+        ex.notify()
+        wait_for(lambda: ex._ray is not None, 30, "the dispatcher to connect")
+        time.sleep(1.5)
+        assert ex.capacity() == 0 and ex.describe()["submitted"] == 0
+        assert status(db, jid) == "queued" and row(db, jid).attempts == 0
+    finally:
+        ex.stop(timeout=10)
+        db.dispose()

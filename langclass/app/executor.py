@@ -305,6 +305,8 @@ class RayExecutor(_Supervisor):
         self._initialized_here = False
         self.submitted = 0
         self.task_failures = 0
+        self._warned_capacity = False
+        self._last_touch = 0.0
 
     def _ensure_ray(self) -> Any:
         if self._ray is not None:
@@ -324,16 +326,23 @@ class RayExecutor(_Supervisor):
         return ray
 
     def capacity(self) -> int:
-        """Tasks the cluster can run at once with the requested resources (at least 1)."""
+        """Tasks the cluster can run at once with the requested resources.
+
+        0 when the cluster lacks a requested resource altogether (e.g. ``num_gpus > 0`` on a cluster
+        without GPUs): then nothing is claimed and jobs stay ``queued`` (never ``running`` as a task
+        Ray cannot schedule), and a warning names the missing resource.
+        """
         if self.max_in_flight is not None:
             return self.max_in_flight
         res = self._ray.cluster_resources() if self._ray is not None else {}
         fits = []
-        if self.num_gpus > 0:
-            fits.append(int(res.get("GPU", 0) / self.num_gpus + 1e-9))
-        if self.num_cpus > 0:
-            fits.append(int(res.get("CPU", 0) / self.num_cpus + 1e-9))
-        return max(1, min(fits) if fits else 1)
+        for name, want in (("GPU", self.num_gpus), ("CPU", self.num_cpus)):
+            if want > 0:
+                fits.append(int(res.get(name, 0) / want + 1e-9))
+                if fits[-1] == 0 and not self._warned_capacity:
+                    log.warning("the Ray cluster has %s %s; each task asks for %s: jobs wait queued", res.get(name, 0), name, want)
+                    self._warned_capacity = True
+        return min(fits) if fits else 1
 
     def tick(self, woken: bool) -> None:
         pending = self._pending()
@@ -342,7 +351,8 @@ class RayExecutor(_Supervisor):
         ray = self._ensure_ray()
         cfg = dict(self.config.__dict__)
         cfg["kinds"] = dict(cfg["kinds"])
-        while pending and len(self._inflight) < self.capacity() and not self._stop.is_set():
+        capacity = self.capacity()
+        while pending and len(self._inflight) < capacity and not self._stop.is_set():
             with self.db.session_scope() as session:
                 held = jobrepo.claim(session, owner=self.owner, lease_s=self.config.lease_s, kinds=tuple(self.config.kinds))
             if held is None:
@@ -367,6 +377,9 @@ class RayExecutor(_Supervisor):
                     jobrepo.recover_expired(session)
         # tasks Ray has not reported done: keep their leases alive (a queued task does not heartbeat;
         # a running one also beats itself). A lost task is reported by Ray and handled above.
+        if time.monotonic() - self._last_touch < self.config.heartbeat_interval:
+            return
+        self._last_touch = time.monotonic()
         for ref in waiting:
             held = self._inflight[ref]
             with self.db.session_scope() as session:
@@ -388,15 +401,22 @@ class RayExecutor(_Supervisor):
         session.commit()
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop dispatching. Tasks in flight are cancelled; their leases expire and the jobs are
-        retried by whichever executor runs next."""
+        """Stop dispatching. Tasks in flight are cancelled and their jobs released back to the
+        queue (without counting the attempt); a cancelled task that still writes finds its lease gone."""
+        from .worker import release
+
         self._stop_loop(timeout)
         if self._ray is not None:
-            for ref in list(self._inflight):
+            for ref, held in list(self._inflight.items()):
                 try:
                     self._ray.cancel(ref, force=True)
                 except Exception:  # pragma: no cover - best effort
                     pass
+                try:
+                    with self.db.session_scope() as session:
+                        release(session, held, detail="the Ray executor stopped during the run; requeued")
+                except Exception:  # pragma: no cover - the lease then expires instead
+                    log.exception("job %s: could not release", held.job_id)
             if self._initialized_here:
                 self._ray.shutdown()
         self._inflight.clear()

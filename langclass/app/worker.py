@@ -52,6 +52,7 @@ class WorkerConfig:
         kinds: job kind → ``"module:function"`` (default :data:`langclass.app.jobs.JOB_KINDS`).
         owner: lease-owner prefix (default ``host:pid`` of the running process).
         cpus: CPU ids this worker's process is pinned to (None = no pinning).
+        progress_s: the most often a progress report is written (seconds; also extends the lease).
     """
 
     database_url: str
@@ -61,6 +62,7 @@ class WorkerConfig:
     kinds: Mapping[str, str] = field(default_factory=lambda: dict(jobrepo.JOB_KINDS))
     owner: str | None = None
     cpus: tuple[int, ...] | None = None
+    progress_s: float = 1.0
 
     @property
     def heartbeat_interval(self) -> float:
@@ -118,11 +120,13 @@ def release(session: Any, held: jobrepo.Claim, *, detail: str) -> bool:
 class _Heartbeat(threading.Thread):
     """Extends the lease, flushes progress and watches for cancellation until stopped."""
 
-    def __init__(self, db: Database, held: jobrepo.Claim, interval: float) -> None:
+    def __init__(self, db: Database, held: jobrepo.Claim, interval: float, progress_interval: float = 1.0) -> None:
         super().__init__(name=f"heartbeat-{held.job_id[:8]}", daemon=True)
         self.db = db
         self.held = held
         self.interval = interval
+        self.progress_interval = min(interval, progress_interval)
+        self._last_beat = time.monotonic()
         self.cancel = threading.Event()
         self.lost = threading.Event()
         self._stop_evt = threading.Event()
@@ -161,8 +165,13 @@ class _Heartbeat(threading.Thread):
             self.cancel.set()
 
     def run(self) -> None:
-        while not self._stop_evt.wait(self.interval):
-            self.beat()
+        # wake every progress_interval: write when progress is waiting, and beat at least every interval
+        while not self._stop_evt.wait(self.progress_interval):
+            with self._lock:
+                dirty = self._dirty
+            if dirty or time.monotonic() - self._last_beat >= self.interval - 1e-3:
+                self._last_beat = time.monotonic()
+                self.beat()
             if self.lost.is_set():
                 return
 
@@ -192,7 +201,7 @@ def run_claim(
         queue) | ``lost`` (the lease was lost; the outcome was discarded).
     """
     stopping = stopping or threading.Event()
-    hb = _Heartbeat(db, held, config.heartbeat_interval)
+    hb = _Heartbeat(db, held, config.heartbeat_interval, config.progress_s)
 
     def should_cancel() -> bool:
         return hb.cancel.is_set() or hb.lost.is_set() or stopping.is_set()
