@@ -127,3 +127,30 @@ def test_trivial_languages():
         r = analyze(DFA.from_table("ab", [[0, 0]], 0, acc))
         assert all(c.member for c in r.classes.values())
         assert r.monoid_summary["size"] == 1
+
+
+def test_over_cap_answers_agree_with_full_analysis():
+    """With a tiny monoid cap, every answer given (automaton tests, counters, lattice inference)
+    equals the full analysis; the rest are None with the limit named."""
+    import random
+
+    from langclass.core.limits import Limits
+
+    rng = random.Random(9)
+    checked = 0
+    while checked < 60:
+        n, k = rng.randint(2, 6), rng.randint(1, 3)
+        d = DFA.from_table("abc"[:k], [[rng.randrange(n) for _ in range(k)] for _ in range(n)], 0,
+                           [q for q in range(n) if rng.random() < 0.5]).canonical()
+        full = analyze(d)
+        if full.monoid_summary["size"] <= d.num_states:
+            continue
+        capped = analyze(d, Limits(max_monoid_size=d.num_states))
+        for key, res in capped.classes.items():
+            if res.member is None:
+                assert res.error["limit"] == "max_monoid_size"
+            else:
+                assert res.member == full.classes[key].member, key
+        for key in ("ltl_p", "ltl_p_mod", "stutter_invariant", "group"):
+            assert capped.classes[key].member is not None
+        checked += 1
