@@ -109,8 +109,8 @@ def construct(
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
         return
     m = result["model"]
-    typer.echo(f"formula    {result['formula'] if result['formula'] is not None else '(too large to print)'}"
-               + (f"   [{result['fragment']}]" if result["fragment"] else ""))
+    if result["formula"] is not None:
+        typer.echo(f"formula    {result['formula']}" + (f"   [{result['fragment']}]" if result["fragment"] else ""))
     if result["synthesis"]:
         typer.echo(f"synthesis  {result['synthesis']['method']} ({result['synthesis']['source']})")
     if result["program"]:
