@@ -230,3 +230,41 @@ def test_certified_length_property_matches_brute_force(k, g, logC, dtype):
     if dtype == "float16":
         C = min(C, 6e4)
     assert certified_length(k, g, C, dtype, 25) == _brute_force_certified(k, g, C, dtype, 25)
+
+
+@pytest.mark.parametrize("C", [1e4, 3e4])
+def test_certified_length_matches_the_torch_rope_head(C):
+    """The App. D head built from the project's MultiHeadAttention + RoPE(angles=[g]) in float32 has
+    realized scores within a couple of float32 ulps of C of the numerics model (BLAS may fuse
+    multiply-adds and reorder the sum) and the same certified range N_max."""
+    from langclass.models.attention import MultiHeadAttention
+    from langclass.models.encodings import RoPE
+
+    k, g, L = 1, 1.0, 120
+    attn = MultiHeadAttention(2, 1, 2, mask="strict", score_scale=1.0)
+    with torch.no_grad():
+        for p in attn.parameters():
+            p.zero_()
+        attn.q_proj.bias[0] = C * math.cos(k * g)
+        attn.q_proj.bias[1] = -C * math.sin(k * g)
+        attn.k_proj.bias[0] = 1.0
+    _, tr = attn(torch.zeros(1, L + 2, 2), torch.arange(L + 2).unsqueeze(0), None, RoPE(2, angles=[g]), return_trace=True)
+    S = tr.scores[0, 0].detach().double().numpy()
+    R = realized_offset_scores(k, g, C, "float32", L, phase="float32")
+    low = np.tril(np.ones_like(S, dtype=bool), -1)
+    assert np.max(np.abs(S[low] - R[low])) <= 2 * float(np.spacing(np.float32(C)))
+    fl = f_large("float32")
+
+    def observed(Sm):
+        for i in range(k + 1, L + 2):
+            gaps = Sm[i, i - k] - np.delete(Sm[i, :i], i - k)
+            if gaps.min() < fl:
+                return i - 2
+        return L
+
+    n = certified_length(k, g, C, "float32", L, phase="float32")
+    assert observed(S) == n == observed(np.nan_to_num(R)) < L
+    # stable softmax in the model puts weight exactly 1 on j = i − k up to N_max + 1
+    w = tr.weights[0, 0].detach()
+    for i in range(k + 1, n + 2):
+        assert w[i, i - k].item() == 1.0

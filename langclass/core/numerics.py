@@ -321,7 +321,10 @@ def realized_offset_scores(k: int, g: float, C: float, dtype: str, length: int, 
     :func:`rotation_table`; the rotated query is (round(round(c·b0) − round(s·b1)),
     round(round(s·b0) + round(c·b1))); the rotated key is (ĉ_j, ŝ_j) exactly; the score is
     round(round(q0·ĉ_j) + round(q1·ŝ_j)) (no fused multiply-add). In exact arithmetic this is
-    C·cos(g(i−k−j)) (Eq. 9).
+    C·cos(g(i−k−j)) (Eq. 9). With ``phase="float32"`` the rotation entries are bit-identical to the
+    project's ``rope`` encoding (``RoPE(angles=[g])``); a BLAS matmul may fuse the final
+    multiply-add, so the torch model's scores can differ from these by an ulp or two of C (the
+    tests check that the certified range agrees on such a head).
 
     Args:
         k, g, C: offset (≥ 1), angle in radians, scale (> 0).
