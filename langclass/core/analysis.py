@@ -205,7 +205,8 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
         if counter is not None:
             results["star_free"] = ClassResult(
                 "star_free", False,
-                f"the word {''.join(counter['word'])} is a counter of the minimal DFA (found without the monoid, which is over its cap)",
+                f"the word {_w(counter['word'])} is a counter of the minimal DFA: q·w^{counter['m']} = q ≠ q·w for "
+                f"q = {counter['state']} (found without the monoid, which is over its cap)",
                 counter, counter, CLASS_INFO["star_free"].source, "automaton")
         summary = {"error": monoid_error.to_dict()}
     timings["algebraic_tests"] = (time.perf_counter() - t0) * 1e3

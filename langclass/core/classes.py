@@ -298,6 +298,8 @@ class Context:
         """Boolean ``[m]``: x ∈ eMf, i.e. e·x = x and x·f = x (f defaults to e)."""
         M = self.monoid
         f = e if f is None else f
+        if e == 0 and f == 0:  # the identity: 1·M·1 = M
+            return np.ones(M.size, dtype=bool)
         X = M.elements.astype(np.intp)
         ea, fa = X[e], X[f]
         return (X[:, ea] == X).all(axis=1) & (fa[X] == X).all(axis=1)

@@ -645,6 +645,9 @@ class TransitionMonoid:
         """The D-class structure: for each J(=D)-class its size, numbers of R-, L-classes,
         H-class size, idempotent count, regularity, representative and the classes just below it
         in the Cayley graphs (generating the J-order)."""
+        cached = self.__dict__.get("_d_class_summary")
+        if cached is not None:
+            return cached
         g = self.green
         J, R, L, H = g["J"], g["R"], g["L"], g["H"]
         nj = int(J.max()) + 1
@@ -676,6 +679,7 @@ class TransitionMonoid:
                 "in_semigroup": bool(self.in_semigroup[mem].any()),
                 "below": sorted(below[j]),
             })
+        self.__dict__["_d_class_summary"] = out
         return out
 
     def describe(self, offset: int = 0, limit: int = 100) -> dict[str, Any]:
