@@ -100,7 +100,7 @@ class RecognizerConfig:
         for key in ("d_model", "n_heads", "n_layers"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < (0 if key == "n_layers" else 1):
-                raise _cfg_err(f"{key} must be a positive integer, got {v!r}", key)
+                raise _cfg_err(f"{key} must be an integer ≥ {0 if key == 'n_layers' else 1}, got {v!r}", key)
         for key in ("d_ff", "d_head"):
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
