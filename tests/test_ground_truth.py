@@ -169,3 +169,28 @@ def test_incomparability_of_ltl_p_mod_and_star_free():
     ab = _classify("(a|b|c)*ab(a|b|c)*", "abc")
     assert aa.classes["ltl_p_mod"].member and not aa.classes["star_free"].member
     assert ab.classes["star_free"].member and not ab.classes["ltl_p_mod"].member
+
+
+def test_replay_rejects_tampered_witnesses():
+    """The replay is a real check: corrupting a witness makes it fail."""
+    import copy
+
+    dfa, r = analysis_of("aa_star")
+    cases = [
+        ("ltl_p", lambda w: w["u"].append("a")),
+        ("star_free", lambda w: w.__setitem__("m", 3)),
+        ("stutter_invariant", lambda w: w.__setitem__("uav_accepted", not w["uav_accepted"])),
+        ("fo2", lambda w: w.__setitem__("xy_omega", ["a"])),
+        ("ltl_p_y", lambda w: w["context"].__setitem__("first_accepted", not w["context"]["first_accepted"])),
+    ]
+    for key, corrupt in cases:
+        d = copy.deepcopy(r.classes[key].to_dict())
+        replay(dfa, d)
+        corrupt(d["witness"])
+        with pytest.raises(AssertionError):
+            replay(dfa, d)
+    dfa, r = analysis_of("sigma_star_ab_sigma_star_abc")
+    d = copy.deepcopy(r.classes["ltl_p_mod"].to_dict())
+    d["witness"]["v"] = d["witness"]["v"] + ["b"]
+    with pytest.raises(AssertionError):
+        replay(dfa, d)
