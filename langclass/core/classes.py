@@ -73,7 +73,8 @@ __all__ = [
 ]
 
 LTT_WORK_BUDGET = 400_000_000
-"""Entries compared when checking the Beauquier–Pin identity exhaustively; beyond it the answer is unknown."""
+"""Entries compared when checking the Beauquier–Pin identity (or commutativity of eSe) exhaustively;
+beyond it the answer is unknown (``LimitExceeded``)."""
 
 HASSE_MAX_STATES = 64
 """The Hasse diagram of A_k is included in LTL[P,MOD] certificates up to this many states (and k·n ≤ 4096)."""
@@ -825,6 +826,9 @@ def decide_locally_testable(ctx: Context) -> ClassResult:
             return _result("locally_testable", False,
                            f"x = η({_show(M.word(x))}) lies in eSe for e = η({_show(ew)}) but x·x ≠ x", wit, wit)
         r = ids.size
+        if r * r * M.num_states > LTT_WORK_BUDGET:
+            raise LimitExceeded("lt_commutativity_work", LTT_WORK_BUDGET,
+                                f"checking commutativity of eSe ({r} elements) needs {r * r * M.num_states} comparisons")
         chunk = max(1, 4_000_000 // max(1, r * M.num_states))
         for c0 in range(0, r, chunk):
             sub = A[c0:c0 + chunk]  # [c, n]
