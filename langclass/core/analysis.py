@@ -215,7 +215,8 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
     members = {k: r.member for k, r in results.items()}
     for key, (val, by) in infer(members).items():
         old = results[key]
-        rel = f"{by} ⊆ {key}" if val else f"{key} ⊆ {by}"
+        nb, nk = CLASS_INFO[by].name, CLASS_INFO[key].name
+        rel = f"{nb} ⊆ {nk}" if val else f"{nk} ⊆ {nb}"
         wit = None if val else {"implied_by": by, "witness": results[by].witness}
         results[key] = ClassResult(key, val,
                                    f"{'member' if val else 'not a member'} because the language is "
