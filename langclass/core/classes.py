@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from .automaton import DFA
 from .errors import LimitExceeded
@@ -174,58 +174,65 @@ class Context:
     def scc_sizes(self) -> np.ndarray:
         return np.bincount(self.scc)
 
+    def bfs(self, src: int, allowed: np.ndarray | None = None, *, reverse: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Breadth-first tree from ``src`` in the transition graph restricted to the states of ``allowed``.
+
+        Returns:
+            ``(pred, letter, order)``: ``order`` the states reached in BFS order; for a reached
+            state v ≠ src, ``pred[v]`` is its tree parent and ``letter[v]`` the letter of the tree
+            edge pred[v] → v (with ``reverse=True`` the edges are reversed: v → pred[v] on that
+            letter, so following ``pred`` from v is a shortest path *to* src). Unreached: pred < 0.
+            scipy's C BFS: O(n·|Σ|).
+        """
+        n, k = self.n, self.k
+        rows = np.repeat(np.arange(n), k)
+        cols = self.t.ravel()
+        if allowed is not None:
+            keep = allowed[rows] & allowed[cols]
+            rows, cols = rows[keep], cols[keep]
+        if reverse:
+            rows, cols = cols, rows
+        g = csr_matrix((np.ones(rows.size, dtype=np.int8), (rows, cols)), shape=(n, n))
+        order, pred = breadth_first_order(g, int(src), directed=True, return_predecessors=True)
+        pred = pred.astype(np.int64)
+        pred[pred < 0] = -1
+        letter = np.full(n, -1, dtype=np.int64)
+        reached = order[1:]
+        if reached.size:
+            u = pred[reached]
+            frm, to = (reached, u) if reverse else (u, reached)
+            letter[reached] = np.argmax(self.t[frm] == to[:, None], axis=1)
+        return pred, letter, order
+
+    def tree_word(self, pred: np.ndarray, letter: np.ndarray, v: int, root: int, *, reverse: bool = False) -> tuple[str, ...]:
+        """The word along a BFS tree between ``root`` and ``v`` (see :meth:`bfs`)."""
+        out = []
+        v = int(v)
+        while v != root:
+            out.append(self.dfa.alphabet[int(letter[v])])
+            v = int(pred[v])
+            assert v >= 0, "state not reached by the BFS"
+        return tuple(out) if reverse else tuple(reversed(out))
+
     @cached_property
-    def _access(self) -> tuple[list[int], list[int]]:
-        parent = [-1] * self.n
-        letter = [-1] * self.n
-        seen = [False] * self.n
-        q0 = self.dfa.initial
-        seen[q0] = True
-        dq = deque([q0])
-        tl = self.t.tolist()
-        while dq:
-            q = dq.popleft()
-            for a, r in enumerate(tl[q]):
-                if not seen[r]:
-                    seen[r] = True
-                    parent[r] = q
-                    letter[r] = a
-                    dq.append(r)
-        return parent, letter
+    def _access(self) -> tuple[np.ndarray, np.ndarray]:
+        pred, letter, _ = self.bfs(self.dfa.initial)
+        return pred, letter
 
     def access_word(self, q: int) -> tuple[str, ...]:
-        """A shortest word leading q0 to q (BFS, letters in alphabet order)."""
-        parent, letter = self._access
-        out = []
-        q = int(q)
-        while q != self.dfa.initial:
-            out.append(self.dfa.alphabet[letter[q]])
-            q = parent[q]
-        return tuple(reversed(out))
+        """A shortest word leading q0 to q (BFS)."""
+        pred, letter = self._access
+        return self.tree_word(pred, letter, q, self.dfa.initial)
 
     def path(self, src: int, dst: int, allowed: np.ndarray | None = None) -> tuple[str, ...] | None:
         """A shortest word leading ``src`` to ``dst`` through states of ``allowed`` (mask), or None."""
         src, dst = int(src), int(dst)
         if src == dst:
             return ()
-        prev = {src: (-1, -1)}
-        dq = deque([src])
-        tl = self.t
-        while dq:
-            u = dq.popleft()
-            for a, v in enumerate(tl[u].tolist()):
-                if v in prev or (allowed is not None and not allowed[v]):
-                    continue
-                prev[v] = (u, a)
-                if v == dst:
-                    out = []
-                    while v != src:
-                        u2, a2 = prev[v]
-                        out.append(self.dfa.alphabet[a2])
-                        v = u2
-                    return tuple(reversed(out))
-                dq.append(v)
-        return None
+        pred, letter, _ = self.bfs(src, allowed)
+        if pred[dst] < 0:
+            return None
+        return self.tree_word(pred, letter, dst, src)
 
     def separating_word(self, p: int, q: int) -> tuple[str, ...]:
         """A shortest word v with exactly one of p·v, q·v accepting (p ≠ q in a minimal DFA)."""
@@ -444,71 +451,39 @@ def decide_ltl_p_mod(ctx: Context) -> ClassResult:
 
 
 def _qr_witness(ctx: Context, c: int, p: int, q: int) -> dict[str, Any]:
-    comp = ctx.scc
-    allowed = comp == c
-    tl = ctx.t.tolist()
+    allowed = ctx.scc == c
     alpha = ctx.dfa.alphabet
-    # BFS levels from p inside the component (parent pointers; words built only when needed)
-    dist = {p: 0}
-    fpar: dict[int, tuple[int, int]] = {}
-    dq = deque([p])
-    while dq:
-        x = dq.popleft()
-        for a, y in enumerate(tl[x]):
-            if allowed[y] and y not in dist:
-                dist[y] = dist[x] + 1
-                fpar[y] = (x, a)
-                dq.append(y)
-    d = 0
-    edges = []
-    for x in dist:
-        for a, y in enumerate(tl[x]):
-            if allowed[y]:
-                d = math.gcd(d, abs(dist[x] + 1 - dist[y]))
-                edges.append((x, a, y))
-    # backward BFS y → p inside the component
-    pred: dict[int, list[tuple[int, int]]] = {}
-    for x, a, y in edges:
-        pred.setdefault(y, []).append((x, a))
-    bdist = {p: 0}
-    bnext: dict[int, tuple[int, int]] = {}
-    dq = deque([p])
-    while dq:
-        y = dq.popleft()
-        for x, a in pred.get(y, []):
-            if x not in bdist:
-                bdist[x] = bdist[y] + 1
-                bnext[x] = (a, y)
-                dq.append(x)
+    n, k = ctx.n, ctx.k
+    pf, lf, of = ctx.bfs(p, allowed)
+    pb, lb, ob = ctx.bfs(p, allowed, reverse=True)
 
-    def fwd(y: int) -> tuple[str, ...]:
-        out = []
-        while y != p:
-            x, a = fpar[y]
-            out.append(alpha[a])
-            y = x
-        return tuple(reversed(out))
+    def levels(pred: np.ndarray, order: np.ndarray) -> np.ndarray:
+        dist = np.full(n, -1, dtype=np.int64)
+        dist[order[0]] = 0
+        dl, pl = dist.tolist(), pred.tolist()
+        for v in order[1:].tolist():
+            dl[v] = dl[pl[v]] + 1
+        return np.asarray(dl, dtype=np.int64)
 
-    def back(x: int) -> tuple[str, ...]:
-        out = []
-        while x != p:
-            a, y = bnext[x]
-            out.append(alpha[a])
-            x = y
-        return tuple(out)
-
-    u = ctx.path(p, q, allowed)
-    v = ctx.path(q, p, allowed)
+    dist, bdist = levels(pf, of), levels(pb, ob)
+    rows = np.repeat(np.arange(n), k)
+    lets = np.tile(np.arange(k), n)
+    cols = ctx.t.ravel()
+    keep = allowed[rows] & allowed[cols]
+    ex, ea, ey = rows[keep], lets[keep], cols[keep]
+    d = int(np.gcd.reduce(np.abs(dist[ex] + 1 - dist[ey])))
+    u = ctx.tree_word(pf, lf, q, p)  # shortest p → q
+    v = ctx.tree_word(pb, lb, q, p, reverse=True)  # shortest q → p
     assert len(u) % d == 0 and len(v) % d == 0
     loops = [u + v]
     g = len(u) + len(v)
-    for x, a, y in edges:
-        if g == d:
-            break
-        length = dist[x] + 1 + bdist[y]
-        if math.gcd(g, length) < g:
-            g = math.gcd(g, length)
-            loops.append(fwd(x) + (alpha[a],) + back(y))
+    if g != d:
+        for x, a, y, length in zip(ex.tolist(), ea.tolist(), ey.tolist(), (dist[ex] + 1 + bdist[ey]).tolist()):
+            if math.gcd(g, length) < g:
+                g = math.gcd(g, length)
+                loops.append(ctx.tree_word(pf, lf, x, p) + (alpha[a],) + ctx.tree_word(pb, lb, y, p, reverse=True))
+                if g == d:
+                    break
     assert g == d, "the edge loops through p have gcd equal to the component's period"
     return {"p": p, "q": q, "period": d, "u": _wl(u), "v": _wl(v), "loops": [_wl(w) for w in loops],
             "check": "u: p→q and v: q→p with |u|, |v| ≡ 0 (mod period); the loops at p have lengths of gcd = period, "
