@@ -8,7 +8,7 @@
 
 PYTHON ?= python3
 VENV ?= .venv
-EXTRAS ?= test,ray
+EXTRAS ?= test,ray,bench
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
@@ -27,7 +27,7 @@ help:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+$(STAMP): pyproject.toml constraints.txt Makefile | $(BIN)/python
 	$(BIN)/python -m pip install -c constraints.txt -e '.[$(EXTRAS)]'
 	@touch $(STAMP)
 
