@@ -282,6 +282,24 @@ def test_limits_are_named(make_client: Any, migrated_url: str) -> None:
     assert problem["limit"] == "max_regex_length"
 
 
+def test_monoid_over_its_cap_is_stored_as_undecided(make_client: Any, migrated_url: str) -> None:
+    """Over max_monoid_size the automaton-decidable classes are still answered; the others are
+    null (undecided), are in neither member=true nor member=false listings, and the monoid page
+    names the limit."""
+    client = make_client(migrated_url, max_monoid_size=3)
+    r = client.post("/v1/languages", json={"regex": "(ab)*", "alphabet": ["a", "b"]})
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["classes"]["ltl_p_mod"]["member"] is True and body["classes"]["ltl_p"]["member"] is False
+    undecided = [k for k, v in body["classes"].items() if v["member"] is None]
+    assert undecided, body["classes"]
+    key = undecided[0]
+    for member in ("true", "false"):
+        assert client.get("/v1/languages", params={"class": key, "member": member}).json()["items"] == []
+    problem = _is_problem(client.get(f"/v1/languages/{body['id']}/monoid"), 422, "limit-exceeded")
+    assert problem["limit"] == "max_monoid_size" and problem["value"] == 3
+
+
 def test_http_errors_are_problems(make_client: Any, migrated_url: str) -> None:
     client = make_client(migrated_url, max_body_bytes=2048)
     _is_problem(client.get("/v1/nowhere"), 404, "not-found")
