@@ -357,6 +357,10 @@ def _verdict(summary: Mapping[str, Any], encodings: list[_Encoding], prediction:
         best = s["longest_perfect_length"]["max"]
         reached = s["reached_longest"]
         predicted = e.name in suff or e.label in suff
+        if not s["runs"]:
+            per[e.label] = {"predicted_sufficient": predicted, "status": "not_run", "best_longest_perfect_length": None, "runs_reaching_longest": 0, "text": f"{e.label}: no finished run"}
+            lines.append(per[e.label]["text"])
+            continue
         if predicted:
             status = "confirmed" if reached > 0 else "not_confirmed"
             text = (
