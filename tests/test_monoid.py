@@ -246,3 +246,14 @@ def test_power_and_products():
     assert M.power(a, M.omega_exponent(a)) == e and M.idempotent[e]
     assert M.product(a, a, a) == M.element_of_word("aaa")
     assert list(itertools.islice((M.word(x) for x in range(M.size)), 3)) == [(), ("a",), ("a", "a")]
+
+
+@settings(max_examples=80, deadline=None)
+@given(dfas(n_max=5))
+def test_group_elements_detect_aperiodicity(dfa):
+    M = transition_monoid(dfa)
+    assert M.nontrivial_group_elements.any() == M.aperiodic_violators.any()
+    for sub in (M.stable, M.in_semigroup):
+        assert (M.nontrivial_group_elements & sub).any() == (M.aperiodic_violators & sub).any()
+    for x in range(min(M.size, 30)):
+        assert M.idempotent_of_group(x) == M.omega[x]

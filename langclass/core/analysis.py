@@ -127,7 +127,7 @@ def _monoid_summary(M: TransitionMonoid) -> dict[str, Any]:
         "h_classes": int(g["H"].max()) + 1,
         "d_classes": int(g["J"].max()) + 1,
         "regular_d_classes": len(M.regular_d_classes),
-        "aperiodic": not bool(M.aperiodic_violators.any()),
+        "aperiodic": not bool(M.nontrivial_group_elements.any()),
         "nontrivial_groups": [gi.to_dict() for gi in groups],
     }
 

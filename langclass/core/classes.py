@@ -595,7 +595,7 @@ def _counter_from_element(ctx: Context, x: int) -> dict[str, Any]:
     """A counter: state q and m ≥ 2 with q·w^m = q ≠ q·w, w the word of x (x^{ω+1} ≠ x^ω)."""
     M = ctx.monoid
     ex = M.elements[x].astype(np.int64)
-    w = M.elements[M.omega[x]].astype(np.int64)
+    w = M.elements[M.idempotent_of_group(x)].astype(np.int64)
     img = np.unique(w)
     moved = img[ex[img] != img]
     q = int(moved[0])
@@ -611,7 +611,7 @@ def _counter_from_element(ctx: Context, x: int) -> dict[str, Any]:
 def decide_star_free(ctx: Context) -> ClassResult:
     """Star-free = FO[<] = LTL[S] ⇔ the syntactic monoid is aperiodic (Schützenberger 1965)."""
     M = _need_monoid(ctx)
-    viol = M.aperiodic_violators
+    viol = M.nontrivial_group_elements
     if not viol.any():
         X = M.elements.astype(np.intp)
         P = X.copy()
@@ -636,7 +636,8 @@ def decide_star_free(ctx: Context) -> ClassResult:
 def _idempotent_in_R(M: TransitionMonoid, z: int) -> int:
     """An idempotent R-equivalent to z, preferring one in z's H-class (z regular)."""
     if M.group_element[z]:
-        return int(M.omega[z])
+        H = M.green["H"]
+        return int(np.flatnonzero((H == H[z]) & M.idempotent)[0])
     R = M.green["R"]
     return int(np.flatnonzero((R == R[z]) & M.idempotent)[0])
 
@@ -704,7 +705,7 @@ def decide_fo_mod(ctx: Context) -> ClassResult:
     (Barrington, Compton, Straubing & Thérien 1992)."""
     M = _need_monoid(ctx)
     s = M.stability_index
-    viol = M.aperiodic_violators & M.stable
+    viol = M.nontrivial_group_elements & M.stable
     if not viol.any():
         return _result("fo_mod", True,
                        f"the stable semigroup η(Σ^{s}) ({M.stable_size} elements, s = {s}) contains no non-trivial group",
@@ -713,7 +714,7 @@ def decide_fo_mod(ctx: Context) -> ClassResult:
     wit = _counter_from_element(ctx, x)
     wit["word"] = _wl(M.stable_word(x))
     wit["stability_index"] = s
-    e = int(M.omega[x])
+    e = M.idempotent_of_group(x)
     g = M.maximal_subgroup(e, within=M.stable)
     wit["group"] = g.to_dict()
     wit["group"]["generator_words"] = [_wl(M.stable_word(h)) for h in g.generators]
@@ -833,7 +834,7 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
         LimitExceeded: ``ltt_identity_work`` when the exhaustive check exceeds :data:`LTT_WORK_BUDGET`.
     """
     M = _need_monoid(ctx)
-    viol = M.aperiodic_violators
+    viol = M.nontrivial_group_elements
     if viol.any():
         x = int(np.flatnonzero(viol)[0])
         wit = _counter_from_element(ctx, x)

@@ -375,13 +375,26 @@ class TransitionMonoid:
 
     @cached_property
     def group_element(self) -> np.ndarray:
-        """Boolean ``[m]``: x lies in a subgroup of M (x·x^ω = x, i.e. its H-class contains an idempotent)."""
-        X = self.elements.astype(np.intp)
-        W = self.elements[self.omega]
-        xw = np.take_along_axis(W, X, axis=1)  # x then x^ω
-        out = (xw == self.elements).all(axis=1)
+        """Boolean ``[m]``: x lies in a subgroup of M (its H-class contains an idempotent; ⇔ x·x^ω = x)."""
+        H = self.green["H"]
+        has = np.zeros(int(H.max()) + 1, dtype=bool)
+        has[H[self.idempotent]] = True
+        out = has[H]
         out.setflags(write=False)
         return out
+
+    @cached_property
+    def nontrivial_group_elements(self) -> np.ndarray:
+        """Boolean ``[m]``: x is a non-idempotent element of a subgroup. A subsemigroup U contains a
+        non-trivial group iff it contains such an element (if x ∈ U has x^{ω+1} ≠ x^ω, then x^{ω+1}
+        ∈ U is one), so M is aperiodic iff there is none (Schützenberger)."""
+        out = self.group_element & ~self.idempotent
+        out.setflags(write=False)
+        return out
+
+    def idempotent_of_group(self, x: int) -> int:
+        """The idempotent x^ω, computed for one element by repeated multiplication."""
+        return self.power(int(x), self.omega_exponent(int(x)))
 
     @cached_property
     def aperiodic_violators(self) -> np.ndarray:
@@ -569,6 +582,10 @@ class TransitionMonoid:
         e = int(e)
         if not self.idempotent[e]:
             raise ValueError(f"element {e} is not idempotent")
+        if within is not None:
+            H = self.green["H"]
+            if np.asarray(within, dtype=bool)[H == H[e]].all():
+                within = None  # H_e ⊆ within: the same group
         key = (e, None if within is None else np.packbits(np.asarray(within, dtype=bool)).tobytes())
         cache = self.__dict__.setdefault("_group_cache", {})
         if key not in cache:
