@@ -49,6 +49,7 @@ MAX_SAMPLER_LENGTH = 100_000
 """Longest word length a :class:`LanguageSampler` accepts (limit name ``max_sample_length``)."""
 
 _NEAR_MISS_TRIES = 32
+_NEAR_MISS_SOURCE_TRIES = 8  # positives tried before falling back to negatives with a positive neighbour
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,7 @@ class LanguageSampler:
     def near_miss(self, length: int, rng: random.Random) -> tuple[int, ...] | None:
         """A negative of length ``length`` one edit away from a positive, or ``None``.
 
-        First (up to 32 tries) draws an edit kind uniformly among those with a positive source
+        First (up to 8 tries) draws an edit kind uniformly among those with a positive source
         length (substitution: n, insertion: n − 1, deletion: n + 1), a source positive uniformly,
         and then one edit uniformly among the edits of that kind that leave L (computed exactly
         with forward/backward state sets). If that keeps failing (e.g. every positive is deep
@@ -248,7 +249,7 @@ class LanguageSampler:
         self._check_length(length)
         kinds = self.near_miss_sources(length)
         init = self.dfa.initial
-        for _ in range(_NEAR_MISS_TRIES if kinds else 0):
+        for _ in range(_NEAR_MISS_SOURCE_TRIES if kinds else 0):
             kind = kinds[rng.randrange(len(kinds))]
             src_len = {"substitution": length, "insertion": length - 1, "deletion": length + 1}[kind]
             src = list(self.unrank(src_len, True, rng.randrange(self._acc[src_len][init])))
