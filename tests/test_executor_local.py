@@ -159,3 +159,50 @@ def test_stop_releases_a_running_job_for_the_next_start(sqlite_db: Any, tmp_path
     ex.stop(timeout=15)
     r = row(db, jid)
     assert r.status == "queued" and r.attempts == 0 and r.error["reason"] == "worker-stopped"
+
+
+_SERVICE = """
+import sys, time
+sys.path.insert(0, {tests!r})
+from langclass.app.executor import LocalExecutor
+from langclass.app.worker import WorkerConfig
+from test_jobs_repo import SUPPORT
+
+if __name__ == "__main__":
+    ex = LocalExecutor(WorkerConfig(database_url={url!r}, lease_s=30.0, kinds=SUPPORT), 1, eager=True, log_level="warning")
+    ex.start()
+    time.sleep(600)
+"""
+
+
+def test_workers_of_a_killed_service_release_their_job_and_exit(sqlite_db: Any, tmp_path: Path) -> None:
+    """SIGKILL of the service process: its worker notices the orphaning, puts the job back in the
+    queue at once (not after the 30 s lease) and exits — no unsupervised worker keeps running."""
+    import subprocess
+    import sys
+
+    url, db = sqlite_db
+    lid = add_language(db)
+    jid = add_job(db, lid, {"trace_dir": str(tmp_path / "t"), "steps": 3000, "step_s": 0.01})
+    script = tmp_path / "service.py"
+    script.write_text(_SERVICE.format(tests=str(Path(__file__).parent), url=url))
+    service = subprocess.Popen([sys.executable, str(script)])
+    try:
+        worker_pid = wait_for(lambda: started_pids(tmp_path / "t"), 60, "the job to start")[0]
+        service.kill()
+        service.wait(10)
+        wait_for(lambda: status(db, jid) == "queued", 15, "the job to be released")
+        r = row(db, jid)
+        assert r.attempts == 0 and r.error["reason"] == "worker-stopped"
+
+        def gone() -> bool:
+            try:
+                os.kill(worker_pid, 0)
+            except ProcessLookupError:
+                return True
+            return False
+
+        wait_for(gone, 15, "the orphaned worker to exit")
+    finally:
+        if service.poll() is None:
+            service.kill()

@@ -344,4 +344,41 @@ def worker_process_main(config: WorkerConfig, stop: Any, wake: Any, log_level: s
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     _pin(config.cpus)
-    Worker(config, stop=stop, wake=wake).run_forever()
+    local_stop = threading.Event()
+    _watch_parent(os.getppid(), stop, local_stop)
+    Worker(config, stop=_AnyEvent(stop, local_stop), wake=wake).run_forever()
+
+
+class _AnyEvent:
+    """Set when either event is set (the executor's stop, or this process's own orphan watch)."""
+
+    def __init__(self, *events: Any) -> None:
+        self._events = events
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self._events)
+
+    def wait(self, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while not self.is_set():
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            self._events[0].wait(min(left, 0.5))
+        return True
+
+
+def _watch_parent(parent: int, *_events: Any) -> None:
+    """Stop this worker when its parent (the service) dies without stopping it (e.g. SIGKILL):
+    the running job is released instead of an orphan process working on unsupervised."""
+    local = _events[-1]
+
+    def watch() -> None:
+        while not local.is_set():
+            if os.getppid() != parent:
+                log.warning("the service process %d is gone; this worker stops", parent)
+                local.set()
+                return
+            time.sleep(1.0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
