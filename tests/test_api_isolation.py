@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from langclass.app.isolation import ProcessPool, WorkerError
+from langclass.app.isolation import ClassifierBusy, ProcessPool, WorkerError
 from langclass.core.errors import LimitExceeded, RegexSyntaxError, TimeLimitExceeded
 from langclass.core.limits import Limits
 from langclass.core.parse import parse_regex
@@ -67,3 +67,22 @@ def test_thread_isolation_serves_the_same_answers(make_client, migrated_url: str
     a, b = threaded.json(), isolated.json()
     for key in ("id", "classes", "monoid", "encodings", "num_states", "dfa"):
         assert a[key] == b[key]
+
+
+def test_a_full_pool_answers_busy_after_the_queue_timeout(pool: ProcessPool) -> None:
+    import threading
+
+    pool.call(operator.add, (0, 0), {}, 60, 60)  # a ready worker
+    holder = threading.Thread(target=pool.call, args=(time.sleep, (1.5,), {}, 60, 60))
+    holder.start()
+    time.sleep(0.2)
+    with pytest.raises(ClassifierBusy) as info:
+        pool.call(operator.add, (1, 2), {}, 60, 60, 0.3)
+    assert info.value.status == 503 and info.value.headers["Retry-After"]
+    holder.join()
+    assert pool.call(operator.add, (1, 2), {}, 60, 60, 0.3) == 3
+
+
+def test_busy_is_a_documented_problem(make_client, migrated_url: str) -> None:
+    doc = make_client(migrated_url).get("/problems/busy")
+    assert doc.status_code == 200 and doc.json()["status"] == 503

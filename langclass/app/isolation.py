@@ -32,7 +32,7 @@ from typing import Any
 
 from ..core.errors import LangclassError, TimeLimitExceeded
 
-__all__ = ["ProcessPool", "WorkerError", "get_pool", "shutdown_pools"]
+__all__ = ["ProcessPool", "WorkerError", "ClassifierBusy", "get_pool", "shutdown_pools"]
 
 log = logging.getLogger("langclass.app")
 
@@ -42,6 +42,18 @@ _PRELOAD = ["langclass.app.service", "langclass.core.analysis", "langclass.core.
 
 class WorkerError(RuntimeError):
     """A worker process failed for a reason other than a LangclassError (crash or bug)."""
+
+
+class ClassifierBusy(LangclassError):
+    """Every classification worker stayed busy for the whole queue timeout; retry later."""
+
+    code = "busy"
+    status = 503
+    title = "Classifier busy"
+
+    def __init__(self, waited_s: float) -> None:
+        super().__init__(f"every classification worker was busy for {waited_s:g} s; retry later", waited_s=waited_s)
+        self.headers = {"Retry-After": str(max(1, int(round(waited_s / 4))))}
 
 
 def _dump_error(err: LangclassError) -> dict[str, Any]:
@@ -188,22 +200,33 @@ class ProcessPool:
             else:
                 self._idle.append(worker)
 
-    def call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None, limit_value: Any) -> Any:
+    def call(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        timeout: float | None,
+        limit_value: Any,
+        queue_timeout: float | None = None,
+    ) -> Any:
         """Run ``fn(*args, **kwargs)`` in a worker process and return its result (blocking).
 
         Args:
             fn: a module-level (picklable) function.
             timeout: wall-clock seconds before the worker is killed (None = no limit).
             limit_value: the ``time_limit_s`` named in the error when the timeout hits.
+            queue_timeout: seconds to wait for a free worker (None = as long as it takes).
 
         Raises:
             LangclassError: re-raised from the worker with its class and fields.
             TimeLimitExceeded: the call ran past ``timeout`` (its process was killed).
+            ClassifierBusy: no worker became free within ``queue_timeout``.
             WorkerError: the worker crashed or raised something else.
         """
         if self._closed:
             raise WorkerError("the classification pool is shut down")
-        self._slots.acquire()
+        if not self._slots.acquire(timeout=queue_timeout):
+            raise ClassifierBusy(queue_timeout or 0.0)
         try:
             worker = self._take()
             try:

@@ -23,6 +23,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .db import Database
+from .isolation import get_pool
 from .executor import executor_lifespan
 from .problems import PayloadTooLarge, install_problem_handlers, problem_response
 from .routes import ROUTERS
@@ -137,8 +138,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.classify_isolation == "process":
-            from .isolation import get_pool
-
             get_pool(settings.classify_concurrency).prestart()
         async with AsyncExitStack() as stack:
             for hook in LIFESPAN_HOOKS:
@@ -158,7 +157,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.db = db
-    app.state.runner = ClassifyRunner(settings.classify_concurrency, settings.time_limit_s, settings.classify_isolation)
+    app.state.runner = ClassifyRunner(
+        settings.classify_concurrency, settings.time_limit_s, settings.classify_isolation, settings.classify_queue_timeout_s
+    )
     install_problem_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
     for router in ROUTERS:

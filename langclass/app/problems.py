@@ -284,7 +284,7 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "Not found",
         413: "Request body too large",
         422: "Invalid input (names the field) or a limit hit (names the limit)",
-        503: "Not ready",
+        503: "Not ready, or every classification worker busy (Retry-After)",
     }
     return {
         s: {"model": Problem, "description": descriptions.get(s, "Problem"), "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}}

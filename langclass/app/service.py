@@ -259,15 +259,21 @@ class ClassifyRunner:
     once) and the request ends with :class:`~langclass.core.errors.TimeLimitExceeded`. ``fn`` must be
     a module-level function and its arguments and result picklable.
 
+    A call that finds every worker busy waits at most ``queue_timeout_s`` for one, then ends with
+    :class:`~langclass.app.isolation.ClassifierBusy` (HTTP 503 with ``Retry-After``).
+
     ``isolation="thread"``: worker threads (at most ``concurrency`` at once) with a hard backstop of
     ``1.5 × time_limit_s + 5`` s; a thread that outlives it is abandoned and stops only at its next
     cooperative deadline check in ``core``.
     """
 
-    def __init__(self, concurrency: int, time_limit_s: float | None, isolation: str = "process") -> None:
+    def __init__(
+        self, concurrency: int, time_limit_s: float | None, isolation: str = "process", queue_timeout_s: float | None = None
+    ) -> None:
         self.concurrency = concurrency
         self.time_limit_s = time_limit_s
         self.isolation = isolation
+        self.queue_timeout_s = queue_timeout_s
         self._limiter: anyio.CapacityLimiter | None = None
 
     @property
@@ -284,7 +290,7 @@ class ClassifyRunner:
             from .isolation import get_pool
 
             pool = get_pool(self.concurrency)
-            call = functools.partial(pool.call, fn, args, kwargs, self.backstop_s, self.time_limit_s)
+            call = functools.partial(pool.call, fn, args, kwargs, self.backstop_s, self.time_limit_s, self.queue_timeout_s)
             return await anyio.to_thread.run_sync(call)
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.concurrency)

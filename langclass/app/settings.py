@@ -45,6 +45,8 @@ class Settings(BaseSettings):
         classify_isolation: ``"process"`` (default): each classification runs in a worker process
             that is killed at the time limit; ``"thread"``: worker threads (lighter, but a step that
             overruns the limit keeps its thread busy until it next checks the deadline).
+        classify_queue_timeout_s: longest wait for a free classification worker before answering
+            503 ``busy`` with ``Retry-After`` (process isolation).
         auto_migrate: ``langclass serve`` applies migrations before serving.
         executor: ``"local"`` (embedded worker processes) or ``"ray"`` for training/construct jobs.
         worker_slots: jobs a local executor runs at once (one process each).
@@ -76,6 +78,7 @@ class Settings(BaseSettings):
     time_limit_s: float | None = Field(30.0, gt=0)
     classify_concurrency: int = Field(2, ge=1)
     classify_isolation: Literal["process", "thread"] = "process"
+    classify_queue_timeout_s: float | None = Field(60.0, gt=0)
 
     # --- service ------------------------------------------------------------------------
     auto_migrate: bool = True

@@ -94,7 +94,7 @@ def _load(db: Database, language_id: str) -> dict[str, Any]:
     response_model=Classification,
     tags=["classify"],
     summary="Classify a language without storing it",
-    responses=problem_responses(400, 413, 422),
+    responses=problem_responses(400, 413, 422, 503),
 )
 async def classify_language(body: ClassifyInput, request: Request) -> dict[str, Any]:
     """Parse the language, build its minimal DFA and syntactic monoid, and return every class with
@@ -120,7 +120,7 @@ async def classify_language(body: ClassifyInput, request: Request) -> dict[str, 
     responses={
         200: {"model": Language, "description": "The language (same fingerprint) was already stored; the stored record."},
         201: {"description": "Stored a new language."},
-        **problem_responses(400, 401, 413, 422),
+        **problem_responses(400, 401, 413, 422, 503),
     },
 )
 async def create_language(
@@ -266,7 +266,7 @@ async def get_dfa(
     response_model=MonoidPage,
     tags=["languages"],
     summary="The syntactic monoid: elements as words, idempotents, Green's classes (paginated)",
-    responses=problem_responses(404, 422),
+    responses=problem_responses(404, 422, 503),
 )
 async def get_monoid(
     language_id: LanguageId,
