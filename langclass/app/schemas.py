@@ -19,6 +19,7 @@ __all__ = [
     "Language",
     "LanguageSummary",
     "LanguagePage",
+    "MonoidElement",
     "MonoidPage",
     "LanguageEncodings",
     "Health",
@@ -147,12 +148,33 @@ class LanguagePage(BaseModel):
     limit: int
 
 
+class MonoidElement(BaseModel):
+    """One element of the syntactic monoid, named by its shortlex-least word."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: int
+    word: list[str] = Field(description="shortlex-least word mapping to the element ([] = identity)")
+    idempotent: bool
+    R: int | None = Field(None, description="Green's R-class id")
+    L: int | None = Field(None, description="Green's L-class id")
+    H: int | None = Field(None, description="Green's H-class id")
+    J: int | None = Field(None, description="Green's J-class id (= D-class in a finite monoid)")
+
+
 class MonoidPage(BaseModel):
-    """A page of the syntactic monoid's elements (``core.monoid.TransitionMonoid.describe``)."""
+    """A page of the syntactic monoid (``core.monoid.TransitionMonoid.describe``): size, idempotents,
+    stability index, Green's classes and D-class structure, and ``limit`` elements from ``offset``."""
 
     model_config = ConfigDict(extra="allow")
 
     id: str
+    size: int
+    idempotents: int | None = None
+    stability_index: int | None = None
+    offset: int
+    limit: int
+    elements: list[MonoidElement]
 
 
 class LanguageEncodings(BaseModel):
