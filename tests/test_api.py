@@ -172,8 +172,17 @@ def test_sub_resources(api: Any) -> None:
     assert page["id"] == lid and page["size"] == 6  # syntactic monoid of (ab)*: {1, a, b, ab, ba, 0}
     assert len(page["elements"]) == 2
     rest = api.get(f"/v1/languages/{lid}/monoid", params={"offset": 2, "limit": 100}).json()
-    words = [tuple(e["word"]) if isinstance(e["word"], list) else e["word"] for e in page["elements"] + rest["elements"]]
+    elements = page["elements"] + rest["elements"]
+    words = [tuple(e["word"]) for e in elements]
     assert len(words) == 6 and len(set(words)) == 6
+    # replay on the DFA: the words act as 6 distinct transformations, and "idempotent" means w·w acts as w
+    machine = parse_regex("(ab)*", ["a", "b"])
+    act = {w: tuple(machine.run(list(w), q) for q in range(machine.num_states)) for w in words}
+    assert len(set(act.values())) == 6
+    for e in elements:
+        w = tuple(e["word"])
+        assert e["idempotent"] == (act[w] == tuple(machine.run(list(w) * 2, q) for q in range(machine.num_states))), w
+    assert sum(e["idempotent"] for e in elements) == page["idempotents"] == 4
     enc = api.get(f"/v1/languages/{lid}/encodings").json()
     assert enc["id"] == lid and enc["classes"]["ltl_p_mod"] is True and set(enc["encodings"]) >= {"soft", "hard"}
     catalogue = api.get("/v1/encodings")
