@@ -225,7 +225,8 @@ def _run_with_progress(spec: dict[str, Any], *, quiet: bool) -> tuple[dict[str, 
             def on_progress(p: dict[str, Any]) -> None:
                 run, runs = p.get("run"), p.get("runs")
                 if p.get("phase") == "done":
-                    bar.update(task, label="done", info="")
+                    total = bar.tasks[0].total if bar.tasks else None
+                    bar.update(task, label="done", info="", completed=total or 0)
                     return
                 if run != current["run"]:
                     current["run"] = run
