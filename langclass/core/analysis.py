@@ -30,7 +30,6 @@ from .classes import (
     DECIDERS,
     ClassResult,
     Context,
-    _counter_from_element,
     find_counter_dfa,
     ltl_p_y_delay,
     monoid_extras,

@@ -21,7 +21,6 @@ The encoding names are those of ``langclass.models.encodings.make_encoding`` (``
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping

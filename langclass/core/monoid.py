@@ -45,7 +45,7 @@ __all__ = [
     "canonical_labels",
 ]
 
-MAX_MONOID_ENTRIES = 200_000_000
+MAX_MONOID_ENTRIES = 100_000_000
 """Default cap on |M|·n (stored transformation entries) when ``Limits`` has no ``max_monoid_entries``."""
 
 _CHUNK_ENTRIES = 1 << 23  # candidate entries materialized at once during the closure
