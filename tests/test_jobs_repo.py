@@ -286,3 +286,12 @@ def test_run_claim_lost_lease_discards_outcome(db: Database, migrated_url: str, 
     assert run_claim(db, c, _config(migrated_url)) == "lost"
     r = row(db, jid)
     assert r.status == "running" and r.attempts == 2 and r.lease_owner.startswith("new:") and r.result is None
+
+
+def test_train_jobs_get_a_per_job_checkpoint_dir_removed_at_the_end(db: Database, migrated_url: str, tmp_path: Path) -> None:
+    lid = add_language(db)
+    jid = add_job(db, lid, {})
+    cfg = WorkerConfig(database_url=migrated_url, lease_s=2.0, kinds={"train": "test_jobs_support:spec_echo_job"}, checkpoint_root=str(tmp_path))
+    assert Worker(cfg, db=db).run_once() == "succeeded"
+    assert row(db, jid).result["checkpoint_dir"] == str(tmp_path / jid)
+    assert not (tmp_path / jid).exists()

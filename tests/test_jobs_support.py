@@ -43,3 +43,11 @@ def failing_job(spec: dict[str, Any], *, progress: Any = None, should_cancel: An
     if spec.get("error") == "input":
         raise InputError("seeds must be a non-empty list", field="seeds")
     raise RuntimeError("boom")
+
+
+def spec_echo_job(spec: dict[str, Any], *, progress: Any = None, should_cancel: Any = None) -> dict[str, Any]:
+    """Return what the worker handed over (and create the checkpoint directory, as training does)."""
+    if spec.get("checkpoint_dir"):
+        Path(spec["checkpoint_dir"]).mkdir(parents=True, exist_ok=True)
+        (Path(spec["checkpoint_dir"]) / "last.pt").write_text("x")
+    return {"checkpoint_dir": spec.get("checkpoint_dir")}

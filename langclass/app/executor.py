@@ -75,7 +75,8 @@ class Executor(Protocol):
 
 def worker_config(settings: Settings, **overrides: Any) -> WorkerConfig:
     """The :class:`WorkerConfig` of a service's settings (lease ``job_lease_s``, heartbeat a quarter of it)."""
-    kw: dict[str, Any] = {"database_url": settings.database_url, "lease_s": settings.job_lease_s}
+    kw: dict[str, Any] = {"database_url": settings.database_url, "lease_s": settings.job_lease_s,
+                          "checkpoint_root": getattr(settings, "job_checkpoint_dir", None)}
     kw.update(overrides)
     return WorkerConfig(**kw)
 

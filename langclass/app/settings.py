@@ -54,6 +54,8 @@ class Settings(BaseSettings):
         ray_num_gpus: GPU fraction each Ray task asks for (so many tiny models share one GPU).
         ray_num_cpus: CPUs each Ray task asks for.
         job_lease_s / job_max_attempts: job lease length and retries (used by the job layer).
+        job_checkpoint_dir: where train jobs keep per-job checkpoints so a retried attempt resumes
+            (shared storage for Ray; None = no checkpoints); removed when the job ends.
         code_version: overrides the code version stamped on every stored record.
         log_level: ``debug`` | ``info`` | ``warning`` | ``error``.
     """
@@ -95,6 +97,7 @@ class Settings(BaseSettings):
     ray_num_cpus: float = Field(1.0, gt=0)
     job_lease_s: float = Field(60.0, gt=0)
     job_max_attempts: int = Field(3, ge=1)
+    job_checkpoint_dir: str | None = None
 
     @field_validator("api_keys", mode="before")
     @classmethod

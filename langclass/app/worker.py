@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import signal
 import threading
 import time
@@ -53,6 +54,9 @@ class WorkerConfig:
         owner: lease-owner prefix (default ``host:pid`` of the running process).
         cpus: CPU ids this worker's process is pinned to (None = no pinning).
         progress_s: the most often a progress report is written (seconds; also extends the lease).
+        checkpoint_root: train jobs checkpoint under ``<checkpoint_root>/<job id>`` so that an
+            attempt after a lost worker resumes instead of restarting (None = no checkpoints). The
+            directory is removed once the job has a final outcome.
     """
 
     database_url: str
@@ -63,6 +67,7 @@ class WorkerConfig:
     owner: str | None = None
     cpus: tuple[int, ...] | None = None
     progress_s: float = 1.0
+    checkpoint_root: str | None = None
 
     @property
     def heartbeat_interval(self) -> float:
@@ -214,10 +219,15 @@ def run_claim(
     path = config.kinds.get(held.kind)
     if path is None:
         return store("failed", error={"reason": "unknown-kind", "detail": f"this worker cannot run jobs of kind {held.kind!r}", "attempt": held.attempt})
+    spec = held.spec
+    ckpt = None
+    if config.checkpoint_root and held.kind == "train" and isinstance(spec, Mapping) and not spec.get("checkpoint_dir"):
+        ckpt = os.path.join(config.checkpoint_root, held.job_id)
+        spec = {**spec, "checkpoint_dir": ckpt}
     hb.start()
     try:
         fn = resolve_job_function(path)
-        result = fn(held.spec, progress=hb.set_progress, should_cancel=should_cancel)
+        result = fn(spec, progress=hb.set_progress, should_cancel=should_cancel)
         outcome: tuple[str, dict[str, Any]] = ("succeeded", {"result": _json_safe(result), "error": None})
     except Exception as exc:  # noqa: BLE001 - every failure is recorded with its reason
         partial = getattr(exc, "partial", None)
@@ -241,7 +251,12 @@ def run_claim(
         with db.session_scope() as session:
             ok = release(session, held, detail="the worker was stopped during the run; requeued")
         return "released" if ok else "lost"
-    return store(status, **kw)
+    if isinstance(kw.get("result"), dict) and ckpt is not None:
+        kw["result"].get("spec", {}).pop("checkpoint_dir", None)  # a worker-local path, not part of the record
+    stored = store(status, **kw)
+    if ckpt is not None and stored != "lost":
+        shutil.rmtree(ckpt, ignore_errors=True)
+    return stored
 
 
 class Worker:
