@@ -154,3 +154,24 @@ def test_over_cap_answers_agree_with_full_analysis():
         for key in ("ltl_p", "ltl_p_mod", "stutter_invariant", "group"):
             assert capped.classes[key].member is not None
         checked += 1
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import langclass.core.analysis as analysis_mod
+    import langclass.core.monoid as monoid_mod
+
+    for mod in (analysis_mod, monoid_mod):
+        failed, attempted = doctest.testmod(mod)
+        assert attempted > 0 and failed == 0, mod.__name__
+
+
+def test_time_limit_leaves_classes_undecided():
+    from langclass.core.limits import Limits
+
+    n = 7
+    t = [[[1, 0, 2, 3, 4, 5, 6][q], [1, 2, 3, 4, 5, 6, 0][q], [0, 0, 2, 3, 4, 5, 6][q]] for q in range(n)]
+    r = analyze(DFA.from_table("abc", t, 0, [0]), Limits(max_monoid_size=10**6, time_limit_s=0.01))
+    assert r.monoid_summary["error"]["limit"] == "time_limit_s"
+    assert r.classes["ltl_p"].member is False and r.classes["fo_mod"].member is None

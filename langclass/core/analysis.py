@@ -153,8 +153,8 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
         DFA) and otherwise have ``member = None`` and the limit error.
 
     Raises:
-        TimeLimitExceeded: ``time_limit_s`` passed before the automaton tests finished.
-        LatticeViolation: two answers contradict each other (a bug).
+        LatticeViolation: two answers contradict each other (a bug). A limit (size, work or
+            ``time_limit_s``) never raises: it leaves the affected classes undecided with the error.
     """
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
