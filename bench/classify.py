@@ -14,7 +14,9 @@ Prints:
 2. the full transformation monoid T7 (823,543 elements, a 7-state DFA over 3 letters: a
    transposition, a 7-cycle and a rank-6 map): our closure, our full classification, and
    libsemigroups' own Froidure–Pin enumeration, with the ratios;
-3. with ``--verify N``: on N distinct random minimal DFAs (≤ 6 states, ≤ 3 letters), the number of
+3. with ``--verify N``: on N distinct minimal DFAs (seeds alternate between uniform random DFAs
+   with ≤ 6 states and structured ones — cycles and single states chained forward, some cycles with
+   a chord — with ≤ 7 states; ≤ 3 letters), the number of
    agreements between the linear-time SCC test (least k), the brute-force k-automata A_k for every
    k ≤ lcm(1..n) (Def. A.7/A.8 of "Disentangling the Expressivity of RoPE"), and R-triviality of the
    stable semigroup (Thm 3.3).
@@ -178,12 +180,47 @@ def _brute_ak_least_k(d: DFA, M) -> int | None:
     return None
 
 
+def _structured_dfa(rng: random.Random) -> DFA:
+    """Blocks that are single states or cycles, chained forward, sometimes with one chord inside a
+    cycle (which breaks "simple cycle"): many LTL[P,MOD] members and near-misses."""
+    n = rng.randint(2, 7)
+    k = rng.randint(1, 3)
+    blocks, q = [], 0
+    while q < n:
+        L = min(rng.choice([1, 1, 2, 3, 4]), n - q)
+        blocks.append(list(range(q, q + L)))
+        q += L
+    block_of = {s: i for i, b in enumerate(blocks) for s in b}
+    table = []
+    for s in range(n):
+        b = blocks[block_of[s]]
+        nxt_in = b[(b.index(s) + 1) % len(b)]
+        row = []
+        for a in range(k):
+            later = [t for t in range(n) if block_of[t] > block_of[s]]
+            if a == 0 or not later or rng.random() < 0.5:
+                row.append(nxt_in if len(b) > 1 else (s if not later or rng.random() < 0.5 else rng.choice(later)))
+            else:
+                row.append(rng.choice(later))
+        table.append(row)
+    if rng.random() < 0.3:  # a chord inside some cycle
+        cyc = [b for b in blocks if len(b) > 2]
+        if cyc:
+            b = rng.choice(cyc)
+            s = rng.choice(b)
+            table[s][rng.randrange(k)] = rng.choice(b)
+    return DFA.from_table("abc"[:k], table, 0, [t for t in range(n) if rng.random() < 0.5]).canonical()
+
+
 def _verify_one(seed: int):
     rng = random.Random(seed)
-    n = rng.randint(1, 6)
-    k = rng.randint(1, 3)
-    d = DFA.from_table("abc"[:k], [[rng.randrange(n) for _ in range(k)] for _ in range(n)], 0,
-                       [q for q in range(n) if rng.random() < 0.5]).canonical()
+    if seed % 2:
+        d = _structured_dfa(rng)
+    else:
+        n = rng.randint(1, 6)
+        k = rng.randint(1, 3)
+        d = DFA.from_table("abc"[:k], [[rng.randrange(n) for _ in range(k)] for _ in range(n)], 0,
+                           [q for q in range(n) if rng.random() < 0.5]).canonical()
     ctx = Context(d)
     scc = DECIDERS["ltl_p_mod"](ctx)
     M = transition_monoid(d)
@@ -210,7 +247,8 @@ def bench_verify(count: int) -> None:
                     disagreements.append((fp, k_scc, k_brute, alg))
     members = sum(1 for v in seen.values() if v[0] is not None)
     print()
-    print(f"LTL[P,MOD] three-way check on {len(seen)} distinct random minimal DFAs (≤ 6 states, ≤ 3 letters): "
+    print(f"LTL[P,MOD] three-way check on {len(seen)} distinct minimal DFAs (half uniform ≤ 6 states, half structured "
+          f"cycle/DAG ≤ 7 states; ≤ 3 letters): "
           f"{len(seen) - len(disagreements)} agree (least k identical, stable semigroup R-trivial ⇔ member), "
           f"{len(disagreements)} disagree; {members} members; {time.perf_counter() - t0:.1f} s")
     for x in disagreements[:10]:
