@@ -9,7 +9,6 @@ cancels, ``GET /v1/jobs/{id}/plot.png`` draws accuracy by length.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -18,7 +17,7 @@ import anyio
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...core.errors import InputError, LangclassError, LimitExceeded, UnsupportedError
+from ...core.errors import InputError, LangclassError, UnsupportedError
 from .. import jobs as jobrepo
 from .. import repository as repo
 from ..db import Database
@@ -246,40 +245,16 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
 def validate_train_spec(spec: Mapping[str, Any]) -> None:
     """Check a train spec before it is queued, so a bad request is a 422 now, not a failed job later.
 
-    Uses the experiment module's own normalization (the rules the run applies), its run and length
-    limits, and builds every encoding once (names and parameters).
+    Delegates to :func:`langclass.models.experiment.validate_spec` — the very checks the run makes
+    first (spec fields, the ``max_runs`` / ``max_test_length`` / ``max_eval_strings`` limits, and every
+    encoding built once with its parameters).
 
     Raises:
         InputError / LimitExceeded: naming the field or limit.
     """
-    from ...models import experiment as ex
+    from ...models.experiment import validate_spec
 
-    normalize = getattr(ex, "validate_spec", None) or getattr(ex, "_normalize")
-    norm = normalize(spec)
-    settings = norm["settings"]
-    n_runs = len(norm["encodings"]) * len(norm["seeds"]) * len(norm["learning_rates"])
-    if n_runs > ex.MAX_RUNS:
-        raise LimitExceeded("max_runs", ex.MAX_RUNS, f"{n_runs} runs requested; max_runs={ex.MAX_RUNS}", field="seeds")
-    test_lengths = settings["test_lengths"]
-    if test_lengths[-1] > ex.MAX_TEST_LENGTH:
-        raise LimitExceeded("max_test_length", ex.MAX_TEST_LENGTH, f"test length {test_lengths[-1]} exceeds max_test_length={ex.MAX_TEST_LENGTH}",
-                            field="overrides.test_lengths")
-    if len(test_lengths) * settings["eval_per_length"] > ex.MAX_EVAL_STRINGS:
-        raise LimitExceeded("max_eval_strings", ex.MAX_EVAL_STRINGS, field="overrides.eval_per_length")
-    for lr in norm["learning_rates"]:
-        if not math.isfinite(lr):
-            raise InputError("learning rates must be finite", field="learning_rates")
-    from ...models.encodings import make_encoding
-
-    d_model, n_heads = settings["d_model"], settings["n_heads"]
-    if d_model % n_heads:
-        raise InputError(f"d_model={d_model} is not a multiple of n_heads={n_heads}", field="overrides.d_model")
-    for i, enc in enumerate(norm["encodings"]):
-        try:
-            make_encoding(enc.name, d_model=d_model, d_head=d_model // n_heads, n_heads=n_heads, **dict(enc.params))
-        except InputError as err:
-            sub = (err.field or "encoding").removeprefix("encoding").lstrip(".")
-            raise type(err)(err.detail, field=f"encodings[{i}]" + (f".params.{sub}" if sub and sub != "name" else ".name" if sub == "name" else "")) from None
+    validate_spec(spec)
 
 
 CONSTRUCT_FIELDS = ("formula", "program", "options")
