@@ -448,11 +448,12 @@ def run_experiment(
 
     Args:
         spec: the experiment (JSON-ready dict, documented in the module docstring).
-        progress: called with ``{"phase": "train"|"evaluate"|"done", "run", "runs", "encoding",
+        progress: called with ``{"phase": "sampling"|"train"|"evaluate"|"evaluated"|"done", "run", "runs", "encoding",
             "seed", "learning_rate", "step", "total", "loss", "train_accuracy",
             "last_evaluation"}`` — ``step``/``total`` count the current run's training steps,
             ``run`` (0-based) / ``runs`` the grid; ``last_evaluation`` is the last finished run's
-            ``{encoding, seed, learning_rate, accuracy, longest_perfect_length}``.
+            ``{encoding, seed, learning_rate, steps, accuracy, longest_perfect_length}``. During
+            ``"sampling"`` (drawing the test strings) ``step``/``total`` count test lengths.
         should_cancel: polled every training step and between test lengths.
 
     Returns:
@@ -476,9 +477,9 @@ def run_experiment(
     if device.type == "cpu":
         configure_threads()
 
-    sampler = LanguageSampler(dfa, max(test_lengths[-1], train_lengths[1]))
-    test_sets = build_test_sets(sampler, test_lengths, settings["eval_per_length"], norm["eval_seed"], settings["near_miss_fraction"])
+    sampler = LanguageSampler(dfa, max(test_lengths[-1], train_lengths[-1]))
     longest = test_lengths[-1]
+    test_sets: dict[int, Any] = {}
 
     runs: list[dict[str, Any]] = []
     last_eval: dict[str, Any] | None = None
@@ -515,9 +516,13 @@ def run_experiment(
         }
         return out
 
-    def cancelled() -> bool:
-        return should_cancel is not None and bool(should_cancel())
-
+    n_runs = len(encodings) * len(norm["seeds"]) * len(norm["learning_rates"])
+    if progress is not None:
+        progress({"phase": "sampling", "run": 0, "runs": n_runs, "step": 0, "total": len(test_lengths), "last_evaluation": None})
+    for n in test_lengths:  # one length at a time, so a cancel is prompt even for long test grids
+        if should_cancel is not None and should_cancel():
+            raise ExperimentCancelled(finish(partial=True))
+        test_sets.update(build_test_sets(sampler, [n], settings["eval_per_length"], norm["eval_seed"], settings["near_miss_fraction"]))
     for idx, (enc, seed, lr) in enumerate(grid):
         ctx = {"run": idx, "runs": len(grid), "encoding": enc.label, "seed": seed, "learning_rate": lr}
 
