@@ -155,3 +155,17 @@ def test_early_stop_on_an_easy_language_and_progress():
     sets = build_test_sets(s, [20, 40], per_length=64, seed=0)
     acc = evaluate_lengths(predict, sets)
     assert acc[20] >= 0.95 and acc[40] >= 0.95
+
+
+def test_make_predict_matches_single_word_forward():
+    """Batched, de-duplicated prediction = the recognizer run on each word alone."""
+    torch.manual_seed(0)
+    from langclass.models.recognizer import Recognizer
+
+    model = Recognizer(tiny_config(AA, {"name": "rope_periodic", "periods": 2})).eval()
+    rng = random.Random(0)
+    words = [tuple(rng.randrange(2) for _ in range(rng.randrange(0, 30))) for _ in range(60)]
+    words += words[:20]  # duplicates
+    got = make_predict(model, torch.device("cpu"), batch_tokens=128)(words)
+    alone = np.array([model.accepts([[AA.alphabet[i] for i in w]])[0] for w in words])
+    assert got.tolist() == alone.tolist()

@@ -249,24 +249,29 @@ def _logits(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor, tor
 def make_predict(model: torch.nn.Module, device: torch.device, precision: str = "float32", batch_tokens: int = 1 << 16) -> Callable[[list[tuple[int, ...]]], np.ndarray]:
     """A ``predict(words) -> bool [len(words)]`` closure (accept iff logit > 0).
 
-    Words are grouped by length and run in batches of about ``batch_tokens`` tokens.
+    Each distinct word is run once (test sets repeat words: a language like (aa)* has a single
+    positive per length), sorted by length, in batches of about ``batch_tokens`` tokens.
     """
-    @torch.no_grad()
+
+    @torch.inference_mode()
     def predict(words: list[tuple[int, ...]]) -> np.ndarray:
         model.eval()
-        out = np.zeros(len(words), dtype=bool)
-        order = sorted(range(len(words)), key=lambda i: len(words[i]))
+        index: dict[tuple[int, ...], int] = {}
+        slot = np.fromiter((index.setdefault(tuple(w), len(index)) for w in words), dtype=np.int64, count=len(words))
+        uniq = list(index)
+        decided = np.zeros(len(uniq), dtype=bool)
+        order = sorted(range(len(uniq)), key=lambda i: len(uniq[i]))
         i = 0
         while i < len(order):
-            n = len(words[order[i]]) + 2
+            n = len(uniq[order[i]]) + 2
             bsz = max(1, batch_tokens // n)
             chunk = order[i : i + bsz]
-            batch = encode_batch([words[j] for j in chunk], device)
+            batch = encode_batch([uniq[j] for j in chunk], device)
             with _autocast(device, precision):
                 logits = _logits(model, batch)
-            out[chunk] = (logits > 0).cpu().numpy()
+            decided[chunk] = (logits > 0).cpu().numpy()
             i += bsz
-        return out
+        return decided[slot]
 
     return predict
 
