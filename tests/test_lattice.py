@@ -7,6 +7,7 @@ import json
 import pytest
 
 from langclass.core.analysis import analyze, format_table
+from langclass.core.classes import replay
 from langclass.core.automaton import DFA
 from langclass.core.encoding_choice import choose_encodings, encoding_catalogue
 from langclass.core.lattice import (
@@ -153,6 +154,8 @@ def test_over_cap_answers_agree_with_full_analysis():
                 assert res.member == full.classes[key].member, key
         for key in ("ltl_p", "ltl_p_mod", "stutter_invariant", "group"):
             assert capped.classes[key].member is not None
+        for res in capped.classes.values():
+            replay(d, res)
         checked += 1
 
 
