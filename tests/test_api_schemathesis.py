@@ -34,6 +34,7 @@ def _cleanup() -> Iterator[None]:
     yield
     get_database(_SETTINGS).dispose()
     app.state.db.dispose()
+    keyed_app.state.db.dispose()
     shutil.rmtree(_DIR, ignore_errors=True)
 
 
@@ -42,4 +43,21 @@ def _cleanup() -> Iterator[None]:
 def test_api_conforms_to_its_schema(case: Any) -> None:
     # A schema-valid body can still be an invalid language (a regex with a syntax error is a string):
     # those are 4xx by design, so "positive data acceptance" does not apply; every other check does.
+    case.call_and_validate(excluded_checks=[schemathesis.checks.positive_data_acceptance])
+
+
+# The same with API keys configured: guarded operations must answer a documented 401 problem.
+_KEYED_URL = f"sqlite:///{_DIR / 'api-keyed.db'}"
+upgrade(_KEYED_URL)
+_KEYED_SETTINGS = make_settings(
+    _KEYED_URL, worker_slots=0, time_limit_s=5.0, max_states=2_000, max_monoid_size=5_000, max_regex_length=200,
+    api_keys="schemathesis-key-0123", require_key_for_writes=True,
+)
+keyed_app = create_app(_KEYED_SETTINGS)
+keyed_schema = schemathesis.openapi.from_asgi("/openapi.json", keyed_app).include(method=["POST", "DELETE"])
+
+
+@keyed_schema.parametrize()
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+def test_guarded_operations_conform_with_keys_set(case: Any) -> None:
     case.call_and_validate(excluded_checks=[schemathesis.checks.positive_data_acceptance])
