@@ -47,6 +47,13 @@ Result (JSON-ready; ``accuracy_by_length`` keys are decimal strings, as JSON req
 
 N* convention: see :func:`langclass.models.evaluate.longest_perfect_length` (0 when the first
 tested length already fails).
+
+Verdict: an encoding the prediction names sufficient (``prediction.sufficient`` lists encoding
+names or labels) is ``"confirmed"`` when at least one run of its grid reaches N* = the longest
+tested length — Table 2 of the paper reports the best run of the grid — and ``"not_confirmed"``
+otherwise (the theorem guarantees a parameterization, not that optimization finds it); the number
+of runs that reached it is reported alongside. Every other encoding is ``"measured"``: its numbers
+are reported without any claim.
 """
 
 from __future__ import annotations
