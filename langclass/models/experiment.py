@@ -130,7 +130,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "learning_rates": [1e-3],
         "batch_size": 64,
         "max_steps": 1500,
-        "patience": 60,
+        "patience": 200,
         "train_lengths": [1, 40],
         "test_lengths": {"min": 41, "max": 100},
         "eval_per_length": 512,
