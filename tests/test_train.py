@@ -169,3 +169,14 @@ def test_make_predict_matches_single_word_forward():
     got = make_predict(model, torch.device("cpu"), batch_tokens=128)(words)
     alone = np.array([model.accepts([[AA.alphabet[i] for i in w]])[0] for w in words])
     assert got.tolist() == alone.tolist()
+
+
+def test_bfloat16_autocast_path_runs_on_cpu():
+    """The mixed-precision path used on GPUs (autocast to bfloat16) also runs on CPU; parameters stay float32."""
+    s = LanguageSampler(AA, 20)
+    conf = TrainConfig(learning_rate=1e-3, max_steps=3, batch_size=8, train_lengths=(1, 20), patience=None, device="cpu", precision="bfloat16")
+    r = train_recognizer(tiny_config(AA, {"name": "rope_periodic", "periods": 2}), conf, s)
+    assert r.precision == "bfloat16" and r.steps == 3
+    assert all(p.dtype == torch.float32 for p in r.model.parameters())
+    out = make_predict(r.model, torch.device("cpu"), "bfloat16")([(0, 0), (1,), ()])
+    assert out.dtype == bool and out.shape == (3,)
