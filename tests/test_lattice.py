@@ -178,3 +178,18 @@ def test_time_limit_leaves_classes_undecided():
     r = analyze(DFA.from_table("abc", t, 0, [0]), Limits(max_monoid_size=10**6, time_limit_s=0.01))
     assert r.monoid_summary["error"]["limit"] == "time_limit_s"
     assert r.classes["ltl_p"].member is False and r.classes["fo_mod"].member is None
+
+
+def test_time_limit_inside_the_algebraic_tests_is_reported_not_a_crash():
+    """The deadline can fire after the monoid is built (in the local tests or the extra facts):
+    the analysis still returns, naming ``time_limit_s`` where it stopped, and never mixes a
+    partial record into the automaton/algebra cross-checks."""
+    from langclass.core.parse import parse_regex
+
+    dfa = parse_regex("(a|b|c)*a(a|b|c){6}", list("abc"))
+    r = analyze(dfa, Limits(time_limit_s=0.3)).to_dict()
+    stopped = [k for k, v in r["classes"].items() if (v.get("error") or {}).get("limit") == "time_limit_s"]
+    stopped += ["extra"] if (r["extra"].get("error") or {}).get("limit") == "time_limit_s" else []
+    stopped += ["monoid"] if (r["monoid"].get("error") or {}).get("limit") == "time_limit_s" else []
+    assert stopped, "a 0.3 s limit on a 4 s analysis must stop somewhere and say so"
+    assert r["classes"]["ltl_p"]["member"] is False and r["classes"]["ltl_p_mod"]["member"] is False

@@ -188,8 +188,8 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
                 results[key] = _limit_result(key, err)
         try:
             extra.update(monoid_extras(ctx))
-        except LimitExceeded:
-            pass
+        except LimitExceeded as err:  # the extra facts are optional; say which limit stopped them
+            extra["error"] = err.to_dict()
         summary = _monoid_summary(monoid)
     else:
         for key in CLASS_KEYS:
@@ -225,7 +225,7 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
     members = {k: results[k].member for k in CLASS_KEYS}
     period = results["ltl_p_mod"].period
     check_consistency(members, period=period, monoid_size=monoid.size if monoid is not None else None)
-    if monoid is not None:
+    if monoid is not None and "r_trivial" in extra:
         # independent tests must agree: automaton vs algebra
         if extra["r_trivial"] != members["ltl_p"]:
             raise LatticeViolation("partially ordered minimal DFA disagrees with R-triviality of the monoid")

@@ -293,6 +293,7 @@ class Context:
         X = M.elements.astype(np.intp)
         maxi: list[int] = []
         for e in order.tolist():
+            self.check_time("maximal idempotents")
             ee = X[e]
             if maxi:
                 F = X[maxi]  # [r, n]
@@ -866,6 +867,7 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
     plan = []
     for e in maxi:
         for f in maxi:
+            ctx.check_time("locally threshold testable")
             A = np.flatnonzero(_cached_mask(ctx, masks, e, f))
             B = np.flatnonzero(_cached_mask(ctx, masks, f, e))
             work += B.size * A.size * A.size * n
@@ -879,6 +881,7 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
             continue
         XA = X[A]  # [p, n]
         for b in B.tolist():
+            ctx.check_time("locally threshold testable")
             P = X[b][XA]  # a·b : [p, n]
             L = XA[np.arange(A.size)[None, :, None], P[:, None, :]]  # [a, c, n]: (a·b)·c
             bad = ~(L == L.transpose(1, 0, 2)).all(axis=2)
@@ -924,6 +927,7 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
     nontriv_L = np.bincount(L)[L] > 1
     locally_l = True
     for e in ctx.maximal_idempotents.tolist():
+        ctx.check_time("extra facts")
         ids = np.flatnonzero(ctx.local_mask(e) & nontriv_L)
         if ids.size and np.unique(L[ids]).size < ids.size:
             locally_l = False
@@ -939,6 +943,7 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
     stable_lr = True
     # e' ≤ e ⇒ e'Te' ⊆ eTe, and E(T) = E(η(Σ⁺)) (e = η(w) ⇒ e = η(w^s)): maximal idempotents suffice
     for e in ctx.maximal_idempotents.tolist():
+        ctx.check_time("extra facts")
         ids = np.flatnonzero(ctx.local_mask(e) & T & M.regular)
         if ids.size and np.unique(R[ids]).size < ids.size:
             stable_lr = False
