@@ -184,6 +184,7 @@ def test_time_limit_inside_the_algebraic_tests_is_reported_not_a_crash():
     """The deadline can fire after the monoid is built (in the local tests or the extra facts):
     the analysis still returns, naming ``time_limit_s`` where it stopped, and never mixes a
     partial record into the automaton/algebra cross-checks."""
+    from langclass.core.limits import Limits
     from langclass.core.parse import parse_regex
 
     dfa = parse_regex("(a|b|c)*a(a|b|c){6}", list("abc"))
