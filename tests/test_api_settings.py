@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
-from pydantic import ValidationError
+import os
+import subprocess
+import sys
+from pathlib import Path
 
-from langclass.app.settings import Settings, get_settings
+import pytest
+
+from langclass.app.settings import Settings, SettingsError, get_settings
 
 
 def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,8 +42,44 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_invalid_values_stop_start_up(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
     monkeypatch.setenv(name, value)
-    with pytest.raises(ValidationError):
+    with pytest.raises(SettingsError) as info:
         Settings()
+    assert name in str(info.value)
+    assert info.value.__suppress_context__  # pydantic's text (which echoes inputs) is not chained
+
+
+def test_settings_errors_never_echo_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "RealSecretKey-9f8e7d6c"
+    monkeypatch.setenv("LANGCLASS_API_KEYS", f"{secret},abc")
+    with pytest.raises(SettingsError) as info:
+        Settings()
+    text = str(info.value)
+    assert secret not in text and "abc" not in text
+    assert "LANGCLASS_API_KEYS" in text and "entry 1" in text
+    assert "entries 0, 2" in str(pytest.raises(SettingsError, Settings, api_keys=f"changeme,{secret},xxx").value)
+
+
+def test_repr_hides_keys_and_database_password() -> None:
+    s = Settings(api_keys="RealSecretKey-9f8e7d6c", database_url="postgresql+psycopg://u:hunter2-pass@h:5432/d")
+    assert "RealSecretKey" not in repr(s) and "RealSecretKey" not in str(s)
+    assert "hunter2-pass" not in repr(s) and "u:***@h" in repr(s)
+    assert s.database_url.endswith("hunter2-pass@h:5432/d")  # the value itself is intact
+
+
+@pytest.mark.parametrize("keys", ["RealSecretKey-9f8e7d6c,abc", "changeme"])
+def test_cli_start_up_with_bad_settings_is_one_clean_line(keys: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANGCLASS_")}
+    env.update(LANGCLASS_API_KEYS=keys, LANGCLASS_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}")
+    proc = subprocess.run([sys.executable, "-m", "langclass.app.cli", "serve"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error (invalid-settings): LANGCLASS_API_KEYS: entr"), proc.stderr
+    assert "Traceback" not in proc.stderr and "RealSecretKey" not in proc.stderr + proc.stdout
+
+
+def test_monoid_entries_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LANGCLASS_MAX_MONOID_ENTRIES", "1234")
+    assert Settings().limits().max_monoid_entries == 1234
 
 
 def test_get_settings_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:

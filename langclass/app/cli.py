@@ -24,7 +24,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..core.errors import InputError, LangclassError
-from .settings import Settings, get_settings
+from .settings import Settings, SettingsError, get_settings
 
 __all__ = ["app", "main", "SUBCOMMAND_MODULES", "parse_alphabet"]
 
@@ -43,6 +43,22 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Database migrations (Alembic).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+
+
+def _settings_error(err: SettingsError) -> None:
+    """Print invalid settings as one line each (never their values) and exit with status 2."""
+    for e in err.errors:
+        typer.echo(f"error (invalid-settings): {e['variable']}: {e['message']}", err=True)
+
+
+@app.callback()
+def _check_settings() -> None:
+    """Validate the LANGCLASS_* settings before any command runs (clean error, exit 2)."""
+    try:
+        get_settings()
+    except SettingsError as err:
+        _settings_error(err)
+        raise typer.Exit(code=2) from None
 
 
 def parse_alphabet(text: str) -> list[str]:
@@ -177,7 +193,11 @@ _register_subcommands()
 
 def main() -> None:
     """Console-script entry point (``langclass``)."""
-    app()
+    try:
+        app()
+    except SettingsError as err:  # settings read later (e.g. in a uvicorn worker process)
+        _settings_error(err)
+        sys.exit(2)
 
 
 if __name__ == "__main__":  # pragma: no cover

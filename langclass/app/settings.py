@@ -17,14 +17,30 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from typing import Any
+
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ..core.limits import Limits
 
-__all__ = ["Settings", "get_settings"]
+__all__ = ["Settings", "SettingsError", "get_settings"]
 
 _PLACEHOLDER_KEYS = {"changeme", "change-me", "secret", "placeholder", "your-key", "xxx"}
+
+
+class SettingsError(ValueError):
+    """Invalid settings: one line per offending ``LANGCLASS_*`` variable, never echoing a value.
+
+    Raised instead of pydantic's ``ValidationError`` (whose text repeats the raw input, which for
+    ``LANGCLASS_API_KEYS`` would print valid secrets to logs and terminals). ``errors`` holds
+    ``{"variable", "message"}`` per problem.
+    """
+
+    def __init__(self, errors: list[dict[str, str]]) -> None:
+        self.errors = errors
+        lines = [f"{e['variable']}: {e['message']}" for e in errors]
+        super().__init__("invalid settings: " + "; ".join(lines))
 
 
 class Settings(BaseSettings):
@@ -39,7 +55,9 @@ class Settings(BaseSettings):
             (storing a language). Classification without storing (``POST /v1/classify``) and reads
             stay open.
         max_body_bytes: largest accepted request body; larger bodies get 413.
-        max_regex_length ... time_limit_s: the :class:`~langclass.core.limits.Limits` of one
+        max_json_depth: deepest nesting of arrays/objects in a JSON request body (422
+            ``limit-exceeded`` naming ``max_json_depth`` beyond it).
+        max_regex_length ... max_monoid_entries, time_limit_s: the :class:`~langclass.core.limits.Limits` of one
             classification request (time in seconds of wall clock).
         classify_concurrency: classifications running at once; further requests wait.
         classify_isolation: ``"process"`` (default): each classification runs in a worker process
@@ -70,12 +88,14 @@ class Settings(BaseSettings):
 
     # --- request size and classification limits -----------------------------------------
     max_body_bytes: int = Field(1_000_000, ge=1_024)
+    max_json_depth: int = Field(64, ge=2, le=500)
     max_regex_length: int = Field(10_000, ge=1)
     max_nesting_depth: int = Field(200, ge=1)
     max_repetition: int = Field(1_000, ge=0)
     max_states: int = Field(100_000, ge=1)
     max_alphabet: int = Field(64, ge=1)
     max_monoid_size: int = Field(100_000, ge=1)
+    max_monoid_entries: int = Field(100_000_000, ge=1)
     max_k_automaton_letters: int = Field(1_000_000, ge=1)
     time_limit_s: float | None = Field(30.0, gt=0)
     classify_concurrency: int = Field(2, ge=1)
@@ -99,6 +119,20 @@ class Settings(BaseSettings):
     job_max_attempts: int = Field(3, ge=1)
     job_checkpoint_dir: str | None = None
 
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            # pydantic's text repeats every raw input (secrets included): report names only
+            raise SettingsError(_describe(exc)) from None
+
+    def __repr_args__(self) -> Any:
+        # api_keys are left out (repr=False); a password in the database URL is masked
+        for name, value in super().__repr_args__():
+            if name == "database_url" and isinstance(value, str):
+                value = _mask_url(value)
+            yield name, value
+
     @field_validator("api_keys", mode="before")
     @classmethod
     def _split_keys(cls, value: object) -> object:
@@ -108,12 +142,17 @@ class Settings(BaseSettings):
             return [k.strip() for k in value.split(",") if k.strip()]
         return value
 
-    @model_validator(mode="after")
-    def _refuse_placeholder_keys(self) -> "Settings":
-        for key in self.api_keys:
-            if key.lower() in _PLACEHOLDER_KEYS or len(key) < 8:
-                raise ValueError("LANGCLASS_API_KEYS holds a placeholder or a key shorter than 8 characters")
-        return self
+    @field_validator("api_keys", mode="after")
+    @classmethod
+    def _refuse_placeholder_keys(cls, keys: list[str]) -> list[str]:
+        bad = [i for i, key in enumerate(keys) if key.lower() in _PLACEHOLDER_KEYS or len(key) < 8]
+        if bad:
+            which = ", ".join(str(i) for i in bad)
+            raise ValueError(
+                f"entr{'y' if len(bad) == 1 else 'ies'} {which} (0-based, comma-separated) "
+                "is a placeholder or shorter than 8 characters"
+            )
+        return keys
 
     @property
     def auth_enabled(self) -> bool:
@@ -129,6 +168,7 @@ class Settings(BaseSettings):
             max_states=self.max_states,
             max_alphabet=self.max_alphabet,
             max_monoid_size=self.max_monoid_size,
+            max_monoid_entries=self.max_monoid_entries,
             max_k_automaton_letters=self.max_k_automaton_letters,
             time_limit_s=self.time_limit_s,
         )
@@ -136,6 +176,32 @@ class Settings(BaseSettings):
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+
+def _mask_url(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL SQLAlchemy can parse: hide everything after the scheme
+        return url.split("://", 1)[0] + "://***" if "://" in url else "***"
+
+
+def _describe(exc: ValidationError) -> list[dict[str, str]]:
+    """``{"variable", "message"}`` per error of ``exc`` — pydantic's message without the input."""
+    out = []
+    for err in exc.errors(include_input=False, include_url=False):
+        loc = [str(p) for p in err.get("loc", ())]
+        name = loc[0] if loc else ""
+        variable = f"LANGCLASS_{name.upper()}" if name else "LANGCLASS_*"
+        message = str(err.get("msg", "invalid value"))
+        if message.startswith("Value error, "):
+            message = message[len("Value error, "):]
+        if len(loc) > 1 and name != "api_keys":
+            message = f"{'.'.join(loc[1:])}: {message}"
+        out.append({"variable": variable, "message": message})
+    return out
 
 
 @lru_cache(maxsize=1)

@@ -26,6 +26,7 @@ class Limits:
         max_states: states of any intermediate DFA (after determinization, products).
         max_alphabet: symbols in the alphabet.
         max_monoid_size: elements of the transition monoid.
+        max_monoid_entries: stored entries (elements × states) of the transition monoid's table.
         max_k_automaton_letters: letters (= |Σ|^k) of a k-automaton built eagerly.
         time_limit_s: wall-clock seconds of one analysis (None = unlimited).
     """
@@ -36,6 +37,7 @@ class Limits:
     max_states: int = 100_000
     max_alphabet: int = 64
     max_monoid_size: int = 100_000
+    max_monoid_entries: int = 100_000_000
     max_k_automaton_letters: int = 1_000_000
     time_limit_s: float | None = 60.0
 
