@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -180,17 +181,44 @@ def test_time_limit_leaves_classes_undecided():
     assert r.classes["ltl_p"].member is False and r.classes["fo_mod"].member is None
 
 
-def test_time_limit_inside_the_algebraic_tests_is_reported_not_a_crash():
+@pytest.mark.parametrize("step", ["multiplication table", "maximal idempotents", "local submonoids", "LTL[P,Y]",
+                                  "locally testable", "locally threshold testable", "extra facts"])
+def test_time_limit_inside_the_algebraic_tests_is_reported_not_a_crash(monkeypatch, step):
     """The deadline can fire after the monoid is built (in the local tests or the extra facts):
     the analysis still returns, naming ``time_limit_s`` where it stopped, and never mixes a
-    partial record into the automaton/algebra cross-checks."""
-    from langclass.core.limits import Limits
+    partial record into the automaton/algebra cross-checks.
+
+    The analysis is fast now, so wall-clock time cannot be relied on to expire inside a given step:
+    a deadline that expires at the first check of ``step`` (and stays expired) makes it deterministic.
+    """
+    from langclass.core.limits import Deadline, Limits
     from langclass.core.parse import parse_regex
 
+    class StepDeadline(Deadline):
+        __slots__ = ("fired",)
+
+        def __init__(self) -> None:
+            super().__init__(0.3)
+            self.fired = False
+
+        def check(self, s: str = "") -> None:
+            self.fired = self.fired or s == step
+            if self.fired:
+                self._end = time.monotonic() - 1.0
+            super().check(s)
+
+    made: list[StepDeadline] = []
+
+    def deadline(self):
+        made.append(StepDeadline())
+        return made[-1]
+
     dfa = parse_regex("(a|b|c)*a(a|b|c){6}", list("abc"))
+    monkeypatch.setattr(Limits, "deadline", deadline)
     r = analyze(dfa, Limits(time_limit_s=0.3)).to_dict()
+    assert len(made) == 1 and made[0].fired, f"the step {step!r} was never checked against the deadline"
     stopped = [k for k, v in r["classes"].items() if (v.get("error") or {}).get("limit") == "time_limit_s"]
     stopped += ["extra"] if (r["extra"].get("error") or {}).get("limit") == "time_limit_s" else []
-    stopped += ["monoid"] if (r["monoid"].get("error") or {}).get("limit") == "time_limit_s" else []
-    assert stopped, "a 0.3 s limit on a 4 s analysis must stop somewhere and say so"
+    assert stopped, f"a deadline expiring in {step!r} must stop somewhere and say so"
+    assert (r["monoid"].get("error") or {}).get("limit") is None, "the monoid was built before the step"
     assert r["classes"]["ltl_p"]["member"] is False and r["classes"]["ltl_p_mod"]["member"] is False

@@ -18,7 +18,7 @@ Algebraic tests on M (Green's relations, idempotents, stable semigroup T = η(Σ
 
 * star-free: M aperiodic (Schützenberger 1965).
 * LTL[P,Y]: η(Σ⁺) locally R-trivial; checked on the maximal idempotents e of η(Σ⁺) (e' ≤ e ⇒
-  e'Se' ⊆ eSe) using that R on eSe is the restriction of R on M.
+  e'Se' ⊆ eSe), one per D-class (eSe ≅ e'Se' for e D e'), using that R on eSe is the restriction of R on M.
 * FO²[<] (DA): every regular element is idempotent (Schützenberger 1976; Tesson–Thérien 2002).
 * FO²[<,MOD] (QDA): every element of T that is regular in M is idempotent (an element of T is
   regular in T iff it is regular in M: x = x m x ⇒ x = x·(mx)^{s-1}m·x with (mx)^{s-1}m ∈ T).
@@ -27,7 +27,12 @@ Algebraic tests on M (Green's relations, idempotents, stable semigroup T = η(Σ
 * locally testable: eSe idempotent and commutative for every idempotent e of η(Σ⁺) (Brzozowski–Simon
   1973, McNaughton 1974).
 * locally threshold testable: η(Σ⁺) aperiodic and e x f y e z f = e z f y e x f for idempotents e, f
-  (Beauquier–Pin 1989, Thérien–Weiss 1985); checked on maximal idempotents, as a, c ∈ eSf, b ∈ fSe.
+  (Beauquier–Pin 1989, Thérien–Weiss 1985); checked on maximal idempotents, one per D-class, as
+  a·b·c = c·b·a for a, c ∈ eSf, b ∈ fSe.
+
+The local tests read e·M and M·f off the multiplication table (built lookup-free from the Cayley
+graphs, :meth:`TransitionMonoid.multiplication_table`) when m² ≤ MULT_TABLE_MAX_ENTRIES, else row by
+row from the Cayley graphs; :meth:`Context.maximal_idempotent_reps` proves the D-class reduction.
 """
 
 from __future__ import annotations
@@ -78,6 +83,9 @@ beyond it the answer is unknown (``LimitExceeded``)."""
 
 HASSE_MAX_STATES = 64
 """The Hasse diagram of A_k is included in LTL[P,MOD] certificates up to this many states (and k·n ≤ 4096)."""
+
+MULT_TABLE_MAX_ENTRIES = 16_000_000
+"""The algebraic tests use the full multiplication table (int32, 64 MB at the cap) when m² is at most this."""
 
 CERT_LIST_MAX = 1000
 """Lists in certificates (state orders, components) are cut at this length (``"truncated": true``)."""
@@ -282,6 +290,27 @@ class Context:
         return np.flatnonzero(M.idempotent & M.in_semigroup)
 
     @cached_property
+    def mult_table(self) -> np.ndarray | None:
+        """The multiplication table ``[m, m]`` of the monoid (x·y at ``[x, y]``) when m² ≤
+        :data:`MULT_TABLE_MAX_ENTRIES`, else ``None`` (rows and columns are then computed on demand)."""
+        M = self.monoid
+        if M.size * M.size > MULT_TABLE_MAX_ENTRIES:
+            return None
+        return M.multiplication_table(self.deadline, MULT_TABLE_MAX_ENTRIES)
+
+    def left_rows(self, xs) -> np.ndarray:
+        """``[len(xs), m]``: ids of xs[i]·y for every element y (table rows, or the right Cayley graph)."""
+        T = self.mult_table
+        xs = np.asarray(xs, dtype=np.int64).reshape(-1)
+        return T[xs].astype(np.int64) if T is not None else self.monoid.left_multiples(xs, self.deadline)
+
+    def right_cols(self, ys) -> np.ndarray:
+        """``[m, len(ys)]``: ids of x·ys[j] for every element x (table columns, or the left Cayley graph)."""
+        T = self.mult_table
+        ys = np.asarray(ys, dtype=np.int64).reshape(-1)
+        return T[:, ys].astype(np.int64) if T is not None else self.monoid.right_multiples(ys, self.deadline)
+
+    @cached_property
     def maximal_idempotents(self) -> np.ndarray:
         """Idempotents of η(Σ⁺) maximal for e ≤ f ⇔ e = ef = fe (e ≤ f ⇒ |im e| ≤ |im f|, equality only if e = f)."""
         M = self.monoid
@@ -290,18 +319,66 @@ class Context:
             return np.array([0], dtype=np.int64)
         rank = np.array([np.unique(M.elements[e]).size for e in E.tolist()], dtype=np.int64)
         order = E[np.argsort(-rank, kind="stable")]
-        X = M.elements.astype(np.intp)
-        maxi: list[int] = []
+        T = self.mult_table
+        X = M.elements.astype(np.intp) if T is None else None
+        maxi = np.empty(order.size, dtype=np.int64)
+        r = 0
         for e in order.tolist():
             self.check_time("maximal idempotents")
-            ee = X[e]
-            if maxi:
-                F = X[maxi]  # [r, n]
-                below = (ee[F] == ee).all(axis=1) & (F[:, ee] == ee).all(axis=1)  # e·f = e (f∘e) and f·e = e
+            if r:
+                F = maxi[:r]
+                if T is not None:
+                    below = (T[e, F] == e) & (T[F, e] == e)  # e·f = e and f·e = e
+                else:
+                    ee, XF = X[e], X[F]  # [r, n]
+                    below = (ee[XF] == ee).all(axis=1) & (XF[:, ee] == ee).all(axis=1)
                 if below.any():
                     continue
-            maxi.append(e)
-        return np.asarray(maxi, dtype=np.int64)
+            maxi[r] = e
+            r += 1
+        return maxi[:r].copy()
+
+    @cached_property
+    def maximal_idempotent_reps(self) -> np.ndarray:
+        """One maximal idempotent of η(Σ⁺) per D-class (the first in :attr:`maximal_idempotents`).
+
+        Why one per D-class suffices: idempotents e D e' are conjugate, e = a·ā and e' = ā·a with
+        e·a = a = a·e', ā·e = ā = e'·ā (Miller–Clifford; see J.-E. Pin, *Mathematical Foundations of
+        Automata Theory*, ch. V; J. M. Howie, *Fundamentals of Semigroup Theory*, ch. 2: take a ∈ R_e ∩ L_e'
+        and its inverse ā ∈ R_e' ∩ L_e). Then
+
+        * s ↦ ā·s·a is an isomorphism eSe → e'Se' with inverse s' ↦ a·s'·ā (ā s a · ā t a =
+          ā s e t a = ā (s t) a and a ā s a ā = e s e = s), so every property of the local monoid
+          eSe invariant under isomorphism — R-/L-triviality, being idempotent and commutative —
+          holds for e iff it holds for e' (R in eSe is R of M restricted: x = y·m ⇒ x = y·(e m e));
+        * for the Beauquier–Pin identity at (e, f): φ(s) = ā·s is a bijection eSf → e'Sf (inverse
+          s' ↦ a·s'), ψ(t) = t·a a bijection fSe → fSe' (inverse t' ↦ t'·ā), and
+          φ(s₁)ψ(t)φ(s₂) = ā s₁ t e s₂ = ā·(s₁ t s₂), left-cancellable by a (a·ā·u = e·u = u for
+          u ∈ eS); so s₁ t s₂ = s₂ t s₁ on (e, f) iff on (e', f). Dually for f (s ↦ s·b, t ↦ b̄·t).
+
+        All of these are also inherited downwards (e' ≤ e ⇒ e'Se' ⊆ eSe, e'Sf' ⊆ eSf), so checking
+        them on these representatives decides them for every idempotent.
+        """
+        maxi = self.maximal_idempotents
+        J = self.monoid.green["J"]  # J = D (finite monoid); D of η(Σ⁺) is the restriction (S¹ = M)
+        _, first = np.unique(J[maxi], return_index=True)
+        return maxi[np.sort(first)]
+
+    def fixed_masks(self, es) -> tuple[np.ndarray, np.ndarray]:
+        """Boolean ``([r, m], [r, m])`` for idempotents es: ``[i, x]`` is e·x = x (x ∈ eM), resp.
+        x·e = x (x ∈ Me). Row i of the first times row j of the second is e_iMe_j."""
+        es = np.asarray(es, dtype=np.int64).reshape(-1)
+        m = self.monoid.size
+        ar = np.arange(m)
+        lm = np.empty((es.size, m), dtype=bool)
+        rm = np.empty((es.size, m), dtype=bool)
+        chunk = max(1, 4_000_000 // max(1, m))
+        for c0 in range(0, es.size, chunk):
+            self.check_time("local submonoids")
+            sub = es[c0:c0 + chunk]
+            lm[c0:c0 + sub.size] = self.left_rows(sub) == ar[None, :]
+            rm[c0:c0 + sub.size] = (self.right_cols(sub) == ar[:, None]).T
+        return lm, rm
 
     def local_mask(self, e: int, f: int | None = None) -> np.ndarray:
         """Boolean ``[m]``: x ∈ eMf, i.e. e·x = x and x·f = x (f defaults to e)."""
@@ -309,6 +386,14 @@ class Context:
         f = e if f is None else f
         if e == 0 and f == 0:  # the identity: 1·M·1 = M
             return np.ones(M.size, dtype=bool)
+        lm, _ = self.fixed_masks([e])
+        _, rm = self.fixed_masks([f])
+        return lm[0] & rm[0]
+
+    def local_mask_reference(self, e: int, f: int | None = None) -> np.ndarray:
+        """:meth:`local_mask` by composing transformations (O(m·n)); the definition, kept for cross-checks."""
+        M = self.monoid
+        f = e if f is None else f
         X = M.elements.astype(np.intp)
         ea, fa = X[e], X[f]
         return (X[:, ea] == X).all(axis=1) & (fa[X] == X).all(axis=1)
@@ -749,16 +834,18 @@ def decide_piecewise_testable(ctx: Context) -> ClassResult:
 def decide_ltl_p_y(ctx: Context) -> ClassResult:
     """LTL[P,Y] ⇔ η(Σ⁺) is locally R-trivial: for every idempotent e, eSe is R-trivial.
 
-    Checked on the maximal idempotents (e' ≤ e ⇒ e'Se' ⊆ eSe); R on eSe is R on M restricted
-    (x = y·m ⇒ x = y·(e m e)).
+    Checked on one maximal idempotent per D-class (e' ≤ e ⇒ e'Se' ⊆ eSe; eSe ≅ e'Se' when e D e',
+    see :attr:`Context.maximal_idempotent_reps`); R on eSe is R on M restricted (x = y·m ⇒ x = y·(e m e)).
     """
     M = _need_monoid(ctx)
     R = M.green["R"]
     nontriv = np.bincount(R)[R] > 1
     checked = []
-    for e in ctx.maximal_idempotents.tolist():
+    reps = ctx.maximal_idempotent_reps
+    lm, rm = ctx.fixed_masks(reps)
+    for i, e in enumerate(reps.tolist()):
         ctx.check_time("LTL[P,Y]")
-        mask = ctx.local_mask(e)
+        mask = lm[i] & rm[i]
         ids = np.flatnonzero(mask & nontriv)
         checked.append({"e": _wl(_sword(M, e)), "eSe_size": int(mask.sum())})
         if ids.size:
@@ -777,24 +864,37 @@ def decide_ltl_p_y(ctx: Context) -> ClassResult:
                                "are distinct R-equivalent elements of eSe, so the syntactic semigroup is not locally R-trivial",
                                wit, wit)
     return _result("ltl_p_y", True,
-                   f"eSe is R-trivial for each of the {len(checked)} maximal idempotents e of the syntactic semigroup "
-                   "(hence for every idempotent), so it is locally R-trivial",
+                   f"eSe is R-trivial for a maximal idempotent e of each of the {len(checked)} D-classes of maximal "
+                   "idempotents of the syntactic semigroup (hence for every idempotent), so it is locally R-trivial",
                    {"maximal_idempotents": checked[:CERT_LIST_MAX], "truncated": len(checked) > CERT_LIST_MAX}, None)
 
 
 def decide_locally_testable(ctx: Context) -> ClassResult:
     """Locally testable ⇔ eSe is idempotent and commutative for every idempotent e of η(Σ⁺)
-    (Brzozowski & Simon 1973; McNaughton 1974). Checked on maximal idempotents."""
+    (Brzozowski & Simon 1973; McNaughton 1974). Checked on one maximal idempotent per D-class
+    (see :attr:`Context.maximal_idempotent_reps`).
+
+    Raises:
+        LimitExceeded: ``lt_commutativity_work`` when the pairs of some eSe exceed :data:`LTT_WORK_BUDGET`.
+    """
     M = _need_monoid(ctx)
+    T = ctx.mult_table
     X = M.elements.astype(np.intp)
+    cost = 1 if T is not None else M.num_states  # entries compared per product
     checked = []
-    for e in ctx.maximal_idempotents.tolist():
+    reps = ctx.maximal_idempotent_reps
+    lm, rm = ctx.fixed_masks(reps)
+    for i, e in enumerate(reps.tolist()):
         ctx.check_time("locally testable")
-        ids = np.flatnonzero(ctx.local_mask(e))
+        ids = np.flatnonzero(lm[i] & rm[i])
         checked.append({"e": _wl(_sword(M, e)), "eSe_size": int(ids.size)})
-        A = X[ids]
-        idem = (np.take_along_axis(A, A, axis=1) == A).all(axis=1)
         ew = _sword(M, e)
+        if T is not None:
+            sq = T[ids, ids]
+            idem = sq == ids
+        else:
+            A = X[ids]
+            idem = (np.take_along_axis(A, A, axis=1) == A).all(axis=1)
         if not idem.all():
             x = int(ids[np.flatnonzero(~idem)[0]])
             xx = M.multiply(x, x)
@@ -803,33 +903,53 @@ def decide_locally_testable(ctx: Context) -> ClassResult:
             return _result("locally_testable", False,
                            f"x = η({_show(M.word(x))}) lies in eSe for e = η({_show(ew)}) but x·x ≠ x", wit, wit)
         r = ids.size
-        if r * r * M.num_states > LTT_WORK_BUDGET:
+        if r * r * cost > LTT_WORK_BUDGET:
             raise LimitExceeded("lt_commutativity_work", LTT_WORK_BUDGET,
-                                f"checking commutativity of eSe ({r} elements) needs {r * r * M.num_states} comparisons")
-        chunk = max(1, 4_000_000 // max(1, r * M.num_states))
-        for c0 in range(0, r, chunk):
-            sub = A[c0:c0 + chunk]  # [c, n]
-            XY = A[np.arange(r)[None, :, None], sub[:, None, :]]  # [c, r, n]: x_i then x_j
-            YX = sub[np.arange(sub.shape[0])[:, None, None], A[None, :, :]]  # x_j then x_i
-            bad = ~(XY == YX).all(axis=2)
-            if bad.any():
-                i, j = (int(v) for v in np.argwhere(bad)[0])
-                x, y = int(ids[c0 + i]), int(ids[j])
-                xy, yx = M.multiply(x, y), M.multiply(y, x)
-                wit = {"e": _wl(ew), "x": _wl(_sword(M, x)), "y": _wl(_sword(M, y)), "kind": "not commutative",
-                       "context": ctx.element_context(xy, yx), "check": "x, y ∈ eSe but x·y ≠ y·x"}
-                return _result("locally_testable", False,
-                               f"x = η({_show(M.word(x))}) and y = η({_show(M.word(y))}) lie in eSe for e = η({_show(ew)}) "
-                               "but do not commute", wit, wit)
+                                f"checking commutativity of eSe ({r} elements) needs {r * r * cost} comparisons")
+        bad_pair = None
+        if T is not None:
+            chunk = max(1, 4_000_000 // max(1, r))
+            for c0 in range(0, r, chunk):
+                ctx.check_time("locally testable")
+                sub = ids[c0:c0 + chunk]
+                bad = T[np.ix_(sub, ids)] != T[np.ix_(ids, sub)].T  # x_i·x_j ≠ x_j·x_i
+                if bad.any():
+                    i0, j0 = (int(v) for v in np.argwhere(bad)[0])
+                    bad_pair = (int(sub[i0]), int(ids[j0]))
+                    break
+        else:
+            A = X[ids]
+            chunk = max(1, 4_000_000 // max(1, r * M.num_states))
+            for c0 in range(0, r, chunk):
+                ctx.check_time("locally testable")
+                sub = A[c0:c0 + chunk]  # [c, n]
+                XY = A[np.arange(r)[None, :, None], sub[:, None, :]]  # [c, r, n]: x_i then x_j
+                YX = sub[np.arange(sub.shape[0])[:, None, None], A[None, :, :]]  # x_j then x_i
+                bad = ~(XY == YX).all(axis=2)
+                if bad.any():
+                    i0, j0 = (int(v) for v in np.argwhere(bad)[0])
+                    bad_pair = (int(ids[c0 + i0]), int(ids[j0]))
+                    break
+        if bad_pair is not None:
+            x, y = bad_pair
+            xy, yx = M.multiply(x, y), M.multiply(y, x)
+            wit = {"e": _wl(ew), "x": _wl(_sword(M, x)), "y": _wl(_sword(M, y)), "kind": "not commutative",
+                   "context": ctx.element_context(xy, yx), "check": "x, y ∈ eSe but x·y ≠ y·x"}
+            return _result("locally_testable", False,
+                           f"x = η({_show(M.word(x))}) and y = η({_show(M.word(y))}) lie in eSe for e = η({_show(ew)}) "
+                           "but do not commute", wit, wit)
     return _result("locally_testable", True,
-                   f"eSe is an idempotent commutative monoid for each of the {len(checked)} maximal idempotents e",
+                   f"eSe is an idempotent commutative monoid for a maximal idempotent e of each of the {len(checked)} "
+                   "D-classes of maximal idempotents (hence for every idempotent)",
                    {"maximal_idempotents": checked[:CERT_LIST_MAX], "truncated": len(checked) > CERT_LIST_MAX}, None)
 
 
 def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
     """Locally threshold testable = FO[+1] ⇔ η(Σ⁺) aperiodic and e x f y e z f = e z f y e x f for all
     idempotents e, f (Beauquier & Pin 1989; Thérien & Weiss 1985), checked as a·b·c = c·b·a for
-    a, c ∈ eSf and b ∈ fSe on maximal idempotents e, f (smaller ones give subsets of these).
+    a, c ∈ eSf and b ∈ fSe on maximal idempotents e, f (smaller ones give subsets of these), one per
+    D-class (the identity holds at (e, f) iff at (e', f') for e D e', f D f'; see
+    :attr:`Context.maximal_idempotent_reps`).
 
     Raises:
         LimitExceeded: ``ltt_identity_work`` when the exhaustive check exceeds :data:`LTT_WORK_BUDGET`.
@@ -843,7 +963,6 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
         return _result("locally_threshold_testable", False,
                        f"the syntactic semigroup is not aperiodic (the word {_show(M.word(x))} is a counter)", wit, wit)
     X = M.elements.astype(np.intp)
-    maxi = ctx.maximal_idempotents.tolist()
     n = M.num_states
     if M.identity_in_semigroup:
         # e = f = 1: the identity reads x y z = z y x on S = M, i.e. M commutative (y = 1), and a commutative
@@ -862,15 +981,19 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
                                    "do not commute", wit, wit)
         return _result("locally_threshold_testable", True,
                        "the syntactic semigroup contains 1 and is aperiodic and commutative", {"commutative": True}, None)
-    masks = {}
+    T = ctx.mult_table
+    cost = 1 if T is not None else n
+    reps = ctx.maximal_idempotent_reps
+    lm, rm = ctx.fixed_masks(reps)
+    lm &= M.in_semigroup[None, :]
     work = 0
     plan = []
-    for e in maxi:
-        for f in maxi:
+    for i, e in enumerate(reps.tolist()):
+        for j, f in enumerate(reps.tolist()):
             ctx.check_time("locally threshold testable")
-            A = np.flatnonzero(_cached_mask(ctx, masks, e, f))
-            B = np.flatnonzero(_cached_mask(ctx, masks, f, e))
-            work += B.size * A.size * A.size * n
+            A = np.flatnonzero(lm[i] & rm[j])  # eSf
+            B = np.flatnonzero(lm[j] & rm[i])  # fSe
+            work += B.size * A.size * A.size * cost
             plan.append((e, f, A, B))
     if work > LTT_WORK_BUDGET:
         raise LimitExceeded("ltt_identity_work", LTT_WORK_BUDGET,
@@ -879,34 +1002,46 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
         ctx.check_time("locally threshold testable")
         if A.size == 0 or B.size == 0:
             continue
-        XA = X[A]  # [p, n]
-        for b in B.tolist():
-            ctx.check_time("locally threshold testable")
-            P = X[b][XA]  # a·b : [p, n]
-            L = XA[np.arange(A.size)[None, :, None], P[:, None, :]]  # [a, c, n]: (a·b)·c
-            bad = ~(L == L.transpose(1, 0, 2)).all(axis=2)
-            if bad.any():
-                i, j = (int(v) for v in np.argwhere(bad)[0])
-                a, c = int(A[i]), int(A[j])
-                lhs, rhs = M.product(a, b, c), M.product(c, b, a)
-                wit = {"e": _wl(M.word(e)), "f": _wl(M.word(f)), "x": _wl(M.word(a)), "y": _wl(M.word(b)),
-                       "z": _wl(M.word(c)), "kind": "identity", "context": ctx.element_context(lhs, rhs),
-                       "check": "e x f y e z f ≠ e z f y e x f"}
-                return _result("locally_threshold_testable", False,
-                               f"e = η({_show(M.word(e))}), f = η({_show(M.word(f))}), x = {_show(M.word(a))}, "
-                               f"y = {_show(M.word(b))}, z = {_show(M.word(c))} violate e x f y e z f = e z f y e x f",
-                               wit, wit)
+        found = None
+        if T is not None:
+            TA = T[:, A]  # [m, p]: y·c
+            chunk = max(1, 4_000_000 // max(1, A.size * A.size))
+            for c0 in range(0, B.size, chunk):
+                ctx.check_time("locally threshold testable")
+                Bc = B[c0:c0 + chunk]
+                AB = T[np.ix_(A, Bc)]  # [p, q]: a·b
+                L = TA[AB]  # [p, q, p]: (a·b)·c
+                bad = L != L.transpose(2, 1, 0)
+                if bad.any():
+                    i0, q0, j0 = (int(v) for v in np.argwhere(bad)[0])
+                    found = (int(A[i0]), int(Bc[q0]), int(A[j0]))
+                    break
+        else:
+            XA = X[A]  # [p, n]
+            for b in B.tolist():
+                ctx.check_time("locally threshold testable")
+                P = X[b][XA]  # a·b : [p, n]
+                L = XA[np.arange(A.size)[None, :, None], P[:, None, :]]  # [a, c, n]: (a·b)·c
+                bad = ~(L == L.transpose(1, 0, 2)).all(axis=2)
+                if bad.any():
+                    i0, j0 = (int(v) for v in np.argwhere(bad)[0])
+                    found = (int(A[i0]), b, int(A[j0]))
+                    break
+        if found is not None:
+            a, b, c = found
+            lhs, rhs = M.product(a, b, c), M.product(c, b, a)
+            wit = {"e": _wl(M.word(e)), "f": _wl(M.word(f)), "x": _wl(M.word(a)), "y": _wl(M.word(b)),
+                   "z": _wl(M.word(c)), "kind": "identity", "context": ctx.element_context(lhs, rhs),
+                   "check": "e x f y e z f ≠ e z f y e x f"}
+            return _result("locally_threshold_testable", False,
+                           f"e = η({_show(M.word(e))}), f = η({_show(M.word(f))}), x = {_show(M.word(a))}, "
+                           f"y = {_show(M.word(b))}, z = {_show(M.word(c))} violate e x f y e z f = e z f y e x f",
+                           wit, wit)
     return _result("locally_threshold_testable", True,
                    f"the syntactic semigroup is aperiodic and e x f y e z f = e z f y e x f holds for all "
-                   f"{len(maxi)}² pairs of maximal idempotents e, f",
-                   {"maximal_idempotents": len(maxi), "pairs_checked": len(plan)}, None)
-
-
-def _cached_mask(ctx: Context, cache: dict, e: int, f: int) -> np.ndarray:
-    key = (e, f)
-    if key not in cache:
-        cache[key] = ctx.local_mask(e, f) & ctx.monoid.in_semigroup
-    return cache[key]
+                   f"{len(reps)}² pairs of maximal idempotents e, f taken one per D-class (hence for all idempotents)",
+                   {"maximal_idempotents": len(ctx.maximal_idempotents), "d_class_representatives": len(reps),
+                    "pairs_checked": len(plan)}, None)
 
 
 # ============================================================================ extras and cross-checks
@@ -926,9 +1061,11 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
     reverse_definite = all((gens[a][EE] == EE).all() for a in range(gens.shape[0]))  # e·a = e
     nontriv_L = np.bincount(L)[L] > 1
     locally_l = True
-    for e in ctx.maximal_idempotents.tolist():
+    reps = ctx.maximal_idempotent_reps  # eSe ≅ e'Se' for e D e' (see Context.maximal_idempotent_reps)
+    lm, rm = ctx.fixed_masks(reps)
+    for i in range(reps.size):
         ctx.check_time("extra facts")
-        ids = np.flatnonzero(ctx.local_mask(e) & nontriv_L)
+        ids = np.flatnonzero(lm[i] & rm[i] & nontriv_L)
         if ids.size and np.unique(L[ids]).size < ids.size:
             locally_l = False
             break
@@ -942,11 +1079,19 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
     # eTe R-trivial for idempotents e ∈ T: no two distinct M-regular elements of eTe are R-equivalent
     stable_lr = True
     # e' ≤ e ⇒ e'Te' ⊆ eTe, and E(T) = E(η(Σ⁺)) (e = η(w) ⇒ e = η(w^s)): maximal idempotents suffice
-    for e in ctx.maximal_idempotents.tolist():
-        ctx.check_time("extra facts")
-        ids = np.flatnonzero(ctx.local_mask(e) & T & M.regular)
-        if ids.size and np.unique(R[ids]).size < ids.size:
-            stable_lr = False
+    # (all maximal idempotents here: the conjugating elements of a D-class need not lie in T)
+    maxi = ctx.maximal_idempotents
+    TR = T & M.regular
+    chunk = max(1, 4_000_000 // max(1, M.size))
+    for c0 in range(0, maxi.size, chunk):
+        lm, rm = ctx.fixed_masks(maxi[c0:c0 + chunk])
+        for i in range(lm.shape[0]):
+            ctx.check_time("extra facts")
+            ids = np.flatnonzero(lm[i] & rm[i] & TR)
+            if ids.size and np.unique(R[ids]).size < ids.size:
+                stable_lr = False
+                break
+        if not stable_lr:
             break
     return {
         "l_trivial": bool(np.bincount(L).max() == 1),
