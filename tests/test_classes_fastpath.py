@@ -1,0 +1,224 @@
+"""Cross-checks of the fast local tests against their straightforward definitions.
+
+The local tests (LTL[P,Y], locally testable, locally threshold testable and the local facts of
+``monoid_extras``) read e·M and M·f off a multiplication table built from the Cayley graphs, and
+check one maximal idempotent per D-class. Here, on random small DFAs (uniform, "mostly forward"
+ones, which are often aperiodic, and k-definite ones, which have many idempotents), every such
+answer is compared with
+
+* the same decider without the table (rows and columns from the Cayley graphs, the other code path),
+* the textbook definition over *all* idempotents of S = η(Σ⁺), computed by composing transformations
+  (no table, no maximality, no D-class reduction).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import langclass.core.classes as classes
+from langclass.core.automaton import DFA
+from langclass.core.classes import Context, monoid_extras, replay
+from langclass.core.monoid import transition_monoid
+from langclass.core.parse import parse_regex
+
+# ----------------------------------------------------------------------------- random DFAs
+
+
+def _uniform(rng: random.Random) -> DFA:
+    n, k = rng.randint(1, 5), rng.randint(1, 3)
+    t = [[rng.randrange(n) for _ in range(k)] for _ in range(n)]
+    return DFA.from_table("abc"[:k], t, 0, [q for q in range(n) if rng.random() < 0.5])
+
+
+def _forward(rng: random.Random) -> DFA:
+    """Transitions mostly go to states ≥ the current one (aperiodic languages are frequent)."""
+    n, k = rng.randint(2, 7), rng.randint(2, 3)
+    t = [[rng.randrange(q, n) if rng.random() < 0.85 else rng.randrange(n) for _ in range(k)] for q in range(n)]
+    return DFA.from_table("abc"[:k], t, 0, [q for q in range(n) if rng.random() < 0.5])
+
+
+def _definite(rng: random.Random) -> DFA:
+    """(Σ* w Σ^j)-style languages and unions: k-definite, many idempotents in few D-classes."""
+    sigma = "ab" if rng.random() < 0.7 else "abc"
+    alt = "(" + "|".join(sigma) + ")"
+    j = rng.randint(0, 3)
+    w = "".join(rng.choice(sigma) for _ in range(rng.randint(1, 2)))
+    rx = f"{alt}*{w}{alt}{{{j}}}"
+    if rng.random() < 0.4:
+        rx = f"({rx})|{rng.choice(sigma)}{alt}*"  # mixes in a reverse-definite part
+    return parse_regex(rx, list(sigma))
+
+
+def _samples(seed: int, count: int) -> list[DFA]:
+    rng = random.Random(seed)
+    makers = [_uniform, _forward, _definite]
+    return [makers[i % 3](rng) for i in range(count)]
+
+
+# ----------------------------------------------------------------------------- definitions
+
+
+class Plain:
+    """S = η(Σ⁺) with products by composing transformations (x·y: apply x, then y)."""
+
+    def __init__(self, dfa: DFA) -> None:
+        self.M = transition_monoid(dfa)
+        M = self.M
+        self.X = M.elements.astype(np.int64)
+        self.S = np.flatnonzero(M.in_semigroup)
+        self.E = [int(e) for e in self.S if M.idempotent[e]]
+
+    def mul(self, x: int, y: int) -> int:
+        return int(self.M.ids_of(self.X[y][self.X[x]][None, :])[0])
+
+    def local(self, e: int, f: int) -> list[int]:
+        """eSf = {x ∈ S : e·x = x = x·f}."""
+        return [int(x) for x in self.S if self.mul(e, x) == x and self.mul(x, f) == x]
+
+    @staticmethod
+    def _trivial(elems: list[int], act) -> bool:
+        """No two distinct elements generate the same ideal act(x, elems) (R: x·U, L: U·x) in U = elems."""
+        ideals = {}
+        for x in elems:
+            key = frozenset(act(x, y) for y in elems)
+            if key in ideals:
+                return False
+            ideals[key] = x
+        return True
+
+    def eSe_r_trivial(self, e: int, elems: list[int] | None = None) -> bool:
+        elems = self.local(e, e) if elems is None else elems
+        return self._trivial(elems, lambda x, y: self.mul(x, y))
+
+    def eSe_l_trivial(self, e: int) -> bool:
+        elems = self.local(e, e)
+        return self._trivial(elems, lambda x, y: self.mul(y, x))
+
+    def locally_r_trivial(self) -> bool:
+        return all(self.eSe_r_trivial(e) for e in self.E)
+
+    def locally_l_trivial(self) -> bool:
+        return all(self.eSe_l_trivial(e) for e in self.E)
+
+    def locally_testable(self) -> bool:
+        for e in self.E:
+            U = self.local(e, e)
+            if any(self.mul(x, x) != x for x in U):
+                return False
+            if any(self.mul(x, y) != self.mul(y, x) for x in U for y in U):
+                return False
+        return True
+
+    def aperiodic(self) -> bool:
+        M = self.M
+        return all(M.multiply(M.omega[x], x) == M.omega[x] for x in range(M.size))
+
+    def locally_threshold_testable(self) -> bool:
+        """S aperiodic and e x f y e z f = e z f y e x f for all idempotents e, f and x, y, z ∈ S
+        (e x f ranges exactly over eSf and f y e over fSe)."""
+        if not self.aperiodic():
+            return False
+        for e in self.E:
+            for f in self.E:
+                U = sorted({self.mul(self.mul(e, x), f) for x in self.S.tolist()})
+                V = sorted({self.mul(self.mul(f, y), e) for y in self.S.tolist()})
+                for a in U:
+                    for b in V:
+                        ab = self.mul(a, b)
+                        for c in U:
+                            if self.mul(ab, c) != self.mul(self.mul(c, b), a):
+                                return False
+        return True
+
+    def stable_locally_r_trivial(self) -> bool:
+        """The ``monoid_extras`` fact: for every idempotent e ∈ T, the M-regular elements of eMe ∩ T
+        are pairwise R-inequivalent (R of M)."""
+        M = self.M
+        R = M.green["R"]
+        keep = M.stable & M.regular
+        for e in self.E:
+            if not M.stable[e]:
+                continue
+            ids = [x for x in self.local(e, e) if keep[x]]
+            if len({int(R[x]) for x in ids}) < len(ids):
+                return False
+        return True
+
+
+# ----------------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_multiplication_table_and_cayley_rows_match_composition(seed):
+    rng = random.Random(1000 + seed)
+    dfas = _samples(seed, 12) + [parse_regex("(a|b)*b(a|b){4}", ["a", "b"])]
+    for dfa in dfas:
+        M = transition_monoid(dfa)
+        m = M.size
+        X = M.elements.astype(np.intp)
+        ref = np.stack([M.ids_of(X[y][X]) for y in range(m)], axis=1)  # ref[x, y] = x·y
+        assert (ref >= 0).all()
+        assert np.array_equal(M.multiplication_table(), ref)
+        pick = [rng.randrange(m) for _ in range(4)]
+        assert np.array_equal(M.left_multiples(pick), ref[pick])
+        assert np.array_equal(M.right_multiples(pick), ref[:, pick])
+        first, rest = M.suffix_decomposition
+        for x in range(1, m):
+            w = M.word_indices(x)
+            assert first[x] == w[0] and rest[x] == M.element_of_word(M.word(x)[1:])
+
+
+def _decide_all(dfa: DFA, no_table: bool, monkeypatch) -> tuple[dict, dict]:
+    with monkeypatch.context() as mp:
+        if no_table:
+            mp.setattr(classes, "MULT_TABLE_MAX_ENTRIES", 0)
+        ctx = Context(dfa, transition_monoid(dfa))
+        out = {}
+        for key in ("ltl_p_y", "locally_testable", "locally_threshold_testable"):
+            r = classes.DECIDERS[key](ctx)
+            replay(dfa, r, ctx.monoid)
+            out[key] = r.member
+        assert (ctx.mult_table is None) == no_table
+        return out, monoid_extras(ctx)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_local_classes_fast_path_equals_definition(seed, monkeypatch):
+    counts = {True: 0, False: 0}
+    for dfa in _samples(seed, 30):
+        plain = Plain(dfa)
+        fast, extra_fast = _decide_all(dfa, False, monkeypatch)
+        slow, extra_slow = _decide_all(dfa, True, monkeypatch)
+        assert fast == slow and extra_fast == extra_slow
+        want = {"ltl_p_y": plain.locally_r_trivial(), "locally_testable": plain.locally_testable(),
+                "locally_threshold_testable": plain.locally_threshold_testable()}
+        assert fast == want, (dfa.transitions.tolist(), fast, want)
+        assert extra_fast["locally_l_trivial"] == plain.locally_l_trivial()
+        assert extra_fast["stable_semigroup_locally_r_trivial"] == plain.stable_locally_r_trivial()
+        for v in want.values():
+            counts[v] += 1
+    assert counts[True] >= 5 and counts[False] >= 5, counts  # both answers are exercised
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_d_class_representatives_cover_the_maximal_idempotents(seed):
+    for dfa in _samples(seed, 30):
+        M = transition_monoid(dfa)
+        ctx = Context(dfa, M)
+        maxi, reps = ctx.maximal_idempotents.tolist(), ctx.maximal_idempotent_reps.tolist()
+        J = M.green["J"]
+        assert set(reps) <= set(maxi)
+        assert len({int(J[e]) for e in reps}) == len(reps)
+        assert {int(J[e]) for e in maxi} == {int(J[e]) for e in reps}
+        # the maximal idempotents by the definition: no other idempotent f of S with e = e·f = f·e
+        plain = Plain(dfa)
+        want = [e for e in plain.E
+                if not any(f != e and plain.mul(e, f) == e and plain.mul(f, e) == e for f in plain.E)]
+        if M.identity_in_semigroup:
+            want = [0]
+        assert sorted(maxi) == sorted(want)
+        for e in plain.E[:6]:
+            assert np.array_equal(ctx.local_mask(e), ctx.local_mask_reference(e))
