@@ -5,6 +5,7 @@ Usage::
     python bench/classify.py                 # polynomial tests (10^3..10^5 states) + T7
     python bench/classify.py --verify 25000  # SCC test vs brute-force A_k vs stable semigroup on random DFAs
     python bench/classify.py --skip-t7       # only the polynomial tests
+    python bench/classify.py --local-only    # only the small-monoid family (a|b)*b(a|b){n}, n = 4..9
 
 Prints:
 
@@ -14,7 +15,11 @@ Prints:
 2. the full transformation monoid T7 (823,543 elements, a 7-state DFA over 3 letters: a
    transposition, a 7-cycle and a rank-6 map): our closure, our full classification, and
    libsemigroups' own Froidure–Pin enumeration, with the ratios;
-3. with ``--verify N``: on N distinct minimal DFAs (seeds alternate between uniform random DFAs
+3. the family ``(a|b)*b(a|b){n}`` (n+1-th letter from the end is b; 2^(n+1) states, monoid of
+   2^(n+2) - 1 elements, 2^(n+1) idempotents, all maximal, in one D-class) for n = 4..9 and
+   ``(a|b|c)*a(a|b|c){6}``: analyze() per stage, then each local step on its own (multiplication
+   table, maximal idempotents, LTL[P,Y], locally testable, LTT, extra facts, ltl_p_y_delay), ms;
+4. with ``--verify N``: on N distinct minimal DFAs (seeds alternate between uniform random DFAs
    with ≤ 6 states and structured ones — cycles and single states chained forward, some cycles with
    a chord — with ≤ 7 states; ≤ 3 letters), the number of
    agreements between the linear-time SCC test (least k), the brute-force k-automata A_k for every
@@ -148,6 +153,50 @@ def bench_t7() -> None:
     print(f"  ratio full classification / libsemigroups enumeration: {t_full / t_ls:6.2f}")
 
 
+# ----------------------------------------------------------------------------- small monoids, many idempotents
+
+
+def bench_local(ns=range(4, 10)) -> None:
+    from langclass.core.classes import ltl_p_y_delay
+    from langclass.core.parse import parse_regex
+
+    cases = [(f"(a|b)*b(a|b){{{n}}}", "ab") for n in ns] + [("(a|b|c)*a(a|b|c){6}", "abc")]
+    print()
+    print("small monoids with many idempotents: analyze() stages and the local steps alone (ms)")
+    print(f"{'regex':<22}{'states':>7}{'|M|':>7}{'|E|':>6}{'maxi':>6}{'reps':>5}{'analyze':>9}"
+          f"{'monoid':>8}{'algebra':>9}{'encode':>8} | {'table':>7}{'maxi':>7}{'LTL[P,Y]':>9}{'LT':>7}{'LTT':>7}"
+          f"{'extras':>8}{'delay':>7}")
+    for rx, sigma in cases:
+        d = parse_regex(rx, list(sigma))
+        limits = Limits(time_limit_s=None)
+        t0 = time.perf_counter()
+        r = analyze(d, limits)
+        total = time.perf_counter() - t0
+        tm = r.timings_ms
+        M = transition_monoid(d, limits)
+        ctx = Context(d, M, limits)
+        steps = {}
+
+        def timed(name, fn):
+            t = time.perf_counter()
+            out = fn()
+            steps[name] = 1e3 * (time.perf_counter() - t)
+            return out
+
+        timed("table", lambda: ctx.mult_table)
+        timed("maxi", lambda: ctx.maximal_idempotent_reps)
+        for key in ("ltl_p_y", "locally_testable", "locally_threshold_testable"):
+            timed(key, lambda: DECIDERS[key](ctx))
+        timed("extras", lambda: monoid_extras(ctx))
+        k = timed("delay", lambda: ltl_p_y_delay(d))
+        E = int((M.idempotent & M.in_semigroup).sum())
+        print(f"{rx:<22}{d.num_states:>7}{M.size:>7}{E:>6}{len(ctx.maximal_idempotents):>6}"
+              f"{len(ctx.maximal_idempotent_reps):>5}{1e3 * total:>9.1f}{tm['monoid']:>8.1f}{tm['algebraic_tests']:>9.1f}"
+              f"{tm['encodings']:>8.1f} | {steps['table']:>7.1f}{steps['maxi']:>7.1f}{steps['ltl_p_y']:>9.1f}"
+              f"{steps['locally_testable']:>7.1f}{steps['locally_threshold_testable']:>7.1f}{steps['extras']:>8.1f}"
+              f"{steps['delay']:>7.1f}  (delay k={k})")
+
+
 # ----------------------------------------------------------------------------- three-way LTL[P,MOD] check
 
 
@@ -260,11 +309,18 @@ def main(argv=None) -> None:
     ap.add_argument("--verify", type=int, default=0, help="number of random DFAs for the LTL[P,MOD] cross-check")
     ap.add_argument("--skip-t7", action="store_true")
     ap.add_argument("--skip-poly", action="store_true")
+    ap.add_argument("--skip-local", action="store_true", help="skip the (a|b)*b(a|b){n} family")
+    ap.add_argument("--local-only", action="store_true", help="only the (a|b)*b(a|b){n} family")
     args = ap.parse_args(argv)
+    if args.local_only:
+        bench_local()
+        return
     if not args.skip_poly:
         bench_polynomial()
     if not args.skip_t7:
         bench_t7()
+    if not args.skip_local:
+        bench_local()
     if args.verify:
         bench_verify(args.verify)
 
