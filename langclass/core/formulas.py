@@ -673,9 +673,12 @@ def _check_alphabet(alphabet: Sequence[str]) -> tuple[str, ...]:
     if not alpha:
         raise AlphabetError("the alphabet is empty", field="alphabet")
     out = []
-    for s in alpha:
+    for i, s in enumerate(alpha):
         if not isinstance(s, str) or not s:
             raise AlphabetError(f"alphabet symbol {s!r} is not a non-empty string", field="alphabet")
+        if any("\ud800" <= ch <= "\udfff" for ch in s):
+            raise AlphabetError(f"alphabet symbol at index {i} holds a lone UTF-16 surrogate, which is not Unicode text",
+                                field=f"alphabet[{i}]")
         out.append(unicodedata.normalize("NFC", s))
     if len(set(out)) != len(out):
         raise AlphabetError("the alphabet has a duplicate symbol", field="alphabet")

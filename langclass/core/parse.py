@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,6 +33,10 @@ DFA_KEYS = ("alphabet", "states", "initial", "accepting", "transitions")
 
 
 # ------------------------------------------------------------------------------ alphabet
+
+#: A lone UTF-16 surrogate (U+D800–U+DFFF): a valid JSON escape, but not Unicode text.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 
 
 def normalize_alphabet(symbols: Any, limits: Limits = DEFAULT_LIMITS, *, field: str = "alphabet") -> tuple[str, ...]:
@@ -68,6 +73,11 @@ def normalize_alphabet(symbols: Any, limits: Limits = DEFAULT_LIMITS, *, field: 
             raise AlphabetError(f"alphabet symbol {s!r} at index {i} is not a string", field=f"{field}[{i}]", index=i)
         if s == "":
             raise AlphabetError(f"alphabet symbol at index {i} is the empty string", field=f"{field}[{i}]", index=i)
+        if _SURROGATE.search(s):
+            raise AlphabetError(
+                f"alphabet symbol at index {i} holds a lone UTF-16 surrogate, which is not Unicode text",
+                field=f"{field}[{i}]", index=i,
+            )
         n = unicodedata.normalize("NFC", s)
         if n in seen:
             j = seen[n]
@@ -158,6 +168,8 @@ def _state_key(name: Any, field: str) -> str:
     if isinstance(name, str):
         if name == "":
             raise DfaFormatError("a state name is the empty string", field=field)
+        if _SURROGATE.search(name):
+            raise DfaFormatError("a state name holds a lone UTF-16 surrogate, which is not Unicode text", field=field)
         return unicodedata.normalize("NFC", name)
     if isinstance(name, float) and math.isfinite(name) and name.is_integer():
         raise DfaFormatError(f"state name {name!r} is a float; write the integer {int(name)}", field=field)

@@ -255,6 +255,12 @@ def parse_regex_ast(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT
     """
     if not isinstance(text, str):
         raise RegexSyntaxError(f"the regex must be a string, not {type(text).__name__}", field="regex", position=0)
+    lone = next((i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff"), None)
+    if lone is not None:
+        raise RegexSyntaxError(
+            f"the regex holds a lone UTF-16 surrogate U+{ord(text[lone]):04X} at position {lone}, which is not Unicode text",
+            field="regex", position=lone,
+        )
     for i, s in enumerate(alphabet):
         if len(s) != 1:
             raise AlphabetError(
