@@ -70,12 +70,18 @@ def parse_alphabet(text: str) -> list[str]:
 
 
 def _fail(err: LangclassError, as_json: bool) -> None:
+    from ..core.errors import LimitExceeded
+    from .settings import setting_for_limit
+
+    if isinstance(err, LimitExceeded) and "setting" not in err.extra:
+        err.extra["setting"] = setting_for_limit(str(err.extra.get("limit", "")))
     if as_json:
-        typer.echo(json.dumps({"error": err.to_dict()}, indent=2, default=str), err=True)
+        typer.echo(json.dumps({"error": err.to_dict()}, indent=2, default=str), err=True)  # ASCII: surrogates escaped
     else:
         where = f" [{err.field}]" if err.field else ""
         extra = "".join(f" {k}={v}" for k, v in err.extra.items())
-        typer.echo(f"error ({err.code}){where}: {err.detail}{extra}", err=True)
+        line = f"error ({err.code}){where}: {err.detail}{extra}"
+        typer.echo(line.encode("utf-8", "backslashreplace").decode("utf-8"), err=True)
     raise typer.Exit(code=2)
 
 
@@ -179,6 +185,8 @@ def classify(
         typer.echo(json.dumps(record, indent=2, ensure_ascii=False, default=str))
         return
     typer.echo(f"language {parsed.fingerprint}")
+    for note in parsed.source.get("notes", ()):
+        typer.echo(f"note: {note}")
     typer.echo(format_table(analysis))
 
 

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .db import Database
 from .isolation import get_pool
 from .executor import executor_lifespan
-from .problems import PayloadTooLarge, install_problem_handlers, problem_response
+from .problems import HeadAsGetMiddleware, PayloadTooLarge, install_problem_handlers, problem_response
 from .routes import ROUTERS
 from .service import ClassifyRunner, code_version
 from .settings import Settings, get_settings
@@ -162,6 +162,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_problem_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(HeadAsGetMiddleware)
     for router in ROUTERS:
         app.include_router(router)
     _finish_openapi(app, settings)

@@ -5,7 +5,8 @@ The mapping goes by exception *class*, never by message text:
 * :class:`~langclass.core.errors.LangclassError` subclasses carry ``code`` (problem type), ``status``,
   ``field`` and ``extra`` (for limits: ``limit`` and ``value``) — rendered as they are;
 * FastAPI request validation errors → 422 ``validation-error`` with every offending ``field``;
-  a body that is not JSON → 400 ``malformed-json``;
+  a body that is not UTF-8 JSON → 400 ``malformed-json``, a body that is not ``application/json``
+  → 415 ``unsupported-media-type`` (both from :mod:`langclass.app.body`);
 * Starlette HTTP errors (404 unknown route, 405 wrong method, 413 body too large) → their status;
 * anything else → 500 ``internal-error`` (a bug: user input must never get here).
 
@@ -15,6 +16,7 @@ Each ``type`` is the relative URI ``/problems/<code>``; ``GET /problems/<code>``
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
@@ -39,7 +41,10 @@ __all__ = [
     "AuthenticationError",
     "InvalidCursorError",
     "NotReadyError",
+    "ConflictError",
     "PayloadTooLarge",
+    "MalformedJsonError",
+    "UnsupportedMediaTypeError",
     "router",
 ]
 
@@ -115,6 +120,16 @@ class AuthenticationError(ServiceError):
     title = "Authentication required"
 
 
+class ConflictError(ServiceError):
+    """The request conflicts with stored state: deleting a language that still has jobs (repeat
+    with ``?cascade=true`` to delete them too), or a job operation its status does not allow (no
+    result yet, already finished)."""
+
+    code = "conflict"
+    status = 409
+    title = "Conflict"
+
+
 class InvalidCursorError(ServiceError):
     """A pagination cursor that this service did not issue."""
 
@@ -131,6 +146,23 @@ class NotReadyError(ServiceError):
     title = "Service not ready"
 
 
+class MalformedJsonError(ServiceError):
+    """The request body is not JSON text in UTF-8; the detail names the offending byte or character
+    (``position``: its 0-based offset; ``line``/``column`` for JSON syntax)."""
+
+    code = "malformed-json"
+    status = 400
+    title = "Malformed JSON"
+
+
+class UnsupportedMediaTypeError(ServiceError):
+    """The request body is not declared as JSON: send ``Content-Type: application/json`` (UTF-8)."""
+
+    code = "unsupported-media-type"
+    status = 415
+    title = "Unsupported media type"
+
+
 class PayloadTooLarge(StarletteHTTPException):
     """Raised while reading a request body that exceeds ``LANGCLASS_MAX_BODY_BYTES``."""
 
@@ -142,12 +174,10 @@ class PayloadTooLarge(StarletteHTTPException):
 # Problems that only the HTTP layer produces (not exceptions of the LangclassError family).
 _HTTP_PROBLEMS: dict[str, tuple[int, str, str]] = {
     "validation-error": (422, "Request validation failed", "The request does not match the documented schema; `errors` lists every offending field."),
-    "malformed-json": (400, "Malformed JSON", "The request body is not valid JSON."),
     "bad-request": (400, "Bad request", "The request could not be understood."),
     "not-found": (404, "Not found", "No resource at this address."),
     "method-not-allowed": (405, "Method not allowed", "The resource exists but not with this HTTP method; see the Allow header."),
     "payload-too-large": (413, "Payload too large", "The request body exceeds LANGCLASS_MAX_BODY_BYTES."),
-    "unsupported-media-type": (415, "Unsupported media type", "The body must be application/json."),
     "internal-error": (500, "Internal error", "A bug on our side; the log has the traceback."),
 }
 _STATUS_CODES = {400: "bad-request", 404: "not-found", 405: "method-not-allowed", 413: "payload-too-large", 415: "unsupported-media-type"}
@@ -163,13 +193,26 @@ def _error_classes() -> list[type[LangclassError]]:
     return out
 
 
+def plain_text(doc: str) -> str:
+    """A docstring paragraph as plain text: reST roles and literals unwrapped, lines joined.
+
+    >>> plain_text("The regex; ``extra['position']`` is the offset. See :class:`~a.b.Limits`.")
+    'The regex; the "position" member is the offset. See Limits.'
+    """
+    text = " ".join(doc.split())
+    text = re.sub(r":[a-z:]+:`~?([^`<]+?)(?:\s*<[^>]*>)?`", lambda m: m.group(1).rsplit(".", 1)[-1], text)
+    text = re.sub(r"``extra\[['\"](\w+)['\"]\]``", r'the "\1" member', text)
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    return re.sub(r"`([^`]+)`", r"\1", text)
+
+
 def problem_catalogue() -> dict[str, dict[str, Any]]:
     """Every problem type this service can return: ``{code: {code, title, status, description}}``."""
     cat: dict[str, dict[str, Any]] = {}
     for code, (status, title, desc) in _HTTP_PROBLEMS.items():
         cat[code] = {"code": code, "title": title, "status": status, "description": desc}
     for cls in _error_classes():
-        doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        doc = plain_text((cls.__doc__ or "").strip().split("\n\n")[0])
         cat.setdefault(cls.code, {"code": cls.code, "title": cls.title, "status": cls.status, "description": doc})
     return cat
 
@@ -195,7 +238,20 @@ def problem_response(
     for key, value in extra.items():
         if key not in _RESERVED:
             body[key] = value
-    return JSONResponse(jsonable_encoder(body), status_code=status, media_type=PROBLEM_JSON, headers=headers)
+    return JSONResponse(_printable(jsonable_encoder(body)), status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _printable(value: Any) -> Any:
+    """``value`` with every string made encodable as UTF-8 (a lone surrogate from the input, e.g. in
+    a detail naming an unknown symbol, becomes the text ``\\ud800`` instead of crashing the
+    response)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
 
 
 def _loc_to_field(loc: tuple[Any, ...] | list[Any]) -> tuple[str, str | None]:
@@ -211,8 +267,13 @@ def _loc_to_field(loc: tuple[Any, ...] | list[Any]) -> tuple[str, str | None]:
 async def _langclass_error_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, LangclassError)
     headers = getattr(exc, "headers", None) or None
+    extra = dict(exc.extra)
+    if isinstance(exc, core_errors.LimitExceeded) and "setting" not in extra:
+        from .settings import setting_for_limit
+
+        extra["setting"] = setting_for_limit(str(extra.get("limit", "")))
     return problem_response(
-        exc.status, exc.code, exc.title, exc.detail, instance=request.url.path, field=exc.field, headers=headers, **exc.extra
+        exc.status, exc.code, exc.title, exc.detail, instance=request.url.path, field=exc.field, headers=headers, **extra
     )
 
 
@@ -246,21 +307,66 @@ async def _http_error_handler(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no resource at {request.url.path}"
     if exc.status_code == 405 and detail == "Method Not Allowed":
-        detail = f"{request.method} is not allowed on {request.url.path}"
+        method = request.scope.get(ORIGINAL_METHOD_KEY, request.method)
+        detail = f"{method} is not allowed on {request.url.path}"
     headers = dict(getattr(exc, "headers", None) or {})
     if exc.status_code == 405:
         headers["Allow"] = ", ".join(_allowed_methods(request))
     return problem_response(exc.status_code, code, title, detail, instance=request.url.path, headers=headers or None)
 
 
+def _leaf_routes(routes: Any) -> Any:
+    """Every route, descending into included routers (FastAPI wraps each ``include_router``)."""
+    for route in routes:
+        contexts = getattr(route, "effective_route_contexts", None)
+        if callable(contexts):
+            yield from contexts()
+        else:
+            yield route
+
+
 def _allowed_methods(request: Request) -> list[str]:
-    """Every method some route serves at this path (one path may have several routes: GET and POST)."""
+    """Every method some route serves at this path (one path may have several routes: GET and
+    POST); HEAD wherever GET is served (see :class:`HeadAsGetMiddleware`)."""
     allowed: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches(request.scope)
+    for route in _leaf_routes(request.app.router.routes):
+        try:
+            match, _ = route.matches(request.scope)
+        except Exception:  # pragma: no cover - a route type that cannot match this scope
+            continue
         if match != Match.NONE:
             allowed |= set(getattr(route, "methods", None) or ())
+    if "GET" in allowed:
+        allowed.add("HEAD")
     return sorted(allowed)
+
+
+ORIGINAL_METHOD_KEY = "langclass.original_method"
+"""Scope key where :class:`HeadAsGetMiddleware` keeps the method the client sent (``HEAD``)."""
+
+
+class HeadAsGetMiddleware:
+    """Answers ``HEAD`` like ``GET`` without the body (RFC 9110 §9.3.2): status and headers of the
+    GET response (Content-Length included), no content."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+        scope = dict(scope, method="GET")
+        scope[ORIGINAL_METHOD_KEY] = "HEAD"
+
+        async def send_headers_only(message: Any) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app(scope, receive, send_headers_only)
 
 
 async def _internal_error_handler(request: Request, exc: Exception) -> JSONResponse:
@@ -279,10 +385,12 @@ def install_problem_handlers(app: FastAPI) -> None:
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses=`` entries documenting problem+json answers for ``statuses``."""
     descriptions = {
-        400: "Malformed request (not JSON, bad cursor)",
+        400: "Malformed request (not UTF-8 JSON, bad cursor)",
         401: "Missing or wrong API key",
         404: "Not found",
+        409: "Conflicts with stored state (a language that still has jobs)",
         413: "Request body too large",
+        415: "The body is not application/json",
         422: "Invalid input (names the field) or a limit hit (names the limit)",
         503: "Not ready, or every classification worker busy (Retry-After)",
     }

@@ -98,8 +98,35 @@ def insert_language(
     return row, True
 
 
-def delete_language(session: Session, language_id: str) -> bool:
-    """Delete a language and its class rows; True when it existed."""
+def delete_language(session: Session, language_id: str, *, cascade: bool = False) -> bool:
+    """Delete a language and its class rows; True when it existed.
+
+    A language with jobs (experiments) is kept unless ``cascade``: then its jobs are deleted too
+    (a running job's worker finds its row gone and drops the result).
+
+    Raises:
+        ConflictError: the language has jobs and ``cascade`` is false (409; nothing is deleted).
+    """
+    from sqlalchemy import func, select
+
+    from .jobs import JobRow
+    from .problems import ConflictError
+
+    counts = dict(
+        session.execute(
+            select(JobRow.status, func.count()).where(JobRow.language_id == language_id).group_by(JobRow.status)
+        ).all()
+    )
+    total = sum(counts.values())
+    if total and not cascade:
+        summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        raise ConflictError(
+            f"language {language_id!r} has {total} job{'s' if total != 1 else ''} ({summary}); "
+            "delete with ?cascade=true to delete its jobs too",
+            field="cascade", jobs=total,
+        )
+    if total:
+        session.execute(delete(JobRow).where(JobRow.language_id == language_id))
     session.execute(delete(LanguageClassRow).where(LanguageClassRow.language_id == language_id))
     result = session.execute(delete(LanguageRow).where(LanguageRow.id == language_id))
     return bool(result.rowcount)

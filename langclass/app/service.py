@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import json
+import re
 import subprocess
 import threading
 from collections import OrderedDict
@@ -117,15 +118,39 @@ def parse_language(
             from ..core.formulas import formula_to_dfa
         except ImportError as exc:  # pragma: no cover - depends on the build
             raise UnsupportedError("formula input is not available in this build", field="formula") from exc
+        from ..core.formulas import parse_formula
+
         try:
-            machine = formula_to_dfa(formula, list(alphabet), limits)
+            parsed_formula = parse_formula(formula, list(alphabet), limits)  # type: ignore[arg-type]
+            machine = formula_to_dfa(parsed_formula, list(alphabet), limits)
         except InputError as err:
             if err.field is None:
                 err.field = "formula"
             raise
-        source = {"kind": "formula", "formula": formula, "alphabet": list(alphabet)}
+        source = {"kind": "formula", "formula": formula, "alphabet": list(alphabet), "parsed": parsed_formula.text()}
+        notes = mod_remainder_notes(formula)  # type: ignore[arg-type]
+        if notes:
+            source["notes"] = notes
     machine = machine.canonical()
     return ParsedLanguage(dfa=machine, fingerprint=machine.fingerprint(), source=source)
+
+
+_MOD_ATOM = re.compile(r"MOD\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)|MOD_(\d+)\^(\d+)")
+
+
+def mod_remainder_notes(formula: str) -> list[str]:
+    """One note per ``MOD(m, r)`` / ``MOD_m^r`` of ``formula`` whose remainder r is not in 0..m−1:
+    the formula syntax reads r modulo m (docs/formulas.md), which the record says out loud.
+
+    >>> mod_remainder_notes("MOD(2,5) & a")
+    ['MOD(2,5) is read as MOD(2,1): the remainder is taken modulo m']
+    """
+    notes = []
+    for match in _MOD_ATOM.finditer(formula):
+        m, r = (int(g) for g in (match.group(1, 2) if match.group(1) is not None else match.group(3, 4)))
+        if m >= 1 and r >= m:
+            notes.append(f"{match.group(0)} is read as MOD({m},{r % m}): the remainder is taken modulo m")
+    return notes
 
 
 class _Pairs(list):
@@ -177,6 +202,9 @@ def parse_and_analyze(
     """:func:`parse_language` then :func:`analyze_language` (one round trip to a worker process)."""
     parsed = parse_language(regex=regex, dfa=dfa, formula=formula, alphabet=alphabet, limits=limits)
     return parsed, analyze_language(parsed.dfa, limits)
+
+
+parse_and_analyze.time_phases = 2  # type: ignore[attr-defined]  # parsing, then analysis (ClassifyRunner)
 
 
 def dfa_to_json(dfa: DFA) -> dict[str, Any]:
@@ -278,25 +306,33 @@ class ClassifyRunner:
 
     @property
     def backstop_s(self) -> float | None:
+        return self.backstop_for(1)
+
+    def backstop_for(self, phases: int) -> float | None:
+        """The hard limit for a call that runs ``phases`` steps each under its own cooperative
+        deadline of ``time_limit_s`` (e.g. parsing, then analysis): late enough that a cooperative
+        deadline fires first and names the step that overran."""
         if self.time_limit_s is None:
             return None
+        budget = phases * self.time_limit_s
         if self.isolation == "process":
-            return self.time_limit_s + max(1.0, self.time_limit_s / 4)
-        return 1.5 * self.time_limit_s + 5.0
+            return budget + max(1.0, budget / 4)
+        return 1.5 * budget + 5.0
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn(*args, **kwargs)`` under the limits; returns its result."""
+        """Run ``fn(*args, **kwargs)`` under the limits; returns its result. ``fn.time_phases``
+        (default 1) is the number of steps it runs under separate deadlines."""
+        backstop = self.backstop_for(int(getattr(fn, "time_phases", 1)))
         if self.isolation == "process":
             from .isolation import get_pool
 
             pool = get_pool(self.concurrency)
-            call = functools.partial(pool.call, fn, args, kwargs, self.backstop_s, self.time_limit_s, self.queue_timeout_s)
+            call = functools.partial(pool.call, fn, args, kwargs, backstop, self.time_limit_s, self.queue_timeout_s)
             return await anyio.to_thread.run_sync(call)
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.concurrency)
         call = functools.partial(fn, *args, **kwargs)
         async with self._limiter:
-            backstop = self.backstop_s
             if backstop is None:
                 return await anyio.to_thread.run_sync(call)
             try:

@@ -24,7 +24,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ..core.limits import Limits
 
-__all__ = ["Settings", "SettingsError", "get_settings"]
+__all__ = ["Settings", "SettingsError", "get_settings", "setting_for_limit"]
 
 _PLACEHOLDER_KEYS = {"changeme", "change-me", "secret", "placeholder", "your-key", "xxx"}
 
@@ -202,6 +202,12 @@ def _describe(exc: ValidationError) -> list[dict[str, str]]:
             message = f"{'.'.join(loc[1:])}: {message}"
         out.append({"variable": variable, "message": message})
     return out
+
+
+def setting_for_limit(limit: str) -> str | None:
+    """The environment variable that raises the limit named ``limit`` (the ``limit`` member of a
+    ``LimitExceeded``), e.g. ``"max_states"`` → ``"LANGCLASS_MAX_STATES"``; None for a fixed bound."""
+    return f"LANGCLASS_{limit.upper()}" if limit in Settings.model_fields else None
 
 
 @lru_cache(maxsize=1)

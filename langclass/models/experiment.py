@@ -433,7 +433,7 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             model_configs[e.label] = _model_config(dfa, e, settings)
         except InputError as err:
             sub = (err.field or "").split(".")[-1]
-            raise type(err)(err.detail, field=f"encodings[{i}].params.{sub}" if sub and sub not in ("encoding", "params") else f"encodings[{i}]") from None
+            raise type(err)(err.detail, field=f"encodings[{i}].params.{sub}" if sub and sub not in ("encoding", "params", "name") else f"encodings[{i}]") from None
     # the training settings are checked by TrainConfig itself
     TrainConfig(
         learning_rate=norm["learning_rates"][0], max_steps=settings["max_steps"], batch_size=settings["batch_size"],

@@ -21,13 +21,14 @@ from ...core.errors import InputError, LangclassError, UnsupportedError
 from .. import jobs as jobrepo
 from .. import repository as repo
 from ..db import Database
-from ..problems import NotFoundError, ServiceError, problem_responses
+from ..problems import ConflictError, NotFoundError, problem_responses
+from ..body import JsonBodyRoute
 from ..security import require_api_key
 from ..settings import Settings
 
 __all__ = ["router", "build_train_spec", "predicted_sufficient", "ExperimentRequest"]
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", route_class=JsonBodyRoute)
 
 JobId = Annotated[str, Path(description="the job's id (UUID)", max_length=64)]
 LanguageId = Annotated[str, Path(description="the language's fingerprint (SHA-256 hex)", max_length=200)]
@@ -38,14 +39,6 @@ PERIODIC_FAMILIES = ("rope_periodic", "sinusoidal_periodic")
 MAX_SEEDS = 50
 MAX_LEARNING_RATES = 20
 MAX_ENCODINGS = 20
-
-
-class ConflictError(ServiceError):
-    """The job is not in a state that allows the operation (e.g. no result yet, already finished)."""
-
-    code = "conflict"
-    status = 409
-    title = "Conflict"
 
 
 # --- request / response models ---------------------------------------------------------------------
@@ -350,7 +343,7 @@ def _notify(request: Request) -> None:
     response_model=Job,
     tags=["jobs"],
     summary="Queue an experiment (train recognizers or verify a construction) as a job",
-    responses=problem_responses(400, 401, 404, 413, 422),
+    responses=problem_responses(400, 401, 404, 413, 415, 422),
 )
 async def create_experiment(
     language_id: LanguageId, body: ExperimentRequest, request: Request, response: Response,

@@ -12,8 +12,9 @@ import anyio
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
-from ...core.errors import DfaFormatError, InputError
+from ...core.errors import InputError
 from .. import repository as repo
+from ..body import JsonBodyRoute
 from ..db import Database
 from ..problems import NotFoundError, problem_responses
 from ..schemas import (
@@ -33,14 +34,13 @@ from ..service import (
     classification_record,
     code_version,
     dfa_from_record,
-    find_duplicate_key,
     monoid_page,
     parse_and_analyze,
     parse_language,
 )
 from ..settings import Settings
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", route_class=JsonBodyRoute)
 
 LanguageId = Annotated[str, Path(description="the language's fingerprint (SHA-256 hex)", max_length=200)]
 
@@ -61,18 +61,8 @@ def _version(request: Request) -> str:
     return request.app.state.settings.code_version or code_version()
 
 
-async def _check_duplicate_keys(request: Request, body: ClassifyInput) -> None:
-    if body.dfa is not None:
-        # JSON decoding kept only the last of repeated keys; a DFA must not be read that way
-        duplicate = find_duplicate_key(await request.body())
-        if duplicate is not None:
-            err_cls = DfaFormatError if duplicate.startswith("dfa.") else InputError
-            raise err_cls(f"duplicate JSON key {duplicate.rsplit('.', 1)[-1]!r} at {duplicate}", field=duplicate)
-
-
 async def _parse(request: Request, body: ClassifyInput) -> ParsedLanguage:
     limits = _settings(request).limits()
-    await _check_duplicate_keys(request, body)
     return await _runner(request).run(
         parse_language, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits
     )
@@ -94,12 +84,11 @@ def _load(db: Database, language_id: str) -> dict[str, Any]:
     response_model=Classification,
     tags=["classify"],
     summary="Classify a language without storing it",
-    responses=problem_responses(400, 413, 422, 503),
+    responses=problem_responses(400, 413, 415, 422, 503),
 )
 async def classify_language(body: ClassifyInput, request: Request) -> dict[str, Any]:
     """Parse the language, build its minimal DFA and syntactic monoid, and return every class with
     its certificate and the encoding that suffices. Nothing is stored."""
-    await _check_duplicate_keys(request, body)
     parsed, analysis = await _runner(request).run(
         parse_and_analyze, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet,
         limits=_settings(request).limits(),
@@ -120,7 +109,7 @@ async def classify_language(body: ClassifyInput, request: Request) -> dict[str, 
     responses={
         200: {"model": Language, "description": "The language (same fingerprint) was already stored; the stored record."},
         201: {"description": "Stored a new language."},
-        **problem_responses(400, 401, 413, 422, 503),
+        **problem_responses(400, 401, 413, 415, 422, 503),
     },
 )
 async def create_language(
@@ -302,17 +291,21 @@ async def get_language_encodings(language_id: LanguageId, request: Request) -> d
     status_code=204,
     tags=["languages"],
     summary="Delete a stored language (needs an API key when keys are set)",
-    responses=problem_responses(401, 404, 422),
+    responses=problem_responses(401, 404, 409, 422),
 )
 async def delete_language(
-    language_id: LanguageId, request: Request, _key: str | None = Depends(require_api_key)
+    language_id: LanguageId,
+    request: Request,
+    cascade: Annotated[bool, Query(description="also delete the language's jobs (experiments); without it a language with jobs answers 409")] = False,
+    _key: str | None = Depends(require_api_key),
 ) -> Response:
-    """Remove the language and its class memberships."""
+    """Remove the language and its class memberships. A language that has jobs is refused with 409
+    ``conflict`` unless ``?cascade=true``, which deletes its jobs (queued, running and finished) too."""
     db = _db(request)
 
     def remove() -> bool:
         with db.session_scope() as session:
-            return repo.delete_language(session, language_id)
+            return repo.delete_language(session, language_id, cascade=cascade)
 
     if not await anyio.to_thread.run_sync(remove):
         raise NotFoundError(f"no language with id {language_id!r}", field="id")
