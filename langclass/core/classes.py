@@ -299,16 +299,16 @@ class Context:
         return M.multiplication_table(self.deadline, MULT_TABLE_MAX_ENTRIES)
 
     def left_rows(self, xs) -> np.ndarray:
-        """``[len(xs), m]``: ids of xs[i]·y for every element y (table rows, or the right Cayley graph)."""
+        """``[len(xs), m]`` integer ids of xs[i]·y for every element y (table rows, or the right Cayley graph)."""
         T = self.mult_table
         xs = np.asarray(xs, dtype=np.int64).reshape(-1)
-        return T[xs].astype(np.int64) if T is not None else self.monoid.left_multiples(xs, self.deadline)
+        return T[xs] if T is not None else self.monoid.left_multiples(xs, self.deadline)
 
     def right_cols(self, ys) -> np.ndarray:
-        """``[m, len(ys)]``: ids of x·ys[j] for every element x (table columns, or the left Cayley graph)."""
+        """``[m, len(ys)]`` integer ids of x·ys[j] for every element x (table columns, or the left Cayley graph)."""
         T = self.mult_table
         ys = np.asarray(ys, dtype=np.int64).reshape(-1)
-        return T[:, ys].astype(np.int64) if T is not None else self.monoid.right_multiples(ys, self.deadline)
+        return T[:, ys] if T is not None else self.monoid.right_multiples(ys, self.deadline)
 
     @cached_property
     def maximal_idempotents(self) -> np.ndarray:
@@ -317,21 +317,40 @@ class Context:
         E = self.semigroup_idempotents
         if M.identity_in_semigroup:
             return np.array([0], dtype=np.int64)
-        rank = np.array([np.unique(M.elements[e]).size for e in E.tolist()], dtype=np.int64)
-        order = E[np.argsort(-rank, kind="stable")]
+        if E.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        srt = np.sort(M.elements[E], axis=1)
+        rank = 1 + (srt[:, 1:] != srt[:, :-1]).sum(axis=1)  # |im e|
         T = self.mult_table
-        X = M.elements.astype(np.intp) if T is None else None
+        if T is not None:
+            # e < f ⇒ |im e| < |im f|: idempotents of one rank are incomparable, so a rank level is
+            # compared at once with the maximal idempotents of the higher ranks.
+            found: list[np.ndarray] = []
+            for rk in sorted(set(rank.tolist()), reverse=True):
+                self.check_time("maximal idempotents")
+                lev = E[rank == rk]
+                if found:
+                    F = np.concatenate(found)
+                    keep = np.ones(lev.size, dtype=bool)
+                    chunk = max(1, 4_000_000 // max(1, F.size))
+                    for c0 in range(0, lev.size, chunk):
+                        self.check_time("maximal idempotents")
+                        sub = lev[c0:c0 + chunk]
+                        below = (T[np.ix_(sub, F)] == sub[:, None]) & (T[np.ix_(F, sub)].T == sub[:, None])
+                        keep[c0:c0 + sub.size] = ~below.any(axis=1)  # e·f = e = f·e for no maximal f
+                    lev = lev[keep]
+                found.append(lev)
+            return np.concatenate(found).astype(np.int64)
+        order = E[np.argsort(-rank, kind="stable")]
+        X = M.elements.astype(np.intp)
         maxi = np.empty(order.size, dtype=np.int64)
         r = 0
         for e in order.tolist():
             self.check_time("maximal idempotents")
             if r:
                 F = maxi[:r]
-                if T is not None:
-                    below = (T[e, F] == e) & (T[F, e] == e)  # e·f = e and f·e = e
-                else:
-                    ee, XF = X[e], X[F]  # [r, n]
-                    below = (ee[XF] == ee).all(axis=1) & (XF[:, ee] == ee).all(axis=1)
+                ee, XF = X[e], X[F]  # [r, n]
+                below = (ee[XF] == ee).all(axis=1) & (XF[:, ee] == ee).all(axis=1)
                 if below.any():
                     continue
             maxi[r] = e
@@ -699,15 +718,27 @@ def decide_star_free(ctx: Context) -> ClassResult:
     M = _need_monoid(ctx)
     viol = M.nontrivial_group_elements
     if not viol.any():
-        X = M.elements.astype(np.intp)
-        P = X.copy()
+        T = ctx.mult_table
         N = 1
-        while True:
-            PX = np.take_along_axis(X, P, axis=1)  # P then x
-            if (PX == P).all():
-                break
-            P = PX
-            N += 1
+        if T is not None:  # on element ids: P[x] = x^N
+            P = np.arange(M.size)
+            while True:
+                ctx.check_time("star-free")
+                PX = T[P, np.arange(M.size)]
+                if (PX == P).all():
+                    break
+                P = PX
+                N += 1
+        else:
+            X = M.elements.astype(np.intp)
+            P = X.copy()
+            while True:
+                ctx.check_time("star-free")
+                PX = np.take_along_axis(X, P, axis=1)  # P then x
+                if (PX == P).all():
+                    break
+                P = PX
+                N += 1
         return _result("star_free", True,
                        f"the syntactic monoid ({M.size} elements) is aperiodic: x^{N} = x^{N + 1} for every element x",
                        {"monoid_size": M.size, "aperiodicity_index": N}, None)
@@ -1055,10 +1086,15 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
     R, L = g["R"], g["L"]
     X = M.elements.astype(np.intp)
     E = ctx.semigroup_idempotents
-    gens = X[M.letter_ids]
-    EE = X[E]
-    definite = all((EE[:, gens[a]] == EE).all() for a in range(gens.shape[0]))  # a·e = e
-    reverse_definite = all((gens[a][EE] == EE).all() for a in range(gens.shape[0]))  # e·a = e
+    if ctx.mult_table is not None:
+        TT = ctx.mult_table
+        definite = bool((TT[np.ix_(M.letter_ids, E)] == E[None, :]).all())  # a·e = e
+        reverse_definite = bool((TT[np.ix_(E, M.letter_ids)] == E[:, None]).all())  # e·a = e
+    else:
+        gens = X[M.letter_ids]
+        EE = X[E]
+        definite = all((EE[:, gens[a]] == EE).all() for a in range(gens.shape[0]))  # a·e = e
+        reverse_definite = all((gens[a][EE] == EE).all() for a in range(gens.shape[0]))  # e·a = e
     nontriv_L = np.bincount(L)[L] > 1
     locally_l = True
     reps = ctx.maximal_idempotent_reps  # eSe ≅ e'Se' for e D e' (see Context.maximal_idempotent_reps)
@@ -1084,14 +1120,12 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
     TR = T & M.regular
     chunk = max(1, 4_000_000 // max(1, M.size))
     for c0 in range(0, maxi.size, chunk):
+        ctx.check_time("extra facts")
         lm, rm = ctx.fixed_masks(maxi[c0:c0 + chunk])
-        for i in range(lm.shape[0]):
-            ctx.check_time("extra facts")
-            ids = np.flatnonzero(lm[i] & rm[i] & TR)
-            if ids.size and np.unique(R[ids]).size < ids.size:
-                stable_lr = False
-                break
-        if not stable_lr:
+        rows, xs = np.nonzero(lm & rm & TR[None, :])  # x ∈ eMe ∩ T regular, for each e of the chunk
+        keys = rows * (int(R.max()) + 1) + R[xs]
+        if np.unique(keys).size < keys.size:  # two of them R-equivalent for the same e
+            stable_lr = False
             break
     return {
         "l_trivial": bool(np.bincount(L).max() == 1),
