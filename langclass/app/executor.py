@@ -33,6 +33,7 @@ import os
 import socket
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -90,7 +91,7 @@ def _is_missing_table(exc: BaseException) -> bool:
     return "no such table" in text or "does not exist" in text or "undefinedtable" in text
 
 
-class _Supervisor:
+class _Supervisor(ABC):
     """Common loop: recover expired leases, see whether there is work, call :meth:`tick`."""
 
     def __init__(self, config: WorkerConfig, *, interval: float | None = None) -> None:
@@ -139,8 +140,9 @@ class _Supervisor:
             woken = self._wake.wait(self.interval)
             self._wake.clear()
 
-    def tick(self, woken: bool) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def tick(self, woken: bool) -> None:
+        """One supervision round (``woken``: a wake-up was requested rather than the interval passing)."""
 
     def _stop_loop(self, timeout: float) -> None:
         self._stop.set()

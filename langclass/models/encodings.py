@@ -394,7 +394,7 @@ class _Rotary(PositionalEncoding):
         return self.rotary_dim // 2
 
     def cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # pragma: no cover - abstract
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must define cos_sin (the rotary subclasses RoPE and PeriodicRoPE do)")
 
     def apply(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Rotate one tensor ``x [batch, heads, seq, d_head]`` (or ``[batch, seq, d_head]``) at ``positions [batch, seq]``.
