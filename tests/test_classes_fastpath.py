@@ -222,3 +222,61 @@ def test_d_class_representatives_cover_the_maximal_idempotents(seed):
         assert sorted(maxi) == sorted(want)
         for e in plain.E[:6]:
             assert np.array_equal(ctx.local_mask(e), ctx.local_mask_reference(e))
+
+
+def _delay_reference(dfa: DFA, max_k: int) -> int | None:
+    """The least k ≤ max_k whose product B_k passes the criterion, B_k built with tuple windows (dictionary BFS)."""
+    A = dfa.canonical()
+    t = A.transitions.astype(np.int64).tolist()
+    for k in range(max_k + 1):
+        if classes._delay_ok_dict(t, A.initial, k, 10**6, None):
+            return k
+    return None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ltl_p_y_delay_numpy_product_equals_dictionary_product(seed):
+    members = 0
+    for dfa in _samples(seed, 30):
+        n = dfa.canonical().num_states
+        want = _delay_reference(dfa, n + 2)
+        assert classes.ltl_p_y_delay(dfa, max_k=n + 2) == want
+        if want is not None and want >= 1:
+            members += 1
+            assert classes.ltl_p_y_delay(dfa, max_k=n + 2, min_k=want + 1) in (None, want + 1, want + 2)
+            assert classes.ltl_p_y_delay(dfa, max_k=want - 1) is None
+    assert members >= 3
+
+
+def test_ltl_p_y_delay_dictionary_fallback_for_wide_windows(monkeypatch):
+    dfa = DFA.from_table("a", [[1], [2], [2]], 0, [2])  # a^{≥2}: unary, so B_k stays tiny for any k
+    calls = []
+    real = classes._delay_ok_dict
+
+    def spy(*a, **kw):
+        calls.append(a[2])
+        return real(*a, **kw)
+
+    monkeypatch.setattr(classes, "_delay_ok_dict", spy)
+    assert classes.ltl_p_y_delay(dfa, min_k=60, max_k=60) == 60  # 3·2^60 keys fit in 62 bits: numpy
+    assert calls == []
+    monkeypatch.setattr(classes, "_delay_ok_numpy", lambda *a, **kw: pytest.fail("numpy path used"))
+    assert classes.ltl_p_y_delay(dfa, min_k=61, max_k=61) == 61  # 3·2^61 do not: dictionary BFS
+    assert calls == [61]
+
+
+def test_ltl_p_y_delay_deadline_is_reported_by_analyze(monkeypatch):
+    from langclass.core.analysis import analyze
+    from langclass.core.limits import Deadline, Limits
+
+    class DelayDeadline(Deadline):
+        def check(self, step: str = "") -> None:
+            if step == "LTL[P,Y] delay":
+                self._end = 0.0
+            super().check(step)
+
+    monkeypatch.setattr(Limits, "deadline", lambda self: DelayDeadline(10.0))
+    r = analyze(parse_regex("(a|b)*b(a|b){3}", ["a", "b"]))
+    assert r.classes["ltl_p_y"].member is True and r.classes["ltl_p"].member is False
+    assert r.extra["ltl_p_y_delay"] is None and r.extra["ltl_p_y_delay_error"]["limit"] == "time_limit_s"
+    assert r.encodings["soft"]["encoding"] == "rope"

@@ -238,9 +238,14 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
     delay = None
     if members["ltl_p_y"] is True and members["ltl_p"] is not True and members["ltl_p_mod"] is not True:
         cap = min(limits.max_states, 200_000)
-        delay = ltl_p_y_delay(A, max_states=cap)
-        if delay is None:  # beyond the usual bound k ≤ n: search further while the product stays small
-            delay = ltl_p_y_delay(A, max_k=A.num_states ** 2, max_states=cap)
+        try:
+            delay = ltl_p_y_delay(A, max_states=cap, deadline=deadline)
+            if delay is None:  # beyond the usual bound k ≤ n: search further while the product stays small
+                delay = ltl_p_y_delay(A, max_k=A.num_states ** 2, max_states=cap, min_k=A.num_states + 1,
+                                      deadline=deadline)
+        except LimitExceeded as err:  # the delay is optional: the encoding then says it is unknown
+            delay = None
+            extra["ltl_p_y_delay_error"] = err.to_dict()
     if members["ltl_p"] is True:
         delay = 0
     extra["ltl_p_y_delay"] = delay if members["ltl_p_y"] else None

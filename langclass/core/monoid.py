@@ -407,13 +407,15 @@ class TransitionMonoid:
         if cached is not None:
             return cached
         dt = np.int32 if m < 2 ** 31 else np.int64
-        out = np.empty((m, m), dtype=dt)
-        out[:, 0] = np.arange(m)
-        ar = np.arange(m)[:, None]
+        right = self.right.astype(dt)
+        tr = np.empty((m, m), dtype=dt)  # tr[y, x] = x·y: whole rows gathered per layer of y
+        tr[0] = np.arange(m)
         for ys in self._layers:
             if deadline is not None:
                 deadline.check("multiplication table")
-            out[:, ys] = self.right[out[ar, self.parent[ys][None, :]], self.last_letter[ys][None, :]]
+            tr[ys] = right[tr[self.parent[ys]], self.last_letter[ys][:, None]]
+        out = np.ascontiguousarray(tr.T)
+        del tr
         out.setflags(write=False)
         self.__dict__["_mult_table"] = out
         return out
