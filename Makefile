@@ -9,8 +9,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 EXTRAS ?= test,ray,bench
-HOST ?= 127.0.0.1
-PORT ?= 8000
+HOST ?= $(or $(LANGCLASS_HOST),127.0.0.1)
+PORT ?= $(or $(LANGCLASS_PORT),8000)
 PYTEST_ARGS ?=
 
 BIN := $(VENV)/bin

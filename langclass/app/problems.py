@@ -173,7 +173,7 @@ class PayloadTooLarge(StarletteHTTPException):
 
 # Problems that only the HTTP layer produces (not exceptions of the LangclassError family).
 _HTTP_PROBLEMS: dict[str, tuple[int, str, str]] = {
-    "validation-error": (422, "Request validation failed", "The request does not match the documented schema; `errors` lists every offending field."),
+    "validation-error": (422, "Request validation failed", "The request does not match the documented schema; the errors member lists every offending field."),
     "bad-request": (400, "Bad request", "The request could not be understood."),
     "not-found": (404, "Not found", "No resource at this address."),
     "method-not-allowed": (405, "Method not allowed", "The resource exists but not with this HTTP method; see the Allow header."),
