@@ -320,3 +320,19 @@ def test_limit_error_class_carries_limit() -> None:
     err = LimitExceeded("max_states", 5)
     assert err.extra == {"limit": "max_states", "value": 5}
     assert re.search("max_states", err.detail)
+
+
+def test_schemas_refuse_lone_surrogates() -> None:
+    """The request models themselves (used from Python too) refuse lone surrogates, naming the field."""
+    from pydantic import ValidationError
+
+    from langclass.app.schemas import ClassifyInput, LanguageInput
+
+    for data, loc in [({"regex": "a\ud800", "alphabet": ["a"]}, ("regex",)), ({"regex": "a", "alphabet": ["a", "\udfff"]}, ("alphabet", 1)),
+                      ({"formula": "\ud800"}, ("formula",))]:
+        with pytest.raises(ValidationError) as e:
+            ClassifyInput(**data)
+        assert e.value.errors()[0]["loc"] == loc and "surrogate" in e.value.errors()[0]["msg"]
+    with pytest.raises(ValidationError):
+        LanguageInput(regex="a", alphabet=["a"], tags=["ok", "x\ud800"])
+    assert ClassifyInput(regex="(ab)*", alphabet=["a", "b"]).regex == "(ab)*"

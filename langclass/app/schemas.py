@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 __all__ = [
     "ClassifyInput",
@@ -26,7 +26,21 @@ __all__ = [
     "Readiness",
 ]
 
-Tag = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
+def _unicode_text(value: str) -> str:
+    """Refuse a lone UTF-16 surrogate (valid as a JSON escape ``"\\ud800"``, but not Unicode text:
+    it could not be stored, hashed or printed as UTF-8)."""
+    for i, ch in enumerate(value):
+        if "\ud800" <= ch <= "\udfff":
+            raise ValueError(f"the string holds a lone UTF-16 surrogate U+{ord(ch):04X} at index {i}, which is not Unicode text")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_unicode_text)]
+"""A string that is Unicode text (no lone surrogates)."""
+
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_unicode_text)]
 
 _AB_STAR_DFA = {
     "alphabet": ["a", "b"],
@@ -53,10 +67,10 @@ class ClassifyInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": _INPUT_EXAMPLES[:1] + _INPUT_EXAMPLES[1:2]})
 
-    regex: str | None = Field(None, description="regular expression over `alphabet` (docs/regex.md)")
+    regex: Text | None = Field(None, description="regular expression over `alphabet` (docs/regex.md)")
     dfa: dict[str, Any] | None = Field(None, description="a DFA in the DFA JSON schema")
-    formula: str | None = Field(None, description="an LTL formula over `alphabet` (docs/formulas.md)")
-    alphabet: list[str] | None = Field(None, description="ordered alphabet: a list of non-empty symbols (required with regex/formula)")
+    formula: Text | None = Field(None, description="an LTL formula over `alphabet` (docs/formulas.md)")
+    alphabet: list[Text] | None = Field(None, description="ordered alphabet: a list of non-empty symbols (required with regex/formula)")
 
 
 class LanguageInput(ClassifyInput):
@@ -64,7 +78,7 @@ class LanguageInput(ClassifyInput):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": _INPUT_EXAMPLES})
 
-    name: str | None = Field(None, max_length=200, description="a label for browsing")
+    name: Text | None = Field(None, max_length=200, description="a label for browsing")
     tags: list[Tag] = Field(default_factory=list, max_length=32, description="labels (≤ 32, each 1 to 64 characters)")
 
 
