@@ -321,41 +321,27 @@ class Context:
             return np.zeros(0, dtype=np.int64)
         srt = np.sort(M.elements[E], axis=1)
         rank = 1 + (srt[:, 1:] != srt[:, :-1]).sum(axis=1)  # |im e|
-        T = self.mult_table
-        if T is not None:
-            # e < f ⇒ |im e| < |im f|: idempotents of one rank are incomparable, so a rank level is
-            # compared at once with the maximal idempotents of the higher ranks.
-            found: list[np.ndarray] = []
-            for rk in sorted(set(rank.tolist()), reverse=True):
-                self.check_time("maximal idempotents")
-                lev = E[rank == rk]
-                if found:
-                    F = np.concatenate(found)
-                    keep = np.ones(lev.size, dtype=bool)
-                    chunk = max(1, 4_000_000 // max(1, F.size))
-                    for c0 in range(0, lev.size, chunk):
-                        self.check_time("maximal idempotents")
-                        sub = lev[c0:c0 + chunk]
-                        below = (T[np.ix_(sub, F)] == sub[:, None]) & (T[np.ix_(F, sub)].T == sub[:, None])
-                        keep[c0:c0 + sub.size] = ~below.any(axis=1)  # e·f = e = f·e for no maximal f
-                    lev = lev[keep]
-                found.append(lev)
-            return np.concatenate(found).astype(np.int64)
-        order = E[np.argsort(-rank, kind="stable")]
-        X = M.elements.astype(np.intp)
-        maxi = np.empty(order.size, dtype=np.int64)
-        r = 0
-        for e in order.tolist():
+        # e < f ⇒ |im e| < |im f|: idempotents of one rank are incomparable, so a rank level is compared
+        # at once with the maximal idempotents of the higher ranks (rows e·M and columns M·e of the
+        # multiplication table, or from the Cayley graphs: O(|E|·m) in all).
+        found: list[np.ndarray] = []
+        chunk = max(1, 4_000_000 // max(1, M.size))
+        for rk in sorted(set(rank.tolist()), reverse=True):
             self.check_time("maximal idempotents")
-            if r:
-                F = maxi[:r]
-                ee, XF = X[e], X[F]  # [r, n]
-                below = (ee[XF] == ee).all(axis=1) & (XF[:, ee] == ee).all(axis=1)
-                if below.any():
-                    continue
-            maxi[r] = e
-            r += 1
-        return maxi[:r].copy()
+            lev = E[rank == rk]
+            if found:
+                F = np.concatenate(found)
+                keep = np.ones(lev.size, dtype=bool)
+                for c0 in range(0, lev.size, chunk):
+                    self.check_time("maximal idempotents")
+                    sub = lev[c0:c0 + chunk]
+                    ef = self.left_rows(sub)[:, F]  # [c, |F|]: e·f
+                    fe = self.right_cols(sub)[F, :].T  # [c, |F|]: f·e
+                    below = (ef == sub[:, None]) & (fe == sub[:, None])
+                    keep[c0:c0 + sub.size] = ~below.any(axis=1)  # e = e·f = f·e for no maximal f
+                lev = lev[keep]
+            found.append(lev)
+        return np.concatenate(found).astype(np.int64)
 
     @cached_property
     def maximal_idempotent_reps(self) -> np.ndarray:
@@ -718,26 +704,31 @@ def decide_star_free(ctx: Context) -> ClassResult:
     M = _need_monoid(ctx)
     viol = M.nontrivial_group_elements
     if not viol.any():
+        # the least N with x^N = x^{N+1} for all x; an element stays stable once it is, so only the
+        # elements not yet stable are carried to the next power
         T = ctx.mult_table
         N = 1
-        if T is not None:  # on element ids: P[x] = x^N
-            P = np.arange(M.size)
+        active = np.arange(M.size)
+        if T is not None:  # on element ids: P[i] = active[i]^N
+            P = active.copy()
             while True:
                 ctx.check_time("star-free")
-                PX = T[P, np.arange(M.size)]
-                if (PX == P).all():
+                PX = T[P, active]
+                moving = PX != P
+                if not moving.any():
                     break
-                P = PX
+                active, P = active[moving], PX[moving]
                 N += 1
         else:
             X = M.elements.astype(np.intp)
             P = X.copy()
             while True:
                 ctx.check_time("star-free")
-                PX = np.take_along_axis(X, P, axis=1)  # P then x
-                if (PX == P).all():
+                PX = np.take_along_axis(X[active], P, axis=1)  # P then x
+                moving = (PX != P).any(axis=1)
+                if not moving.any():
                     break
-                P = PX
+                active, P = active[moving], PX[moving]
                 N += 1
         return _result("star_free", True,
                        f"the syntactic monoid ({M.size} elements) is aperiodic: x^{N} = x^{N + 1} for every element x",
@@ -1084,17 +1075,9 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
     M = _need_monoid(ctx)
     g = M.green
     R, L = g["R"], g["L"]
-    X = M.elements.astype(np.intp)
     E = ctx.semigroup_idempotents
-    if ctx.mult_table is not None:
-        TT = ctx.mult_table
-        definite = bool((TT[np.ix_(M.letter_ids, E)] == E[None, :]).all())  # a·e = e
-        reverse_definite = bool((TT[np.ix_(E, M.letter_ids)] == E[:, None]).all())  # e·a = e
-    else:
-        gens = X[M.letter_ids]
-        EE = X[E]
-        definite = all((EE[:, gens[a]] == EE).all() for a in range(gens.shape[0]))  # a·e = e
-        reverse_definite = all((gens[a][EE] == EE).all() for a in range(gens.shape[0]))  # e·a = e
+    definite = bool((ctx.left_rows(M.letter_ids)[:, E] == E[None, :]).all())  # a·e = e
+    reverse_definite = bool((ctx.right_cols(M.letter_ids)[E, :] == E[:, None]).all())  # e·a = e
     nontriv_L = np.bincount(L)[L] > 1
     locally_l = True
     reps = ctx.maximal_idempotent_reps  # eSe ≅ e'Se' for e D e' (see Context.maximal_idempotent_reps)
