@@ -155,3 +155,37 @@ def test_serve_migrates_serves_and_persists_across_restart(tmp_path: Path) -> No
         assert [i["id"] for i in listed["items"]] == [created["id"]]
     finally:
         _stop(proc)
+
+
+def test_cli_refuses_lone_surrogates_cleanly() -> None:
+    """Undecodable argv bytes arrive as lone surrogates (surrogateescape): a typed error, exit 2."""
+    result = runner.invoke(app, ["classify", "--regex", "a\udcff", "--alphabet", "a"])
+    assert result.exit_code == 2, result.output
+    assert "error (regex-syntax) [regex]" in result.stderr and "surrogate" in result.stderr
+    result = runner.invoke(app, ["classify", "--regex", "a", "--alphabet", "a,\udcff"])
+    assert result.exit_code == 2 and "error (invalid-alphabet) [alphabet[1]]" in result.stderr
+
+
+def test_cli_limit_errors_name_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LANGCLASS_MAX_STATES", "3")
+    get_settings.cache_clear()
+    result = runner.invoke(app, ["classify", "--regex", "(a|b)*a(a|b)", "--alphabet", "ab"])
+    assert result.exit_code == 2
+    assert "limit=max_states" in result.stderr and "setting=LANGCLASS_MAX_STATES" in result.stderr
+
+
+def test_cli_invalid_settings_exit_2_without_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LANGCLASS_API_KEYS", "RealSecretKey-9f8e7d6c,abc")
+    get_settings.cache_clear()
+    result = runner.invoke(app, ["classify", "--regex", "a", "--alphabet", "a"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "error (invalid-settings): LANGCLASS_API_KEYS: entry 1 (0-based, comma-separated) is a placeholder or shorter than 8 characters"
+    )
+    assert "RealSecretKey" not in result.output
+
+
+def test_cli_formula_notes_mod_remainder() -> None:
+    result = runner.invoke(app, ["classify", "--formula", "MOD(2,5)", "--alphabet", "a"])
+    assert result.exit_code == 0, result.output
+    assert "note: MOD(2,5) is read as MOD(2,1): the remainder is taken modulo m" in result.stdout
