@@ -114,7 +114,7 @@ class JobRow(Base):
 
     Columns:
         id: UUID4 string.
-        language_id: the stored language (deleting it deletes its jobs).
+        language_id: the stored language (DELETE with ``?cascade=true`` deletes its jobs; without it a language that has jobs is kept, 409).
         kind: ``train`` | ``construct``.
         status: ``queued`` | ``running`` | ``succeeded`` | ``failed`` | ``cancelled``.
         spec: the job function's input, complete (language DFA, encodings with their resolved
