@@ -78,7 +78,8 @@ __all__ = [
 ]
 
 LTT_WORK_BUDGET = 400_000_000
-"""Entries compared when checking the Beauquier–Pin identity (or commutativity of eSe) exhaustively;
+"""Entries compared when checking the Beauquier–Pin identity (or commutativity of eSe) exhaustively
+(one per product with the multiplication table, n per product on transformations without it);
 beyond it the answer is unknown (``LimitExceeded``)."""
 
 HASSE_MAX_STATES = 64

@@ -395,6 +395,9 @@ class TransitionMonoid:
     def multiplication_table(self, deadline: Deadline | None = None, max_entries: int = 16_000_000) -> np.ndarray:
         """``int32 [m, m]`` (read-only): entry ``[x, y]`` is the id of x·y; see :meth:`left_multiples`.
 
+        Not cached on the monoid (which outlives an analysis): callers keep it as long as they need it
+        (:attr:`langclass.core.classes.Context.mult_table`).
+
         Raises:
             LimitExceeded: ``multiplication_table_entries`` when m² > ``max_entries``.
             TimeLimitExceeded: the deadline passed.
@@ -403,9 +406,6 @@ class TransitionMonoid:
         if m * m > max_entries:
             raise LimitExceeded("multiplication_table_entries", max_entries,
                                 f"the multiplication table of a monoid of {m} elements has {m * m} entries")
-        cached = self.__dict__.get("_mult_table")
-        if cached is not None:
-            return cached
         dt = np.int32 if m < 2 ** 31 else np.int64
         right = self.right.astype(dt)
         tr = np.empty((m, m), dtype=dt)  # tr[y, x] = x·y: whole rows gathered per layer of y
@@ -417,7 +417,6 @@ class TransitionMonoid:
         out = np.ascontiguousarray(tr.T)
         del tr
         out.setflags(write=False)
-        self.__dict__["_mult_table"] = out
         return out
 
     @cached_property
