@@ -182,7 +182,9 @@ def _decide_all(dfa: DFA, no_table: bool, monkeypatch) -> tuple[dict, dict]:
             replay(dfa, r, ctx.monoid)
             out[key] = r.member
         assert (ctx.mult_table is None) == no_table
-        return out, monoid_extras(ctx)
+        sf = classes.decide_star_free(ctx)
+        extra = dict(monoid_extras(ctx), aperiodicity_index=(sf.certificate or {}).get("aperiodicity_index"))
+        return out, extra
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -198,6 +200,11 @@ def test_local_classes_fast_path_equals_definition(seed, monkeypatch):
         assert fast == want, (dfa.transitions.tolist(), fast, want)
         assert extra_fast["locally_l_trivial"] == plain.locally_l_trivial()
         assert extra_fast["stable_semigroup_locally_r_trivial"] == plain.stable_locally_r_trivial()
+        if plain.aperiodic():  # the least N with x^N = x^{N+1} for every x, by repeated composition
+            N, M = 1, plain.M
+            while any(M.power(x, N) != M.power(x, N + 1) for x in range(M.size)):
+                N += 1
+            assert extra_fast["aperiodicity_index"] == N
         for v in want.values():
             counts[v] += 1
     assert counts[True] >= 5 and counts[False] >= 5, counts  # both answers are exercised
