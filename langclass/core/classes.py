@@ -1184,15 +1184,18 @@ def _delay_ok_numpy(t: np.ndarray, initial: int, k: int, W: int, max_states: int
         nx = (x[:, None] * base + letters[None, :] + 1) % W if k else np.zeros((keys.size, s), dtype=np.int64)
         return t[q] * W + nx
 
-    seen = np.array([initial * W], dtype=np.int64)
+    seen = np.array([initial * W], dtype=np.int64)  # sorted
     frontier = seen
     while frontier.size:
         if deadline is not None:
             deadline.check("LTL[P,Y] delay")
-        new = np.setdiff1d(succ(frontier).ravel(), seen)  # sorted, unique
+        cand = np.unique(succ(frontier))
+        pos = np.minimum(np.searchsorted(seen, cand), seen.size - 1)
+        new = cand[seen[pos] != cand]  # sorted, unique, unseen
         if new.size + seen.size > max_states:
             return None
-        seen = np.union1d(seen, new)
+        seen = np.concatenate([seen, new])
+        seen.sort(kind="stable")  # two sorted runs: a linear merge
         frontier = new
     N = seen.size
     dst = np.searchsorted(seen, succ(seen)).ravel()
@@ -1200,8 +1203,10 @@ def _delay_ok_numpy(t: np.ndarray, initial: int, k: int, W: int, max_states: int
     g = csr_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(N, N))
     _, comp = connected_components(g, directed=True, connection="strong")
     q, x = np.divmod(seen, W)
-    pairs = np.unique(np.stack([comp.astype(np.int64), x, q], axis=1), axis=0)  # distinct (SCC, window, state)
-    return np.unique(pairs[:, :2], axis=0).shape[0] == pairs.shape[0]
+    order = np.lexsort((q, x, comp))  # by SCC, then window, then state
+    c, x, q = comp[order], x[order], q[order]
+    same = (c[1:] == c[:-1]) & (x[1:] == x[:-1])
+    return not (same & (q[1:] != q[:-1])).any()  # no SCC holds (p, x), (q, x) with p ≠ q
 
 
 def _delay_ok_dict(t: list[list[int]], initial: int, k: int, max_states: int,
