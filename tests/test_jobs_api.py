@@ -133,7 +133,7 @@ def test_ab_star_experiment_runs_and_stores_accuracies_and_n_star(sqlite_client:
     "body,field",
     [
         ({"kind": "train"}, "encodings"),
-        ({"kind": "train", "encodings": ["no_such_pe"]}, ("encodings[0].name", "encodings[0].params.name")),
+        ({"kind": "train", "encodings": ["no_such_pe"]}, "encodings[0]"),
         ({"kind": "train", "encodings": [{"name": "rope", "params": {"bogus": 1}}]}, "encodings[0].params.bogus"),
         ({"kind": "train", "encodings": ["nope"], "profile": "huge"}, "profile"),
         ({"kind": "train", "encodings": ["nope"], "seeds": []}, "seeds"),
