@@ -376,14 +376,16 @@ class Context:
         es = np.asarray(es, dtype=np.int64).reshape(-1)
         m = self.monoid.size
         ar = np.arange(m)
-        lm = np.empty((es.size, m), dtype=bool)
-        rm = np.empty((es.size, m), dtype=bool)
+        lm = np.ones((es.size, m), dtype=bool)  # the identity (element 0): 1·M = M·1 = M
+        rm = np.ones((es.size, m), dtype=bool)
+        todo = np.flatnonzero(es != 0)
         chunk = max(1, 4_000_000 // max(1, m))
-        for c0 in range(0, es.size, chunk):
+        for c0 in range(0, todo.size, chunk):
             self.check_time("local submonoids")
-            sub = es[c0:c0 + chunk]
-            lm[c0:c0 + sub.size] = self.left_rows(sub) == ar[None, :]
-            rm[c0:c0 + sub.size] = (self.right_cols(sub) == ar[:, None]).T
+            rows = todo[c0:c0 + chunk]
+            sub = es[rows]
+            lm[rows] = self.left_rows(sub) == ar[None, :]
+            rm[rows] = (self.right_cols(sub) == ar[:, None]).T
         return lm, rm
 
     def local_mask(self, e: int, f: int | None = None) -> np.ndarray:
@@ -1077,8 +1079,14 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
     g = M.green
     R, L = g["R"], g["L"]
     E = ctx.semigroup_idempotents
-    definite = bool((ctx.left_rows(M.letter_ids)[:, E] == E[None, :]).all())  # a·e = e
-    reverse_definite = bool((ctx.right_cols(M.letter_ids)[E, :] == E[:, None]).all())  # e·a = e
+    if ctx.mult_table is not None or E.size * M.num_states > 4 * M.size:  # letters' rows/columns: O(|Σ|·m)
+        definite = bool((ctx.left_rows(M.letter_ids)[:, E] == E[None, :]).all())  # a·e = e
+        reverse_definite = bool((ctx.right_cols(M.letter_ids)[E, :] == E[:, None]).all())  # e·a = e
+    else:  # few idempotents: compose their transformations, O(|E|·n·|Σ|)
+        X = M.elements.astype(np.intp)
+        gens, EE = X[M.letter_ids], X[E]
+        definite = all((EE[:, gens[a]] == EE).all() for a in range(gens.shape[0]))  # a·e = e
+        reverse_definite = all((gens[a][EE] == EE).all() for a in range(gens.shape[0]))  # e·a = e
     nontriv_L = np.bincount(L)[L] > 1
     locally_l = True
     reps = ctx.maximal_idempotent_reps  # eSe ≅ e'Se' for e D e' (see Context.maximal_idempotent_reps)
