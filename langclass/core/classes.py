@@ -370,6 +370,14 @@ class Context:
         _, first = np.unique(J[maxi], return_index=True)
         return maxi[np.sort(first)]
 
+    @cached_property
+    def rep_masks(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`fixed_masks` of :attr:`maximal_idempotent_reps`, shared by the local tests (read-only)."""
+        lm, rm = self.fixed_masks(self.maximal_idempotent_reps)
+        lm.setflags(write=False)
+        rm.setflags(write=False)
+        return lm, rm
+
     def fixed_masks(self, es) -> tuple[np.ndarray, np.ndarray]:
         """Boolean ``([r, m], [r, m])`` for idempotents es: ``[i, x]`` is e·x = x (x ∈ eM), resp.
         x·e = x (x ∈ Me). Row i of the first times row j of the second is e_iMe_j."""
@@ -867,7 +875,7 @@ def decide_ltl_p_y(ctx: Context) -> ClassResult:
     nontriv = np.bincount(R)[R] > 1
     checked = []
     reps = ctx.maximal_idempotent_reps
-    lm, rm = ctx.fixed_masks(reps)
+    lm, rm = ctx.rep_masks
     for i, e in enumerate(reps.tolist()):
         ctx.check_time("LTL[P,Y]")
         mask = lm[i] & rm[i]
@@ -908,7 +916,7 @@ def decide_locally_testable(ctx: Context) -> ClassResult:
     cost = 1 if T is not None else M.num_states  # entries compared per product
     checked = []
     reps = ctx.maximal_idempotent_reps
-    lm, rm = ctx.fixed_masks(reps)
+    lm, rm = ctx.rep_masks
     for i, e in enumerate(reps.tolist()):
         ctx.check_time("locally testable")
         ids = np.flatnonzero(lm[i] & rm[i])
@@ -1009,8 +1017,8 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
     T = ctx.mult_table
     cost = 1 if T is not None else n
     reps = ctx.maximal_idempotent_reps
-    lm, rm = ctx.fixed_masks(reps)
-    lm &= M.in_semigroup[None, :]
+    lm, rm = ctx.rep_masks
+    lm = lm & M.in_semigroup[None, :]
     work = 0
     plan = []
     for i, e in enumerate(reps.tolist()):
@@ -1090,7 +1098,7 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
     nontriv_L = np.bincount(L)[L] > 1
     locally_l = True
     reps = ctx.maximal_idempotent_reps  # eSe ≅ e'Se' for e D e' (see Context.maximal_idempotent_reps)
-    lm, rm = ctx.fixed_masks(reps)
+    lm, rm = ctx.rep_masks
     for i in range(reps.size):
         ctx.check_time("extra facts")
         ids = np.flatnonzero(lm[i] & rm[i] & nontriv_L)
