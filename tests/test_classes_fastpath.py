@@ -287,3 +287,16 @@ def test_ltl_p_y_delay_deadline_is_reported_by_analyze(monkeypatch):
     assert r.classes["ltl_p_y"].member is True and r.classes["ltl_p"].member is False
     assert r.extra["ltl_p_y_delay"] is None and r.extra["ltl_p_y_delay_error"]["limit"] == "time_limit_s"
     assert r.encodings["soft"]["encoding"] == "rope"
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_multiply_many_and_idempotents_match_composition(seed):
+    rng = np.random.default_rng(seed)
+    for dfa in _samples(seed, 15) + [parse_regex("(a|b)*b(a|b){3}", ["a", "b"])]:
+        M = transition_monoid(dfa)
+        X = M.elements.astype(np.intp)
+        xs, ys = rng.integers(0, M.size, 40), rng.integers(0, M.size, 40)
+        want = [M.id_of(X[y][X[x]]) for x, y in zip(xs.tolist(), ys.tolist())]
+        assert M.multiply_many(xs, ys).tolist() == want
+        idem = (np.take_along_axis(X, X, axis=1) == X).all(axis=1)
+        assert np.array_equal(M.idempotent, idem)

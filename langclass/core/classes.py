@@ -730,13 +730,12 @@ def decide_star_free(ctx: Context) -> ClassResult:
                     break
                 active, P = active[moving], PX[moving]
                 N += 1
-        else:
-            X = M.elements.astype(np.intp)
-            P = X.copy()
+        else:  # x^{N+1} = x^N·x by reading x's word on the right Cayley graph (no transformations)
+            P = active.copy()
             while True:
                 ctx.check_time("star-free")
-                PX = np.take_along_axis(X[active], P, axis=1)  # P then x
-                moving = (PX != P).any(axis=1)
+                PX = M.multiply_many(P, active)
+                moving = PX != P
                 if not moving.any():
                     break
                 active, P = active[moving], PX[moving]

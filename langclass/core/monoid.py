@@ -421,12 +421,51 @@ class TransitionMonoid:
 
     @cached_property
     def idempotent(self) -> np.ndarray:
-        """Boolean ``[m]``: x·x = x."""
-        e = self.elements
-        mask = np.take_along_axis(e, e.astype(np.intp), axis=1) == e
-        out = mask.all(axis=1)
+        """Boolean ``[m]``: x·x = x (on the transformations, O(m·n), or by :meth:`multiply_many`,
+        O(m·ℓ) for ℓ the longest shortlex word, whichever is smaller)."""
+        if int(self.lengths.max()) < self.num_states:
+            ids = np.arange(self.size)
+            out = self.multiply_many(ids, ids) == ids
+        else:
+            e = self.elements
+            out = (np.take_along_axis(e, e.astype(np.intp), axis=1) == e).all(axis=1)
         out.setflags(write=False)
         return out
+
+    def multiply_many(self, xs, ys) -> np.ndarray:
+        """``int64 [r]``: ids of xs[i]·ys[i], by reading the shortlex-least word of ys[i] from xs[i]
+        on the right Cayley graph (all pairs at once, one letter position at a time): O(r·ℓ) for ℓ
+        the longest such word, without touching the transformations.
+
+        Raises:
+            ValueError: xs and ys differ in length.
+        """
+        xs = np.asarray(xs, dtype=np.int64).reshape(-1)
+        ys = np.asarray(ys, dtype=np.int64).reshape(-1)
+        if xs.shape != ys.shape:
+            raise ValueError("xs and ys must have the same length")
+        W = self._word_letters
+        lens = self.lengths[ys]
+        cur = xs.copy()
+        for i in range(W.shape[1]):
+            sel = np.flatnonzero(lens > i)
+            if sel.size == 0:
+                break
+            cur[sel] = self.right[cur[sel], W[ys[sel], i]]
+        return cur
+
+    @cached_property
+    def _word_letters(self) -> np.ndarray:
+        """``[m, ℓ]`` letter indices of every element's shortlex-least word (padded with 0 beyond its length)."""
+        L = int(self.lengths.max())
+        dt = np.int16 if self.right.shape[1] < 1 << 15 else np.int64
+        W = np.zeros((self.size, L), dtype=dt)
+        for xs in self._layers:
+            ell = int(self.lengths[xs[0]])
+            W[xs, :ell - 1] = W[self.parent[xs], :ell - 1]
+            W[xs, ell - 1] = self.last_letter[xs]
+        W.setflags(write=False)
+        return W
 
     @cached_property
     def omega(self) -> np.ndarray:
