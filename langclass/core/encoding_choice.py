@@ -72,10 +72,18 @@ def conventional_rope_length(k: int, g: float, C: float, dtype: str, max_length:
         InputError: invalid parameters (from numerics).
         LimitExceeded: ``certified_length_work`` (max_length too large).
     """
-    from .numerics import certified_length, f_large
+    from .numerics import f_large
 
-    per = {j: int(certified_length(j, g, C, dtype, max_length)) for j in range(1, max(1, k) + 1)}
+    per = {j: _certified_length_at_offset(j, g, C, dtype, max_length) for j in range(1, max(1, k) + 1)}
     return {"n_max": min(per.values()), "n_max_per_offset": per, "f_large": float(f_large(dtype))}
+
+
+@lru_cache(maxsize=1024)
+def _certified_length_at_offset(j: int, g: float, C: float, dtype: str, max_length: int) -> int:
+    """N_max^(j) for one offset, cached per offset so that k and k+1 share the work for j ≤ k."""
+    from .numerics import certified_length
+
+    return int(certified_length(j, g, C, dtype, max_length))
 
 
 def _entry(encoding: str | None, name: str, cls: str | None, parameters: dict[str, Any], guarantee: str,
