@@ -60,6 +60,20 @@ def test_lone_surrogates_are_422_naming_the_field(client: Any, raw: str, field: 
         assert body["field"] == field and "surrogate" in body["detail"]
 
 
+def test_nul_in_name_or_tag_is_422_not_a_storage_error(client: Any) -> None:
+    """PostgreSQL text columns cannot hold U+0000: refuse it at the boundary on every backend."""
+    path = "/v1/languages"
+    for raw, field in (('{"regex":"a","alphabet":["a"],"name":"x\\u0000y"}', "name"),
+                       ('{"regex":"a","alphabet":["a"],"tags":["t\\u0000"]}', "tags[0]")):
+        body = _problem(client.post(path, content=raw, headers=JSON), 422, "validation-error")
+        assert "NUL" in body["detail"] and field.split("[")[0] in body["detail"], body
+
+
+def test_nul_in_the_name_filter_is_422(client: Any) -> None:
+    body = _problem(client.get("/v1/languages", params={"name": "\x00"}), 422, "invalid-input")
+    assert body["field"] == "name"
+
+
 def test_core_parsers_refuse_lone_surrogates() -> None:
     from langclass.core.formulas import formula_to_dfa
     from langclass.core.parse import normalize_alphabet, parse_dfa_json, parse_regex

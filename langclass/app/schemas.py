@@ -34,11 +34,13 @@ def _unicode_text(value: str) -> str:
     for i, ch in enumerate(value):
         if "\ud800" <= ch <= "\udfff":
             raise ValueError(f"the string holds a lone UTF-16 surrogate U+{ord(ch):04X} at index {i}, which is not Unicode text")
+        if ch == "\x00":
+            raise ValueError(f"the string holds a NUL character (U+0000) at index {i}, which text columns cannot store")
     return value
 
 
 Text = Annotated[str, AfterValidator(_unicode_text)]
-"""A string that is Unicode text (no lone surrogates)."""
+"""A string that is storable Unicode text (no lone surrogates, no NUL)."""
 
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_unicode_text)]
 

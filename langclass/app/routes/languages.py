@@ -186,6 +186,8 @@ async def list_languages(
     """Stored languages in a stable order (creation time, then id), filtered and paginated by cursor."""
     if member is not None and class_key is None:
         raise InputError("'member' needs 'class' (which class to test membership of)", field="member")
+    if name is not None and "\x00" in name:
+        raise InputError("the name filter holds a NUL character (U+0000), which no stored name contains", field="name")
     if class_key is not None:
         known = _known_class_keys()
         if known is not None and class_key not in known:
