@@ -212,3 +212,11 @@ def test_formula_to_dfa_limits_and_mapping():
     assert fragment(parse_formula("P a & Y b & MOD(2,0)", AB)) == "LTL[P,Y,MOD]"
     assert fragment(parse_formula("a S b", AB)) == "LTL[S]"
     assert evaluate_batch("Y a", AB, np.array([[0, 0], [0, 1]])).tolist() == [True, False]
+
+
+def test_formula_text_is_nfc_normalized_before_tokenizing():
+    """A decomposed letter (e + combining acute) is the alphabet's NFC symbol "é", as in regexes."""
+    from langclass.core.formulas import formula_to_dfa
+    from langclass.core.parse import parse_regex
+
+    assert formula_to_dfa("P e\u0301", ["é", "a"]).fingerprint() == parse_regex(".*é.*", ["é", "a"]).fingerprint()

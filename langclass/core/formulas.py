@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -520,6 +521,9 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
     limits.check("max_alphabet", len(alpha))
     if not isinstance(text, str):
         raise FormulaSyntaxError("the formula must be a string", field="formula")
+    # NFC first (as for regexes): a decomposed symbol such as "e\u0301" is one letter "é";
+    # error positions refer to the normalized text.
+    text = unicodedata.normalize("NFC", text)
     limits.check("max_regex_length", len(text))
     if not text.strip():
         raise FormulaSyntaxError("the formula is empty (position 0)", field="formula", position=0)
