@@ -42,7 +42,7 @@ class _Pairs(list):
 
 
 def _show(text: str) -> str:
-    """``text`` safe to print: lone surrogates as ``\\udXXX`` escapes."""
+    """``text`` safe to print: lone surrogates as ``\\ud800``-style escapes."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
