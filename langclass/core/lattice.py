@@ -121,26 +121,24 @@ class LatticeViolation(AssertionError):
 
 def implied_by(key: str) -> list[str]:
     """All classes that contain ``key`` (transitive closure of :data:`INCLUSIONS`), excluding itself."""
-    out: list[str] = []
-    todo = [key]
-    while todo:
-        k = todo.pop()
-        for sub, sup in INCLUSIONS:
-            if sub == k and sup not in out:
-                out.append(sup)
-                todo.append(sup)
-    return out
+    return _closure(key, upward=True)
 
 
 def _contained_in(key: str) -> list[str]:
+    """All classes contained in ``key`` (transitive closure of :data:`INCLUSIONS`), excluding itself."""
+    return _closure(key, upward=False)
+
+
+def _closure(key: str, *, upward: bool) -> list[str]:
     out: list[str] = []
     todo = [key]
     while todo:
         k = todo.pop()
         for sub, sup in INCLUSIONS:
-            if sup == k and sub not in out:
-                out.append(sub)
-                todo.append(sub)
+            src, dst = (sub, sup) if upward else (sup, sub)
+            if src == k and dst not in out:
+                out.append(dst)
+                todo.append(dst)
     return out
 
 
