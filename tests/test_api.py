@@ -6,33 +6,19 @@ computed by brute force on the syntactic monoid), not from the code under test.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
+from _ground_truth import BY_ID, EXPECTED_TO_KEY
 
 from langclass.core.parse import parse_regex
 
-GROUND_TRUTH = {l["id"]: l for l in json.loads((Path(__file__).parent / "ground_truth.json").read_text())["languages"]}
-
-# ground truth key -> class key of the API
-GT_TO_CLASS = {
-    "r_trivial": "ltl_p",
-    "qr": "ltl_p_mod",
-    "lr_or_ltl_p_y": "ltl_p_y",
-    "star_free": "star_free",
-    "stutter_invariant": "stutter_invariant",
-    "da": "fo2",
-    "qda": "fo2_mod",
-    "quasi_aperiodic": "fo_mod",
-    "j_trivial": "piecewise_testable",
-    "locally_testable": "locally_testable",
-}
+GROUND_TRUTH = BY_ID
+GT_TO_CLASS = EXPECTED_TO_KEY
 
 SAMPLE = ["aa_star", "ab_star", "starts_with_a", "ends_with_a", "parity"]
 SAMPLE = [k for k in SAMPLE if k in GROUND_TRUTH] or list(GROUND_TRUTH)[:5]

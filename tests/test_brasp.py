@@ -4,8 +4,6 @@ LTL → B-RASP agrees with formula semantics, and the hard-attention transformer
 from __future__ import annotations
 
 import itertools
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +19,7 @@ from langclass.core.errors import ProgramSyntaxError, UnknownSymbolError, Unsupp
 from langclass.core.formulas import Atom, BOTTOM, TOP, And, Iff, Implies, Not, Or, Past, Since, Yesterday, evaluate_batch
 from langclass.models.construct import build_brasp_transformer
 
-GT = json.loads((Path(__file__).parent / "ground_truth.json").read_text())["languages"]
+from _ground_truth import LANGUAGES as GT
 
 
 @pytest.fixture(autouse=True)

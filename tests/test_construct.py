@@ -5,7 +5,6 @@ job / CLI entry points behave."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from langclass.core.numerics import f_large
 from langclass.models.construct import ConstructionOptions, build_formula_transformer
 from langclass.models.verify import ConstructionCancelled, default_all_words_length, run_construction
 
-GT = json.loads((Path(__file__).parent / "ground_truth.json").read_text())["languages"]
+from _ground_truth import LANGUAGES as GT
 
 
 @pytest.fixture(autouse=True)

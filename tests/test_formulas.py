@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ from langclass.core.formulas import (
 )
 from langclass.core.limits import Limits
 
-GT = json.loads((Path(__file__).parent / "ground_truth.json").read_text())["languages"]
+from _ground_truth import LANGUAGES as GT
 
 
 def gt_dfa(entry) -> DFA:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
@@ -13,22 +12,7 @@ from langclass.core.analysis import analyze, format_table
 from langclass.core.classes import replay
 from langclass.core.parse import parse_dfa_json, parse_regex
 
-GT = json.loads((Path(__file__).parent / "ground_truth.json").read_text())
-LANGS = {lang["id"]: lang for lang in GT["languages"]}
-
-EXPECTED_TO_KEY = {
-    "r_trivial": "ltl_p",
-    "qr": "ltl_p_mod",
-    "lr_or_ltl_p_y": "ltl_p_y",
-    "star_free": "star_free",
-    "stutter_invariant": "stutter_invariant",
-    "da": "fo2",
-    "qda": "fo2_mod",
-    "quasi_aperiodic": "fo_mod",
-    "j_trivial": "piecewise_testable",
-    "locally_testable": "locally_testable",
-    "group": "group",
-}
+from _ground_truth import BY_ID as LANGS, EXPECTED_TO_KEY
 
 
 @lru_cache(maxsize=None)
