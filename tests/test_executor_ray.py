@@ -66,21 +66,19 @@ def test_killed_ray_task_is_retried_from_the_database(ray_cluster: Any, sqlite_u
     db = Database(sqlite_url)
     lid = add_language(db)
     jid = add_job(db, lid, {"trace_dir": str(tmp_path), "steps": 60, "step_s": 0.05}, max_attempts=2)
-    ex = RayExecutor(WorkerConfig(database_url=sqlite_url, lease_s=10.0, heartbeat_s=0.2, kinds=SUPPORT), num_cpus=1, num_gpus=0)
+    # a lease far longer than the wait below: the retry can only come from Ray's failure report
+    ex = RayExecutor(WorkerConfig(database_url=sqlite_url, lease_s=3600.0, heartbeat_s=0.2, kinds=SUPPORT), num_cpus=1, num_gpus=0)
     ex.start()
     try:
         ex.notify()
         victim = wait_for(lambda: started_pids(tmp_path), 90, "the Ray task to start")[0]
         wait_for(lambda: (row(db, jid).progress or {}).get("step", 0) >= 2, 30, "progress from the task")
         assert status(db, jid) == "running"
-        t_kill = time.monotonic()
         os.kill(victim, signal.SIGKILL)
         wait_for(lambda: status(db, jid) == "succeeded", 90, "the retried job")
         r = row(db, jid)
         assert r.attempts == 2 and r.result["pid"] != victim, (victim, started_pids(tmp_path), r.result, r.error, ex.describe())
         assert ex.describe()["task_failures"] == 1
-        # retried on Ray's failure report, not after the 10 s lease ran out
-        assert time.monotonic() - t_kill < 60
     finally:
         ex.stop(timeout=10)
         db.dispose()

@@ -9,7 +9,6 @@ reason. Job functions here are the small ones of ``test_jobs_support`` (the real
 from __future__ import annotations
 
 import threading
-import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -135,11 +134,11 @@ def test_lease_expiry_requeues_then_fails_with_reason(db: Database) -> None:
     jid = add_job(db, lid, max_attempts=2)
     for attempt in (1, 2):
         with db.session_scope() as s:
-            c = jobrepo.claim(s, owner="w", lease_s=0.05)
+            c = jobrepo.claim(s, owner="w", lease_s=60)
         assert c is not None and c.attempt == attempt
-        time.sleep(0.1)
-        with db.session_scope() as s:
-            counts = jobrepo.recover_expired(s)
+        with db.session_scope() as s:  # a recoverer whose clock is past the lease (no sleeping)
+            assert jobrepo.recover_expired(s, now=utcnow() + timedelta(seconds=59)) == {"requeued": 0, "failed": 0, "cancelled": 0}
+            counts = jobrepo.recover_expired(s, now=utcnow() + timedelta(seconds=61))
         r = row(db, jid)
         if attempt == 1:
             assert counts == {"requeued": 1, "failed": 0, "cancelled": 0}
@@ -161,13 +160,18 @@ def test_heartbeat_keeps_the_lease_and_cancel_is_seen(db: Database) -> None:
     jid = add_job(db, lid)
     queued = add_job(db, lid)
     with db.session_scope() as s:
-        c = jobrepo.claim(s, owner="w", lease_s=0.3)
+        c = jobrepo.claim(s, owner="w", lease_s=60)
     assert c is not None and c.job_id == jid
-    for _ in range(4):
-        time.sleep(0.1)
+    claimed_until = row(db, jid).lease_expires_at
+    for _ in range(3):
+        before = utcnow()
         with db.session_scope() as s:
             assert jobrepo.heartbeat(s, c, progress={"step": 1}) == (True, False)
-            assert jobrepo.recover_expired(s) == {"requeued": 0, "failed": 0, "cancelled": 0}
+        # the lease now runs lease_s from the beat: a recoverer just before that end sees nothing to do
+        assert row(db, jid).lease_expires_at >= before + timedelta(seconds=60)
+        with db.session_scope() as s:
+            assert jobrepo.recover_expired(s, now=before + timedelta(seconds=59.9)) == {"requeued": 0, "failed": 0, "cancelled": 0}
+    assert row(db, jid).lease_expires_at >= claimed_until
     with db.session_scope() as s:
         assert jobrepo.request_cancel(s, jid).status == "running"
         assert jobrepo.request_cancel(s, queued).status == "cancelled"
@@ -237,18 +241,23 @@ def test_run_claim_failures_are_recorded_not_retried(db: Database, migrated_url:
         assert "RuntimeError: boom" in r.error["detail"] and "failing_job" in r.error["traceback"]
 
 
+# The tests below never race a timer against the run: whatever should interrupt the run (a cancel,
+# a shutdown, a stolen lease) is in place before run_claim starts, and the job function would run
+# for minutes unless the worker's heartbeat (every 50 ms) or its polling sees it.
+ENDLESS = {"steps": 100_000, "step_s": 0.01}
+
+
 def test_run_claim_cancel_while_running_keeps_partial(db: Database, migrated_url: str, tmp_path: Path) -> None:
     lid = add_language(db)
-    jid = add_job(db, lid, {"trace_dir": str(tmp_path), "steps": 400, "step_s": 0.01})
+    jid = add_job(db, lid, {"trace_dir": str(tmp_path), **ENDLESS})
     with db.session_scope() as s:
-        c = jobrepo.claim(s, owner="w", lease_s=2)
-    threading.Timer(0.3, lambda: _cancel(db, jid)).start()
-    t0 = time.monotonic()
+        c = jobrepo.claim(s, owner="w", lease_s=60)
+    _cancel(db, jid)  # running: only cancel_requested is set; the first heartbeat reads it
+    assert row(db, jid).status == "running"
     assert run_claim(db, c, _config(migrated_url)) == "cancelled"
-    assert time.monotonic() - t0 < 3
     r = row(db, jid)
     assert r.status == "cancelled" and r.error["reason"] == "cancelled"
-    assert 0 < r.result["completed_steps"] < 400
+    assert 0 <= r.result["completed_steps"] < ENDLESS["steps"]
 
 
 def _cancel(db: Database, jid: str) -> None:
@@ -258,34 +267,36 @@ def _cancel(db: Database, jid: str) -> None:
 
 def test_run_claim_stopping_worker_releases_job(db: Database, migrated_url: str, tmp_path: Path) -> None:
     lid = add_language(db)
-    jid = add_job(db, lid, {"trace_dir": str(tmp_path), "steps": 400, "step_s": 0.01})
+    jid = add_job(db, lid, {"trace_dir": str(tmp_path), **ENDLESS})
     with db.session_scope() as s:
-        c = jobrepo.claim(s, owner="w", lease_s=2)
+        c = jobrepo.claim(s, owner="w", lease_s=60)
     stopping = threading.Event()
-    threading.Timer(0.2, stopping.set).start()
+    stopping.set()
     assert run_claim(db, c, _config(migrated_url), stopping=stopping) == "released"
     r = row(db, jid)
     assert r.status == "queued" and r.attempts == 0 and r.error["reason"] == "worker-stopped"
 
 
 def test_run_claim_lost_lease_discards_outcome(db: Database, migrated_url: str, tmp_path: Path) -> None:
-    """A holder whose job was taken away (lease expired, requeued, claimed again) stops and stores nothing."""
+    """A holder whose job was taken away (lease expired, requeued, claimed again) stops and stores nothing.
+
+    The job is taken away before the stale holder runs, not by a timer during the run: a timer
+    raced the holder's heartbeat, and on PostgreSQL a heartbeat that loses (its conditional
+    UPDATE re-checks the requeued row) briefly locks that row, so the thief's ``SKIP LOCKED``
+    claim found nothing and the job stayed queued (the old flaky ``'queued' == 'running'``).
+    """
     lid = add_language(db)
-    jid = add_job(db, lid, {"trace_dir": str(tmp_path), "steps": 400, "step_s": 0.01})
+    jid = add_job(db, lid, {"trace_dir": str(tmp_path), **ENDLESS})
     with db.session_scope() as s:
-        c = jobrepo.claim(s, owner="stale", lease_s=2)
-
-    def steal() -> None:
-        with db.session_scope() as s:
-            # expire and requeue in one transaction, so the holder's next heartbeat cannot renew in between
-            s.execute(update(jobrepo.JobRow).where(jobrepo.JobRow.id == jid).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
-            assert jobrepo.recover_expired(s)["requeued"] == 1
-            jobrepo.claim(s, owner="new", lease_s=60)
-
-    threading.Timer(0.2, steal).start()
+        c = jobrepo.claim(s, owner="stale", lease_s=60)
+    with db.session_scope() as s:
+        s.execute(update(jobrepo.JobRow).where(jobrepo.JobRow.id == jid).values(lease_expires_at=utcnow() - timedelta(seconds=1)))
+        assert jobrepo.recover_expired(s)["requeued"] == 1
+        stolen = jobrepo.claim(s, owner="new", lease_s=60)
+    assert stolen is not None and stolen.job_id == jid
     assert run_claim(db, c, _config(migrated_url)) == "lost"
     r = row(db, jid)
-    assert r.status == "running" and r.attempts == 2 and r.lease_owner.startswith("new:") and r.result is None
+    assert r.status == "running" and r.attempts == 2 and r.lease_owner == stolen.token and r.result is None
 
 
 def test_train_jobs_get_a_per_job_checkpoint_dir_removed_at_the_end(db: Database, migrated_url: str, tmp_path: Path) -> None:

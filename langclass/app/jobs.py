@@ -331,7 +331,12 @@ def claim(
         kinds: job kinds this claimant can run.
 
     Returns:
-        The :class:`Claim`, or None when nothing is queued.
+        The :class:`Claim`, or None when nothing is queued — or, on PostgreSQL, when every queued
+        candidate is row-locked by another transaction at that instant (``SKIP LOCKED``): a
+        competing claimant, or a stale holder's conditional heartbeat/finish that is losing (an
+        ``UPDATE`` that re-checks a row changed under it locks the new version until it commits,
+        even when it then updates nothing). Such locks last one short transaction; callers poll
+        again (workers every ``poll_s``), so a job is at worst claimed one poll later.
     """
     now = utcnow()
     token = _token(owner)
