@@ -155,8 +155,8 @@ def test_partially_ordered_ground_truth_compiles_to_exact_nope(entry):
 
 # --------------------------------------------------------------- errors, cancellation, CLI
 def test_unsupported_and_bad_specs():
-    with pytest.raises(UnsupportedError, match="LTL\\[P,MOD\\]"):
-        run_construction({"regex": "(a|b)*a", "alphabet": ["a", "b"]})  # Σ*a: write the Y formula instead
+    with pytest.raises(UnsupportedError, match="LTL\\[P,MOD\\].*LTL\\[P,Y\\]"):
+        run_construction({"regex": "((a|b)(a|b))*a", "alphabet": ["a", "b"], "attention": "soft"})  # neither class
     with pytest.raises(InputError):
         run_construction({"alphabet": ["a"]})
     with pytest.raises(InputError):
@@ -219,3 +219,17 @@ def test_random_s_free_formulas_are_simulated_exactly(f):
     for part in ("all_words", "random"):
         acc = out[part]
         assert acc["wrong"] == 0 and acc["sim_inexact"] == 0 and acc["formula_dfa_mismatch"] == 0, (f.text(), acc)
+
+
+# --------------------------------------------------------------- LTL[P,Y] from the automaton alone
+@pytest.mark.parametrize("entry", [e for e in GT if e["expected"]["lr_or_ltl_p_y"] and not e["expected"]["qr"]],
+                         ids=lambda e: e["id"])
+def test_every_ltl_p_y_ground_truth_language_builds_from_its_dfa(entry):
+    """Issue 13: the window-product formula (LTL[P,Y]) is synthesized from the DFA alone, compiled to
+    soft attention with conventional RoPE, and exact on all short words and random words ≤ N_max."""
+    n = 6 if len(entry["alphabet"]) <= 2 else 4
+    r = run_construction({"dfa": entry["dfa"], "alphabet": entry["alphabet"], "all_words_up_to": n,
+                          "random_words": 2, "random_max_length": 120, "beyond_n_max": False})
+    assert r["synthesis"]["method"] == "window-product" and r["fragment"] == "LTL[P,Y]"
+    assert r["encoding"] == "rope" and r["attention"] == "soft"
+    assert r["exact"] and r["agrees_with_dfa"] and r["all_words_up_to"] == n, r["first_failure"]

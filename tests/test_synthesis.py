@@ -62,10 +62,15 @@ def test_synthesis_succeeds_exactly_on_qr(entry):
         assert operators(s.formula) <= {"P", "MOD"}
         assert s.fingerprint == A.fingerprint()
         assert agrees_on_all_words(s.formula, A, 6 if len(A.alphabet) <= 2 else 4)
+    elif entry["expected"]["lr_or_ltl_p_y"]:
+        s = synthesize(A)
+        assert s.method == "window-product" and operators(s.formula) <= {"P", "Y"}
+        assert s.fingerprint == A.fingerprint()
+        assert agrees_on_all_words(s.formula, A, 6 if len(A.alphabet) <= 2 else 4)
     else:
         with pytest.raises(UnsupportedError) as e:
             synthesize(A)
-        assert "LTL[P,MOD]" in e.value.detail and e.value.extra["certificate"]
+        assert "LTL[P,MOD]" in e.value.detail and "LTL[P,Y]" in e.value.detail and e.value.extra["certificate"]
     assert is_partially_ordered(A) == entry["expected"]["r_trivial"]
 
 
@@ -120,3 +125,32 @@ def test_random_dfas_synthesis_iff_qr(A):
     assert agrees_on_all_words(s.formula, A, 6 if len(A.alphabet) <= 2 else 4)
     if is_partially_ordered(A):
         assert synthesize(A).fragment in ("LTL[P]", "Boolean")
+
+
+@settings(max_examples=120, deadline=None)
+@given(random_dfas())
+def test_random_dfas_ltl_p_y_synthesis_iff_locally_r_trivial(A):
+    """The window-product synthesis succeeds ⇔ the syntactic semigroup is locally R-trivial (the
+    classifier's algebraic test, not the window criterion), and the formula agrees with the DFA on
+    all words ≤ 6 (≤ 4 over three letters) by the vectorized formula semantics."""
+    from langclass.core.analysis import analyze
+    from langclass.core.synthesis_y import synthesize_ltl_p_y
+
+    lr = analyze(A).classes["ltl_p_y"].member
+    try:
+        s = synthesize_ltl_p_y(A)
+    except UnsupportedError:
+        assert not lr
+        return
+    assert lr and s.verified and operators(s.formula) <= {"P", "Y"}
+    assert agrees_on_all_words(s.formula, A, 6 if len(A.alphabet) <= 2 else 4)
+
+
+def test_ltl_p_y_synthesis_uses_the_least_offset():
+    from langclass.core.parse import parse_regex
+    from langclass.core.synthesis_y import synthesize_ltl_p_y
+
+    s = synthesize_ltl_p_y(parse_regex("(a|b)*a(a|b)(a|b)", ["a", "b"]))
+    assert s.notes[0] == "k = 3" and s.fragment == "LTL[P,Y]"
+    assert max(n.k for n in __import__("langclass.core.formulas", fromlist=["subformulas"]).subformulas(s.formula)
+               if type(n).__name__ == "Yesterday") == 3

@@ -26,9 +26,9 @@ Three constructions, tried in this order by :func:`synthesize`:
 
 Every result is verified: the formula is compiled back with
 :func:`~langclass.core.formulas.formula_to_dfa` and its canonical fingerprint must equal the input's.
-Languages outside LTL[P,MOD] (a component that is not a simple cycle) raise
-:class:`~langclass.core.errors.UnsupportedError`: no synthesis from automata is implemented for
-LTL[P,Y] or star-free languages (write the formula, or a B-RASP program, by hand).
+Languages outside LTL[P,MOD] (a component that is not a simple cycle) go on to the LTL[P,Y]
+synthesis of :mod:`langclass.core.synthesis_y`; outside both, :class:`~langclass.core.errors.UnsupportedError`
+names the missing classes.
 """
 
 from __future__ import annotations
@@ -368,9 +368,7 @@ def _cycle_components(A: DFA):
                 raise UnsupportedError(
                     f"no LTL[P,MOD] formula exists: in the minimal DFA, state {q} has edges to two states "
                     f"{r1} and {r2} of its own strongly connected component, which is therefore not a simple "
-                    "cycle, so no k-automaton is partially ordered (the language is outside LTL[P,MOD]). "
-                    "Synthesis from automata is implemented for LTL[P] and LTL[P,MOD] only; formulas with Y or S "
-                    "must be written by hand",
+                    "cycle, so no k-automaton is partially ordered (the language is outside LTL[P,MOD])",
                     certificate={"state": q, "successors": [r1, r2], "component": members}, source=SOURCE_QR,
                 )
             succ[q] = inside.pop() if inside else q
@@ -444,12 +442,13 @@ def synthesize_ltl_p_mod(dfa: DFA, limits: Limits = DEFAULT_LIMITS) -> Synthesis
 # ----------------------------------------------------------------------- dispatcher
 def synthesize(dfa: DFA, limits: Limits = DEFAULT_LIMITS) -> Synthesis:
     """The best known formula for L(dfa): LTL[P] monomials, else Prop. 3.2 for (w)*, else the
-    modular state formulas for LTL[P,MOD]; verified by DFA equivalence.
+    modular state formulas for LTL[P,MOD], else the window-product formula for LTL[P,Y]
+    (:func:`langclass.core.synthesis_y.synthesize_ltl_p_y`); verified by DFA equivalence.
 
     Raises:
-        UnsupportedError: L ∉ LTL[P,MOD] — no synthesis from automata is known here (the message and
-            ``extra['certificate']`` say why).
-        LimitExceeded: ``max_monomials``, ``max_states``, ``time_limit_s``.
+        UnsupportedError: L is in neither LTL[P,MOD] nor LTL[P,Y] — the message names both missing
+            classes and ``extra['certificate']`` carries the LTL[P,MOD] certificate.
+        LimitExceeded: ``max_monomials``, ``max_window_states``, ``max_states``, ``time_limit_s``.
     """
     A = dfa.canonical()
     if _self_loop_free_order(A) is not None:
@@ -461,4 +460,16 @@ def synthesize(dfa: DFA, limits: Limits = DEFAULT_LIMITS) -> Synthesis:
             return synthesize_ltl_p_mod(A, limits)  # state formulas: polynomial as a DAG
     if periodic_word(A) is not None:
         return synthesize_periodic_word(A, limits)
-    return synthesize_ltl_p_mod(A, limits)
+    try:
+        return synthesize_ltl_p_mod(A, limits)
+    except UnsupportedError as not_mod:
+        from .synthesis_y import synthesize_ltl_p_y
+
+        try:
+            return synthesize_ltl_p_y(A, limits)
+        except UnsupportedError as not_y:
+            raise UnsupportedError(
+                f"no formula for soft attention: the language is outside LTL[P,MOD] ({not_mod.detail}) and "
+                f"outside LTL[P,Y] ({not_y.detail})", certificate=not_mod.extra.get("certificate"),
+                source=f"{SOURCE_QR}; {not_y.extra.get('source', '')}",
+            ) from None
