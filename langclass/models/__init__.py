@@ -7,6 +7,7 @@ Public entry points: :class:`~langclass.models.recognizer.Recognizer` with
 
 from .attention import MultiHeadAttention, hard_attention_weights, stable_softmax, visibility
 from .encodings import ENCODING_FAMILIES, PositionalEncoding, make_encoding
+from . import pj as _pj  # noqa: F401  (registers the pj_bias and pj_rotary families)
 from .recognizer import Recognizer, RecognizerConfig
 from .tokens import BOS, EOS, PAD, Batch, Vocabulary
 

@@ -217,10 +217,21 @@ class MultiHeadAttention(nn.Module):
         v = self._split(self.v_proj(x))  # [B, H, T, d_head]  (never rotated)
         q, k = encoding.rotate(q, k, positions)
         vis = visibility(T, self.mask, valid, device=x.device)  # [B or 1, 1, T, T]
+        fp32 = bool(getattr(encoding, "scores_in_fp32", False))  # pj_rotary: QKᵀ never in bf16/fp16
         if self.impl == "sdpa" and self.attention == "soft" and not return_trace:
-            heads = self._sdpa(q, k, v, vis, encoding.score_bias(positions))
+            if fp32:
+                with torch.autocast(device_type=x.device.type, enabled=False):
+                    wide = torch.promote_types(q.dtype, torch.float32)
+                    heads = self._sdpa(q.to(wide), k.to(wide), v.to(wide), vis, encoding.score_bias(positions)).to(v.dtype)
+            else:
+                heads = self._sdpa(q, k, v, vis, encoding.score_bias(positions))
             return self.out_proj(heads.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head))
-        scores = torch.matmul(q, k.transpose(-2, -1))  # [B, H, T, T]
+        if fp32:
+            with torch.autocast(device_type=x.device.type, enabled=False):
+                wide = torch.promote_types(torch.promote_types(q.dtype, k.dtype), torch.float32)
+                scores = torch.matmul(q.to(wide), k.to(wide).transpose(-2, -1))  # [B, H, T, T]
+        else:
+            scores = torch.matmul(q, k.transpose(-2, -1))  # [B, H, T, T]
         if self.score_scale != 1.0:
             scores = scores.mul_(self.score_scale)  # in place: matmul's backward does not need its output
         bias = encoding.score_bias(positions)

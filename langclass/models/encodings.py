@@ -24,6 +24,9 @@ Families (``make_encoding(name, **params)``):
   head's pairs are unrotated (rotary_dim = 2⌊d_head/4⌋), which keeps the LTL[P] computation of NoPE.
 * ``alibi`` — linear recency bias −s_h·|i − j| added to head h's scores (ALiBi; the affine sector of
   *PJ-RoPE*, §4 and App. B.3).
+* ``pj_bias``, ``pj_rotary`` — the learnable Fourier–jet–affine kernel and the exact jet feature
+  transform of *PJ-RoPE: A Fourier–Jet–Affine Position Space for Relative Attention*, defined in
+  :mod:`langclass.models.pj` and registered here through :func:`register_family`.
 
 Interface (:class:`PositionalEncoding`): ``position_ids(seq_len)`` gives the integer positions
 (index + ``position_origin``; BOS sits at the origin), ``embed(x, positions)`` adds an absolute
@@ -60,6 +63,7 @@ __all__ = [
     "ALiBi",
     "ENCODING_FAMILIES",
     "make_encoding",
+    "register_family",
     "canonical_json",
     "digest_of",
     "exact_cos_sin",
@@ -143,12 +147,19 @@ class PositionalEncoding(nn.Module):
         self.compute_dtype = compute_dtype
 
     def _apply(self, fn, recurse=True):  # noqa: D401 - nn.Module hook
-        """Move buffers with ``.to(device)`` but never change their dtype: ``model.to(torch.bfloat16)``
-        or ``model.half()`` leave the tables and frequencies in the compute dtype (phases stay float32)."""
+        """Move buffers and parameters with ``.to(device)`` but never change their dtype:
+        ``model.to(torch.bfloat16)`` or ``model.half()`` leave the tables, frequencies and learnable
+        kernel parameters in the compute dtype (phases stay float32)."""
         for key, buf in self._buffers.items():
             if buf is not None:
                 moved = fn(buf)
                 self._buffers[key] = buf.to(moved.device) if moved.dtype != buf.dtype else moved
+        for param in self._parameters.values():  # learnable encodings (pj_bias): move, keep the compute dtype
+            if param is not None:
+                moved = fn(param.data)
+                param.data = param.data.to(moved.device) if moved.dtype != param.dtype else moved
+                if param.grad is not None:
+                    param.grad = param.grad.to(param.data.device)
         for child in self.children():
             child._apply(fn)
         return self
@@ -656,12 +667,22 @@ _CONTEXT = {
 }
 
 
+def register_family(cls: type[PositionalEncoding], context: tuple[str, ...]) -> None:
+    """Add an encoding family defined in another module (e.g. :mod:`langclass.models.pj`) to
+    :data:`ENCODING_FAMILIES`; ``context`` names the model sizes it takes (``d_model``, ``d_head``,
+    ``n_heads``). The package ``langclass.models`` imports those modules, so the registry is complete
+    whenever ``langclass.models.encodings`` is importable."""
+    ENCODING_FAMILIES[cls.family] = cls
+    _CONTEXT[cls.family] = tuple(context)
+
+
 def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None = None, n_heads: int | None = None,
                   **params: Any) -> PositionalEncoding:
     """Build a positional encoding by family name.
 
     Args:
-        name: one of ``nope, sinusoidal, sinusoidal_periodic, rope, rope_periodic, alibi``.
+        name: one of ``nope, sinusoidal, sinusoidal_periodic, rope, rope_periodic, alibi, pj_bias,
+            pj_rotary`` (the last two from :mod:`langclass.models.pj`).
         d_model, d_head, n_heads: model context; each family takes what it needs (the recognizer
             passes all three), the rest is ignored. The same key inside ``params`` (as in
             :meth:`PositionalEncoding.spec`) must agree with the context.

@@ -45,6 +45,7 @@ __all__ = [
     "TrainingCancelled",
     "train_recognizer",
     "make_predict",
+    "parameter_groups",
     "resolve_device",
     "configure_threads",
 ]
@@ -277,6 +278,22 @@ def make_predict(model: torch.nn.Module, device: torch.device, precision: str = 
 
 
 # ----------------------------------------------------------------------------- training
+def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW parameter groups: every parameter of ``model.encoding`` (frequencies, gates, order
+    spectra, amplitudes, slopes of a learnable encoding such as ``pj_bias``) without weight decay,
+    everything else with ``weight_decay``. Decay would pull ω towards 0 (0.01 over 1500 steps at lr
+    1e-3 moves π to 3.09, tens of radians of phase error at lag 500) and bias the gates
+    (*PJ-RoPE: A Fourier–Jet–Affine Position Space for Relative Attention*, §6 diagnostics read them)."""
+    enc = getattr(model, "encoding", None)
+    skip = {id(p) for p in enc.parameters()} if isinstance(enc, torch.nn.Module) else set()
+    decay = [p for p in model.parameters() if id(p) not in skip]
+    no_decay = [p for p in model.parameters() if id(p) in skip]
+    groups: list[dict[str, Any]] = [{"params": decay, "weight_decay": weight_decay}]
+    if no_decay:
+        groups.append({"params": no_decay, "weight_decay": 0.0})
+    return groups
+
+
 def _config_digest(model_config: Any, config: TrainConfig, sampler: LanguageSampler) -> str:
     payload = {
         "model": model_config.to_dict() if hasattr(model_config, "to_dict") else repr(model_config),
@@ -320,7 +337,7 @@ def train_recognizer(
     torch.manual_seed(config.seed)
     model = Recognizer(model_config).to(device)
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=config.learning_rate, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay
+        parameter_groups(model, config.weight_decay), lr=config.learning_rate, betas=config.betas, eps=config.eps
     )
     warm = max(0, config.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
