@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -268,3 +270,78 @@ def test_certified_length_matches_the_torch_rope_head(C):
     w = tr.weights[0, 0].detach()
     for i in range(k + 1, n + 2):
         assert w[i, i - k].item() == 1.0
+
+
+# --------------------------------------------------------------------------- pinned N_max values
+_PINS = json.loads((Path(__file__).with_name("n_max_pins.json")).read_text())["rows"]
+
+
+def test_certified_length_pinned_values():
+    """N_max^(k) on a grid of (dtype, phase, g, C, max_length, k) equals the values the scalar
+    row-block implementation computed before the vectorized one replaced it (tests/n_max_pins.json):
+    early failures, the cap reached at 1000, overflowing and subnormal scales."""
+    got = [[*row[:6], certified_length(row[5], row[2], row[3], row[0], row[4], phase=row[1])] for row in _PINS]
+    assert got == _PINS
+
+
+def test_conventional_rope_length_pinned_values():
+    """The encoding step (min over offsets 1..k at the default g = 1, C = 1e7, float32, L ≤ 1000)."""
+    from langclass.core.encoding_choice import conventional_rope_length
+
+    per = {row[5]: row[6] for row in _PINS if row[:5] == ["float32", "ideal", 1.0, 1e7, 1000]}
+    assert per == {1: 709, 2: 710, 3: 711, 4: 712, 5: 713, 8: 716}
+    out = conventional_rope_length(5, 1.0, 1e7, "float32", 1000)
+    assert out["n_max"] == 709 and {j: out["n_max_per_offset"][j] for j in (1, 2, 3, 4, 5)} == {j: per[j] for j in (1, 2, 3, 4, 5)}
+
+
+def _both_scans(k, g, C, dtype, max_length, phase="ideal"):
+    """(sparse, dense) first failing query (None: none fails) of the two scans of
+    certified_length; sparse is "n/a" when its error-bound filter does not apply."""
+    from langclass.core import numerics as nm
+
+    fmt = float_format(dtype)
+    table = nm._offset_table(float(g), max_length + 2, fmt.name, phase)
+    q0, q1 = nm._query_vector(k, g, C, table.cos_t, table.sin_t, fmt.name)
+    ar = nm._Arithmetic(fmt.name, q0, q1, table.kc, table.ks)
+    sparse = nm._sparse_scan(k, fmt, f_large(dtype), q0, q1, table, ar)
+    return ("n/a" if sparse is None else sparse[0]), nm._dense_scan(k, f_large(dtype), q0, q1, table, ar)
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(1, 6), g=st.floats(0.05, 6.0), logC=st.floats(2.0, 9.0), L=st.integers(5, 400),
+       dtype=st.sampled_from(list(DTYPES)), phase=st.sampled_from(["ideal", "float32"]))
+def test_sparse_scan_agrees_with_the_dense_scan(k, g, logC, L, dtype, phase):
+    """The error-bound filter of the sparse scan never drops a key that decides Eq. 10."""
+    C = 10.0**logC
+    if dtype == "float16":
+        C = min(C, 6e4)
+    sparse, dense = _both_scans(k, g, C, dtype, L, phase)
+    assert sparse in ("n/a", dense)
+
+
+def test_sparse_scan_is_used_and_agrees_at_the_default_parameters():
+    for k in (1, 2, 5):
+        for g, C, dtype in ((1.0, 1e7, "float32"), (2**0.5, 1e9, "float32"), (1.0, 1e7, "float64")):
+            sparse, dense = _both_scans(k, g, C, dtype, 1000)
+            assert sparse != "n/a" and sparse == dense
+    # and the dense scan alone agrees with the literal Eq. 10 (brute force) at small sizes
+    for k, g, C, dtype in ((1, 1.0, 1e4, "float32"), (2, 0.7, 400.0, "float16"), (1, 1.0, 1e5, "bfloat16")):
+        _, dense = _both_scans(k, g, C, dtype, 60)
+        assert (60 if dense is None else max(dense - 2, k - 1)) == _brute_force_certified(k, g, C, dtype, 60)
+
+
+def test_round_to_fast_paths_match_the_generic_rounding_at_every_midpoint():
+    """round_to's float16 cast and bfloat16 bit rounding equal the frexp/ldexp rounding on every
+    value of the format, every midpoint between neighbours and the float64 values next to it."""
+    from langclass.core.numerics import _FORMATS, _round_generic
+
+    f16 = np.arange(0, 0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64)
+    bf16 = (np.arange(0, 0x7F80, dtype=np.uint32) << 16).view(np.float32).astype(np.float64)
+    for name, vals, bits in (("float16", f16, np.uint16), ("bfloat16", bf16, np.uint32)):
+        mid = (vals[:-1] + vals[1:]) / 2
+        xs = np.concatenate([vals, mid, np.nextafter(mid, 0), np.nextafter(mid, np.inf), -mid, -np.nextafter(mid, np.inf),
+                             [1e39, -1e39, np.inf, -np.inf, 0.0, -0.0, 1e-46, 7e4, 65520.0, 65519.99]])
+        fast = round_to(xs, name)
+        ref = _round_generic(xs, _FORMATS[name]).astype(fast.dtype)
+        assert np.array_equal(fast.view(bits), ref.view(bits)), name
+    assert np.isnan(round_to(np.nan, "bfloat16")) and np.isnan(round_to(np.nan, "float16"))
