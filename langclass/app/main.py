@@ -19,12 +19,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .db import Database
 from .isolation import get_pool
 from .executor import executor_lifespan
+from .query import strict_query
 from .problems import HeadAsGetMiddleware, PayloadTooLarge, install_problem_handlers, problem_response
 from .routes import ROUTERS
 from .service import ClassifyRunner, code_version
@@ -154,6 +155,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=_DESCRIPTION,
         openapi_tags=_TAGS,
         lifespan=lifespan,
+        dependencies=[Depends(strict_query)],  # unknown / repeated query parameters → 422 on every route
     )
     app.state.settings = settings
     app.state.db = db

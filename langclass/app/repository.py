@@ -25,6 +25,7 @@ __all__ = [
     "get_language",
     "insert_language",
     "delete_language",
+    "update_language_labels",
     "list_languages",
     "encode_cursor",
     "decode_cursor",
@@ -98,6 +99,43 @@ def insert_language(
     return row, True
 
 
+_UNSET: Any = object()
+
+
+def update_language_labels(
+    session: Session, language_id: str, *, name: str | None = _UNSET, tags: list[str] | None = _UNSET
+) -> LanguageRow | None:
+    """Replace the labels of a stored language: ``name`` (None removes it) and/or ``tags`` (the whole
+    list); an argument left out keeps the stored value. The classification is never touched.
+
+    Returns:
+        The updated row, or None when no language has this id.
+    """
+    row = session.get(LanguageRow, language_id)
+    if row is None:
+        return None
+    if name is not _UNSET:
+        row.name = name
+    if tags is not _UNSET:
+        row.tags = list(tags or [])
+    session.flush()
+    return row
+
+
+def _has_tag(session: Session, tag: str) -> Any:
+    """A WHERE clause: the JSON ``tags`` list of the row holds ``tag`` exactly (element equality,
+    not a substring of the JSON text). SQLite reads the list with ``json_each``, PostgreSQL with
+    ``jsonb @>``."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy import cast, type_coerce
+        from sqlalchemy.dialects.postgresql import JSONB
+
+        return cast(LanguageRow.tags, JSONB).contains(type_coerce([tag], JSONB))
+    elements = func.json_each(LanguageRow.tags).table_valued("value")
+    return exists(select(1).select_from(elements).where(elements.c.value == tag))
+
+
 def delete_language(session: Session, language_id: str, *, cascade: bool = False) -> bool:
     """Delete a language and its class rows; True when it existed.
 
@@ -163,12 +201,13 @@ def list_languages(
     min_states: int | None = None,
     max_states: int | None = None,
     name: str | None = None,
+    tag: str | None = None,
 ) -> tuple[list[LanguageRow], str | None]:
     """A page of languages ordered by (created_at, id), with filters.
 
     ``class_key`` with ``member`` keeps languages whose membership in that class is exactly
     ``member``; ``class_key`` alone keeps languages that are members (``member=true``). ``name`` is a
-    case-insensitive substring match.
+    case-insensitive substring match; ``tag`` keeps languages carrying exactly that tag.
 
     Returns:
         ``(rows, next_cursor)`` — ``next_cursor`` is None on the last page.
@@ -195,6 +234,8 @@ def list_languages(
         stmt = stmt.where(LanguageRow.num_states <= max_states)
     if name:
         stmt = stmt.where(func.lower(LanguageRow.name).contains(name.lower(), autoescape=True))
+    if tag is not None:
+        stmt = stmt.where(_has_tag(session, tag))
     if cursor is not None:
         when, lid = decode_cursor(cursor)
         stmt = stmt.where(or_(LanguageRow.created_at > when, and_(LanguageRow.created_at == when, LanguageRow.id > lid)))
@@ -223,6 +264,14 @@ def language_resource(row: LanguageRow) -> dict[str, Any]:
     return out
 
 
+def source_summary(source: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The input as given, for listings: a regex or formula (with its alphabet) whole; a DFA input as
+    ``{"kind": "dfa"}`` only (its JSON can be large; ``GET /v1/languages/{id}`` has it)."""
+    if not isinstance(source, Mapping):
+        return {"kind": "unknown"}
+    return {k: v for k, v in source.items() if k != "dfa"}
+
+
 def language_summary(row: LanguageRow) -> dict[str, Any]:
     """The short listing form of a stored row."""
     monoid = row.analysis.get("monoid") or {}
@@ -232,6 +281,7 @@ def language_summary(row: LanguageRow) -> dict[str, Any]:
         "name": row.name,
         "tags": list(row.tags or []),
         "alphabet": list(row.alphabet),
+        "source": source_summary(row.source),
         "num_states": row.num_states,
         "monoid_size": size if isinstance(size, int) else None,
         "classes": class_memberships(row.analysis),

@@ -14,9 +14,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 __all__ = [
     "ClassifyInput",
     "LanguageInput",
+    "LanguagePatch",
     "ClassResult",
     "Classification",
     "Language",
+    "StoredLanguage",
     "LanguageSummary",
     "LanguagePage",
     "MonoidElement",
@@ -43,6 +45,31 @@ Text = Annotated[str, AfterValidator(_unicode_text)]
 """A string that is storable Unicode text (no lone surrogates, no NUL)."""
 
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_unicode_text)]
+"""A tag: 1 to 64 characters of storable text."""
+
+MAX_NAME_LENGTH = 200
+"""Longest language name, in characters."""
+
+Name = Annotated[str, StringConstraints(max_length=MAX_NAME_LENGTH), AfterValidator(_unicode_text)]
+"""A language name: up to 200 characters of storable text (the constraint sits on the string, so its
+error says "characters")."""
+
+MAX_TAGS = 32
+"""Most tags on one language."""
+
+
+def _distinct_tags(tags: list[str]) -> list[str]:
+    """Refuse a tag given twice (a set of labels, kept in the order given)."""
+    seen: set[str] = set()
+    for i, tag in enumerate(tags):
+        if tag in seen:
+            raise ValueError(f"tag {tag!r} is given twice (index {i}); tags are a set of labels")
+        seen.add(tag)
+    return tags
+
+
+Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS), AfterValidator(_distinct_tags)]
+"""Up to 32 distinct tags."""
 
 _AB_STAR_DFA = {
     "alphabet": ["a", "b"],
@@ -73,6 +100,12 @@ class ClassifyInput(BaseModel):
     dfa: dict[str, Any] | None = Field(None, description="a DFA in the DFA JSON schema")
     formula: Text | None = Field(None, description="an LTL formula over `alphabet` (docs/formulas.md)")
     alphabet: list[Text] | None = Field(None, description="ordered alphabet: a list of non-empty symbols (required with regex/formula)")
+    name: Name | None = Field(
+        None, description="a label for browsing (≤ 200 characters); POST /v1/classify checks and ignores it, so one body serves both endpoints"
+    )
+    tags: Tags = Field(
+        default_factory=list, description="distinct labels (≤ 32, each 1 to 64 characters); POST /v1/classify checks and ignores them"
+    )
 
 
 class LanguageInput(ClassifyInput):
@@ -80,8 +113,18 @@ class LanguageInput(ClassifyInput):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": _INPUT_EXAMPLES})
 
-    name: Text | None = Field(None, max_length=200, description="a label for browsing")
-    tags: list[Tag] = Field(default_factory=list, max_length=32, description="labels (≤ 32, each 1 to 64 characters)")
+
+class LanguagePatch(BaseModel):
+    """New labels for a stored language (``PATCH /v1/languages/{id}``): the fields given replace the
+    stored ones; a field left out stays as it is; ``"name": null`` removes the name."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"name": "(ab)* — even length", "tags": ["periodic", "group-free"]}]},
+    )
+
+    name: Name | None = Field(None, description="the new name (≤ 200 characters); null removes it")
+    tags: Tags | None = Field(None, description="the new tags, replacing the stored ones (distinct, ≤ 32, each 1 to 64 characters)")
 
 
 class ClassResult(BaseModel):
@@ -143,13 +186,32 @@ class Language(Classification):
     created_at: datetime
 
 
+class StoredLanguage(Language):
+    """The answer of ``POST /v1/languages``: the stored language and whether this request stored it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    already_stored: bool = Field(
+        description="POST /v1/languages only: false when this request stored the language (201); true when it was "
+        "already stored (200) and the stored record is returned unchanged — its name and tags are NOT replaced by the "
+        "request's (PATCH /v1/languages/{id} changes them)",
+    )
+    labels_not_applied: dict[str, Any] | None = Field(
+        None, description="with already_stored: the request's name/tags that differ from the stored ones and were not applied"
+    )
+
+
 class LanguageSummary(BaseModel):
-    """One row of a listing: identity, labels, size and class memberships."""
+    """One row of a listing: identity, labels, input, size and class memberships."""
 
     id: str
     name: str | None
     tags: list[str]
     alphabet: list[str]
+    source: dict[str, Any] = Field(
+        description="the input as given: {kind: regex, regex, alphabet} or {kind: formula, formula, alphabet, parsed}; "
+        "a DFA input is {kind: dfa} (the DFA is in the full record)"
+    )
     num_states: int
     monoid_size: int | None = Field(description="null when the monoid was over its size limit")
     classes: dict[str, bool | None] = Field(description="class key → member")

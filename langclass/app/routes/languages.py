@@ -24,7 +24,9 @@ from ..schemas import (
     LanguageEncodings,
     LanguageInput,
     LanguagePage,
+    LanguagePatch,
     MonoidPage,
+    StoredLanguage,
 )
 from ..security import require_api_key, require_write_key
 from ..service import (
@@ -102,13 +104,14 @@ async def classify_language(body: ClassifyInput, request: Request) -> dict[str, 
 @router.post(
     "/languages",
     status_code=201,
-    response_model=Language,
+    response_model=StoredLanguage,
     tags=["languages"],
     summary="Classify and store a language (idempotent)",
     openapi_extra={"x-langclass-write-key": True},
     responses={
-        200: {"model": Language, "description": "The language (same fingerprint) was already stored; the stored record."},
-        201: {"description": "Stored a new language."},
+        200: {"model": StoredLanguage, "description": "The language (same fingerprint) was already stored: the stored record, "
+              "unchanged (`already_stored: true`; labels given in the request are not applied — PATCH changes them)."},
+        201: {"description": "Stored a new language (`already_stored: false`)."},
         **problem_responses(400, 401, 413, 415, 422, 503),
     },
 )
@@ -116,7 +119,9 @@ async def create_language(
     body: LanguageInput, request: Request, response: Response, _key: str | None = Depends(require_write_key)
 ) -> dict[str, Any]:
     """Classify and store. Two spellings of the same language (same canonical minimal DFA) are one
-    record: the first POST answers 201, later ones 200 with the stored record (labels unchanged)."""
+    record: the first POST answers 201 (``already_stored: false``), later ones 200 with the stored
+    record returned unchanged (``already_stored: true``; a name or tags that differ from the stored
+    ones are listed in ``labels_not_applied`` — ``PATCH /v1/languages/{id}`` changes them)."""
     db = _db(request)
     parsed = await _parse(request, body)
 
@@ -129,7 +134,7 @@ async def create_language(
     response.headers["Location"] = f"/v1/languages/{parsed.fingerprint}"
     if found is not None:
         response.status_code = 200
-        return found
+        return _already_stored(found, body)
     analysis = await _runner(request).run(analyze_language, parsed.dfa, _settings(request).limits())
     record = classification_record(parsed, analysis, _version(request))
 
@@ -151,7 +156,56 @@ async def create_language(
 
     resource, created = await anyio.to_thread.run_sync(store)
     response.status_code = 201 if created else 200
-    return resource
+    return {**resource, "already_stored": False} if created else _already_stored(resource, body)
+
+
+def _already_stored(resource: dict[str, Any], body: LanguageInput) -> dict[str, Any]:
+    """The 200 answer of a POST for a stored language: the stored record unchanged, saying so, with
+    the request's labels that were not applied."""
+    ignored: dict[str, Any] = {}
+    if "name" in body.model_fields_set and body.name != resource.get("name"):
+        ignored["name"] = body.name
+    if "tags" in body.model_fields_set and list(body.tags) != list(resource.get("tags") or []):
+        ignored["tags"] = list(body.tags)
+    return {**resource, "already_stored": True, "labels_not_applied": ignored or None}
+
+
+@router.patch(
+    "/languages/{language_id}",
+    response_model=Language,
+    tags=["languages"],
+    summary="Change the name and/or tags of a stored language",
+    openapi_extra={"x-langclass-write-key": True},
+    responses=problem_responses(400, 401, 404, 413, 415, 422),
+)
+async def patch_language(
+    language_id: LanguageId, body: LanguagePatch, request: Request, _key: str | None = Depends(require_write_key)
+) -> dict[str, Any]:
+    """Replace the labels of a stored language: each field given (``name``, ``tags``) replaces the
+    stored value, a field left out is kept, ``"name": null`` removes the name. Tags must be distinct
+    (422 ``validation-error`` naming ``tags`` otherwise). The classification never changes. Needs a
+    key exactly where ``POST /v1/languages`` does.
+
+    Raises:
+        NotFoundError: no language with this id (404).
+    """
+    if "tags" in body.model_fields_set and body.tags is None:
+        raise InputError("tags must be a list (give [] to remove every tag)", field="tags")
+    db = _db(request)
+    changes: dict[str, Any] = {}
+    if "name" in body.model_fields_set:
+        changes["name"] = body.name
+    if "tags" in body.model_fields_set:
+        changes["tags"] = list(body.tags or [])
+
+    def update() -> dict[str, Any]:
+        with db.session_scope() as session:
+            row = repo.update_language_labels(session, language_id, **changes)
+            if row is None:
+                raise NotFoundError(f"no language with id {language_id!r}", field="id")
+            return repo.language_resource(row)
+
+    return await anyio.to_thread.run_sync(update)
 
 
 def _known_class_keys() -> set[str] | None:
@@ -180,14 +234,16 @@ async def list_languages(
     min_states: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
     max_states: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
     name: Annotated[str | None, Query(max_length=200, description="case-insensitive substring of the name")] = None,
+    tag: Annotated[str | None, Query(min_length=1, max_length=64, description="languages carrying exactly this tag")] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="page size")] = 50,
     cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page")] = None,
 ) -> dict[str, Any]:
     """Stored languages in a stable order (creation time, then id), filtered and paginated by cursor."""
     if member is not None and class_key is None:
         raise InputError("'member' needs 'class' (which class to test membership of)", field="member")
-    if name is not None and "\x00" in name:
-        raise InputError("the name filter holds a NUL character (U+0000), which no stored name contains", field="name")
+    for label, value in (("name", name), ("tag", tag)):
+        if value is not None and "\x00" in value:
+            raise InputError(f"the {label} filter holds a NUL character (U+0000), which no stored {label} contains", field=label)
     if class_key is not None:
         known = _known_class_keys()
         if known is not None and class_key not in known:
@@ -207,6 +263,7 @@ async def list_languages(
                 min_states=min_states,
                 max_states=max_states,
                 name=name,
+                tag=tag,
             )
             return {"items": [repo.language_summary(r) for r in rows], "next_cursor": next_cursor, "limit": limit}
 
