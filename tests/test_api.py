@@ -294,8 +294,10 @@ def test_monoid_over_its_cap_is_stored_as_undecided(make_client: Any, migrated_u
     key = undecided[0]
     for member in ("true", "false"):
         assert client.get("/v1/languages", params={"class": key, "member": member}).json()["items"] == []
-    problem = _is_problem(client.get(f"/v1/languages/{body['id']}/monoid"), 422, "limit-exceeded")
-    assert problem["limit"] == "max_monoid_size" and problem["value"] == 3
+    # a read of a stored language is not an invalid request: 409 with the reason and the stored summary
+    problem = _is_problem(client.get(f"/v1/languages/{body['id']}/monoid"), 409, "conflict")
+    assert problem["limit"] == "max_monoid_size" and problem["value"] == 3 and problem["setting"] == "LANGCLASS_MAX_MONOID_SIZE"
+    assert "cannot be listed" in problem["detail"] and problem["monoid"] == body["monoid"]
 
 
 def test_http_errors_are_problems(make_client: Any, migrated_url: str) -> None:

@@ -315,7 +315,7 @@ def test_monoid_entries_limit_is_configurable_end_to_end(make_client: Any, _migr
     client = make_client(_migrated_sqlite, classify_isolation="thread", worker_slots=0, max_monoid_entries=10)
     r = client.post("/v1/languages", json={"regex": "(ab)*", "alphabet": ["a", "b"]})
     assert r.status_code == 201, r.text
-    body = _problem(client.get(f"/v1/languages/{r.json()['id']}/monoid"), 422, "limit-exceeded")
+    body = _problem(client.get(f"/v1/languages/{r.json()['id']}/monoid"), 409, "conflict")
     assert body["limit"] == "max_monoid_entries" and body["value"] == 10 and body["setting"] == "LANGCLASS_MAX_MONOID_ENTRIES"
 
 

@@ -547,7 +547,12 @@ def error_record(exc: BaseException, *, attempt: int | None = None) -> dict[str,
 
 
 def job_resource(row: JobRow) -> dict[str, Any]:
-    """The Job resource of a row (what ``GET /v1/jobs/{id}`` returns)."""
+    """The Job resource of a row (what ``GET /v1/jobs/{id}`` returns).
+
+    ``error`` describes the job as it stands: while a retry runs, the stored error belongs to the
+    attempt before it (a lost worker), so it is shown as ``previous_error`` and ``error`` is null.
+    """
+    running_retry = row.status == "running" and row.error is not None
     return {
         "id": row.id,
         "language_id": row.language_id,
@@ -559,7 +564,8 @@ def job_resource(row: JobRow) -> dict[str, Any]:
         "spec": row.spec,
         "progress": row.progress,
         "result": row.result,
-        "error": row.error,
+        "error": None if running_retry else row.error,
+        "previous_error": row.error if running_retry else None,
         "created_at": row.created_at,
         "started_at": row.started_at,
         "heartbeat_at": row.heartbeat_at,

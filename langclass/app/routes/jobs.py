@@ -9,6 +9,7 @@ cancels, ``GET /v1/jobs/{id}/plot.png`` draws accuracy by length.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -97,6 +98,9 @@ class JobSummary(BaseModel):
     progress: dict[str, Any] | None = Field(None, description="last progress report: phase, run/runs, step/total, loss, last_evaluation")
     error: dict[str, Any] | None = Field(
         None, description="{reason, detail, …}: worker-lost (retrying or final), worker-stopped, invalid-spec, limit-exceeded, run-error, cancelled"
+    )
+    previous_error: dict[str, Any] | None = Field(
+        None, description="while a retry runs: the error of the attempt before it (e.g. worker-lost); null otherwise"
     )
     created_at: datetime
     started_at: datetime | None = None
@@ -446,6 +450,19 @@ async def cancel_job(job_id: JobId, request: Request, response: Response, _key: 
     return resource
 
 
+def _no_plot_reason(job_id: str, resource: Mapping[str, Any]) -> str:
+    """Why a train job has nothing to plot, by its status (a finished job will never have more)."""
+    status = resource["status"]
+    if status == "cancelled":
+        return f"job {job_id} was cancelled before any run finished: it has no accuracies to plot"
+    if status == "failed":
+        reason = (resource.get("error") or {}).get("reason", "an error")
+        return f"job {job_id} failed ({reason}) before any run finished: it has no accuracies to plot"
+    if status == "succeeded":
+        return f"job {job_id} succeeded without runs: it has no accuracies to plot"
+    return f"job {job_id} has no finished run yet (status {status}); the plot exists once the first run is evaluated"
+
+
 @router.get(
     "/jobs/{job_id}/plot.png",
     tags=["jobs"],
@@ -454,17 +471,25 @@ async def cancel_job(job_id: JobId, request: Request, response: Response, _key: 
 )
 async def job_plot(job_id: JobId, request: Request) -> Response:
     """Mean accuracy per test length for each encoding (band: min–max over seeds and learning rates),
-    the training range and N* marked. 409 while the job has no result."""
+    the training range and N* marked. A cancelled or failed job is drawn from the runs it finished
+    (the title says "partial"). 409 while no run has finished, or when the job ended before one did
+    (the detail says which)."""
     resource = await anyio.to_thread.run_sync(_load_job, _db(request), job_id)
     result = resource.get("result")
     if resource["kind"] != "train":
         raise ConflictError("only train jobs have accuracy-by-length plots", field="id")
     if not result or not result.get("runs"):
-        raise ConflictError(f"job {job_id} has no result yet (status {resource['status']})", field="id", job_status=resource["status"])
-    from ..plot import plot_accuracy_by_length
+        raise ConflictError(_no_plot_reason(job_id, resource), field="id", job_status=resource["status"])
+    from ..plot import language_label, plot_accuracy_by_length
 
+    def load_language() -> dict[str, Any] | None:
+        with _db(request).session_scope() as session:
+            row = repo.get_language(session, resource["language_id"])
+            return None if row is None else {"name": row.name, "source": row.source}
+
+    name = language_label(await anyio.to_thread.run_sync(load_language))
     try:
-        png = await anyio.to_thread.run_sync(plot_accuracy_by_length, result)
+        png = await anyio.to_thread.run_sync(functools.partial(plot_accuracy_by_length, result, language=name))
     except LangclassError:
         raise
     return Response(content=png, media_type="image/png", headers={"Cache-Control": "no-store" if resource["status"] not in jobrepo.TERMINAL else "max-age=3600"})

@@ -12,11 +12,11 @@ import anyio
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
-from ...core.errors import InputError
+from ...core.errors import InputError, LimitExceeded
 from .. import repository as repo
 from ..body import JsonBodyRoute
 from ..db import Database
-from ..problems import NotFoundError, problem_responses
+from ..problems import ConflictError, NotFoundError, problem_responses
 from ..schemas import (
     Classification,
     ClassifyInput,
@@ -314,7 +314,7 @@ async def get_dfa(
     response_model=MonoidPage,
     tags=["languages"],
     summary="The syntactic monoid: elements as words, idempotents, Green's classes (paginated)",
-    responses=problem_responses(404, 422, 503),
+    responses=problem_responses(404, 409, 422, 503),
 )
 async def get_monoid(
     language_id: LanguageId,
@@ -323,12 +323,38 @@ async def get_monoid(
     limit: Annotated[int, Query(ge=1, le=1000, description="elements per page")] = 100,
 ) -> dict[str, Any]:
     """The transition monoid of the minimal DFA (= the syntactic monoid): its size, each element as
-    its shortest word with idempotent flag and R/L/J/H-class ids, and the D-class structure."""
+    its shortest word with idempotent flag and R/L/J/H-class ids, and the D-class structure.
+
+    Raises:
+        ConflictError: 409 when a limit (``max_monoid_size``, ``max_monoid_entries``, ``time_limit_s``)
+            stops the enumeration: the problem names ``limit``, ``value``, ``setting`` and carries the
+            stored summary as ``monoid``.
+    """
     resource = await anyio.to_thread.run_sync(_load, _db(request), language_id)
     limits = _settings(request).limits()
 
-    page = await _runner(request).run(monoid_page, language_id, resource["dfa"], limits, offset, limit)
+    try:
+        page = await _runner(request).run(monoid_page, language_id, resource["dfa"], limits, offset, limit)
+    except LimitExceeded as exc:
+        raise _unreadable_monoid(exc, resource) from None
     return {"id": language_id, **page}
+
+
+def _unreadable_monoid(exc: LimitExceeded, resource: dict[str, Any]) -> ConflictError:
+    """409 for a monoid read that a limit stops: the stored language is fine (not an invalid
+    request), but its monoid cannot be listed under this service's limits. Names the limit, the
+    setting that raises it, and carries the stored summary (``monoid``)."""
+    from ..settings import setting_for_limit
+
+    limit = str(exc.extra.get("limit", getattr(exc, "limit", "")))
+    setting = setting_for_limit(limit)
+    return ConflictError(
+        f"the syntactic monoid of this language cannot be listed under this service's limits: {exc.detail}"
+        + (f" (raise {setting} to read it)" if setting else "")
+        + "; the stored summary is in 'monoid'",
+        field="id", limit=limit, value=exc.extra.get("value"), setting=setting, limit_code=exc.code,
+        monoid=resource.get("monoid"),
+    )
 
 
 @router.get(
