@@ -35,6 +35,22 @@ def _fresh_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator
 def test_parse_alphabet() -> None:
     assert parse_alphabet("ab") == ["a", "b"]
     assert parse_alphabet("x1,x2") == ["x1", "x2"]
+    assert parse_alphabet("x, y") == ["x", "y"]
+
+
+def test_comma_can_be_an_alphabet_symbol() -> None:
+    assert parse_alphabet("a,\\,") == ["a", ","]
+    assert parse_alphabet(",") == [","]
+    assert parse_alphabet("\\,,x") == [",", "x"]
+    assert parse_alphabet("a,\\\\") == ["a", "\\"]
+    result = runner.invoke(app, ["classify", "--regex", "(a\\,)*", "--alphabet", "a,\\,", "--json"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["alphabet"] == ["a", ","]
+    assert record["classes"]["ltl_p_mod"]["period"] == 2
+    # an empty symbol says how to write a comma
+    result = runner.invoke(app, ["classify", "--regex", "a", "--alphabet", "a,,"])
+    assert result.exit_code == 2 and "invalid-alphabet" in result.output and "\\," in result.output
 
 
 def test_classify_json_is_the_api_record() -> None:
@@ -145,6 +161,7 @@ def test_serve_migrates_serves_and_persists_across_restart(tmp_path: Path) -> No
         r = httpx.post(f"{base}/v1/languages", json={"regex": "(ab)*", "alphabet": ["a", "b"]}, timeout=60)
         assert r.status_code == 201, r.text
         created: dict[str, Any] = r.json()
+        assert created.pop("already_stored") is False and created.pop("labels_not_applied") is None
         assert created["classes"]["ltl_p_mod"]["member"] is True and created["classes"]["ltl_p_mod"]["period"] == 2
     finally:
         _stop(proc)

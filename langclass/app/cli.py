@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -62,11 +63,48 @@ def _check_settings() -> None:
 
 
 def parse_alphabet(text: str) -> list[str]:
-    """An alphabet from the command line: ``"ab"`` → ``["a", "b"]`` (one symbol per character), or
-    comma-separated for multi-character symbols: ``"x1,x2"`` → ``["x1", "x2"]``."""
-    if "," in text:
-        return [s.strip() for s in text.split(",")]
-    return list(text)
+    r"""An alphabet from the command line.
+
+    * without a comma, one symbol per character: ``"ab"`` → ``["a", "b"]``;
+    * with a comma, comma-separated symbols (spaces around each are dropped): ``"x1,x2"`` →
+      ``["x1", "x2"]``; ``\,`` is a comma symbol and ``\\`` a backslash: ``"a,\,"`` → ``["a", ","]``;
+    * a lone ``","`` is the one-symbol alphabet ``[","]``.
+
+    Raises:
+        AlphabetError: an empty symbol in the comma-separated form (the message says how to write a
+            comma symbol).
+    """
+    from ..core.errors import AlphabetError
+
+    if "," not in text:
+        return list(text)
+    if text == ",":
+        return [","]
+    symbols: list[str] = []
+    current: list[str] = []
+    chars = iter(text)
+    for ch in chars:
+        if ch == "\\":
+            nxt = next(chars, "")
+            if nxt in (",", "\\"):
+                current.append(nxt)
+            else:
+                current.append(ch + nxt)
+        elif ch == ",":
+            symbols.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    symbols.append("".join(current))
+    symbols = [sym.strip() if sym.strip() else sym for sym in symbols]
+    for i, sym in enumerate(symbols):
+        if not sym.strip():
+            raise AlphabetError(
+                f"symbol {i} of the comma-separated alphabet {text!r} is empty; "
+                "to use a comma as a symbol write it as \\, (e.g. 'a,b,\\,')",
+                field="alphabet",
+            )
+    return symbols
 
 
 def _fail(err: LangclassError, as_json: bool) -> None:
@@ -85,6 +123,11 @@ def _fail(err: LangclassError, as_json: bool) -> None:
     raise typer.Exit(code=2)
 
 
+def _exit_after_graceful_shutdown(signum: int, frame: object) -> None:
+    """SIGTERM handler in force after uvicorn's own: the shutdown is done, exit with status 0."""
+    raise SystemExit(0)
+
+
 @app.command()
 def serve(
     host: Annotated[Optional[str], typer.Option(help="interface to bind (default LANGCLASS_HOST or 127.0.0.1)")] = None,
@@ -100,6 +143,9 @@ def serve(
     settings = get_settings()
     if migrate and settings.auto_migrate:
         upgrade(settings.database_url)
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal with the handler that was
+    # installed before it started; this one makes that last step a clean exit (status 0, not 143)
+    signal.signal(signal.SIGTERM, _exit_after_graceful_shutdown)
     uvicorn.run(
         "langclass.app.main:create_app",
         factory=True,
@@ -154,7 +200,7 @@ def _safe_url(settings: Settings) -> str:
 @app.command()
 def classify(
     regex: Annotated[Optional[str], typer.Option("--regex", "-r", help="regex over the alphabet (docs/regex.md)")] = None,
-    alphabet: Annotated[Optional[str], typer.Option("--alphabet", "-a", help="'ab' = {a,b}; 'x1,x2' for longer symbols")] = None,
+    alphabet: Annotated[Optional[str], typer.Option("--alphabet", "-a", help="'ab' = {a,b}; 'x1,x2' for longer symbols; '\\,' is a comma symbol ('a,\\,' = {a, ','})")] = None,
     dfa: Annotated[Optional[Path], typer.Option("--dfa", help="DFA JSON file ('-' = standard input)")] = None,
     formula: Annotated[Optional[str], typer.Option("--formula", "-f", help="past-LTL formula over the alphabet")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the record POST /v1/classify returns")] = False,

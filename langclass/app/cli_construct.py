@@ -74,7 +74,7 @@ def construct(
     regex: Annotated[Optional[str], typer.Option("--regex", "-r", help="regex (a formula is synthesized when one is known)")] = None,
     dfa: Annotated[Optional[Path], typer.Option("--dfa", help="DFA JSON file ('-' = standard input)")] = None,
     program: Annotated[Optional[Path], typer.Option("--program", help="B-RASP program file (hard attention)")] = None,
-    alphabet: Annotated[Optional[str], typer.Option("--alphabet", "-a", help="'ab' = {a,b}; 'x1,x2' for longer symbols")] = None,
+    alphabet: Annotated[Optional[str], typer.Option("--alphabet", "-a", help="'ab' = {a,b}; 'x1,x2' for longer symbols; '\\,' is a comma symbol ('a,\\,' = {a, ','})")] = None,
     attention: Annotated[str, typer.Option(help="auto | soft | hard")] = "auto",
     dtype: Annotated[str, typer.Option(help="float32 | bfloat16 | float16 | float64")] = "float32",
     all_words: Annotated[Optional[int], typer.Option("--all-words", help="check every word up to this length")] = None,

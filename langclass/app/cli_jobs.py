@@ -117,7 +117,7 @@ def _analysis(dfa: Any, limits: Any) -> dict[str, Any]:
 
 def train(
     regex: Annotated[Optional[str], typer.Option("--regex", "-r", help="regex over the alphabet")] = None,
-    alphabet: Annotated[Optional[str], typer.Option("--alphabet", "-a", help="'ab' = {a,b}; 'x1,x2' for longer symbols")] = None,
+    alphabet: Annotated[Optional[str], typer.Option("--alphabet", "-a", help="'ab' = {a,b}; 'x1,x2' for longer symbols; '\\,' is a comma symbol ('a,\\,' = {a, ','})")] = None,
     dfa: Annotated[Optional[Path], typer.Option("--dfa", help="DFA JSON file ('-' = standard input)")] = None,
     encoding: Annotated[list[str], typer.Option("--encoding", "-e", help="encoding name or JSON {name, params} (repeat)")] = ["rope_periodic"],  # noqa: B006
     profile: Annotated[str, typer.Option(help="quick (2-core CPU) or paper (App. E.2)")] = "quick",

@@ -119,7 +119,12 @@ def worker_main() -> None:
     for name in _PRELOAD:
         importlib.import_module(name)
     send = Connection(out_fd, readable=False)
-    send.send(("ready", os.getpid()))
+    try:
+        send.send(("ready", os.getpid()))
+    except (BrokenPipeError, OSError):
+        # the parent is gone before this worker finished starting (e.g. `langclass serve` on a busy
+        # port exits right after start-up): nothing to serve, and nothing to report on its terminal
+        return
     _serve(Connection(0, writable=False), send)
 
 
