@@ -137,7 +137,7 @@ def test_ab_star_experiment_runs_and_stores_accuracies_and_n_star(sqlite_client:
         ({"kind": "train", "encodings": [{"name": "rope", "params": {"bogus": 1}}]}, "encodings[0].params.bogus"),
         ({"kind": "train", "encodings": ["nope"], "profile": "huge"}, "profile"),
         ({"kind": "train", "encodings": ["nope"], "seeds": []}, "seeds"),
-        ({"kind": "train", "encodings": ["nope"], "learning_rates": [2.0]}, "learning_rates"),
+        ({"kind": "train", "encodings": ["nope"], "learning_rates": [2.0]}, "learning_rates[0]"),
         ({"kind": "train", "encodings": ["nope"], "overrides": {"bogus": 1}}, "overrides.bogus"),
         ({"kind": "train", "encodings": ["nope"], "overrides": {"test_lengths": [0, 20000]}}, "overrides.test_lengths"),
         ({"kind": "train", "encodings": ["nope"], "formula": "x"}, "formula"),

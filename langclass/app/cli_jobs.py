@@ -171,18 +171,21 @@ def train(
             body = ExperimentRequest(kind="train", encodings=encs, profile=profile, seeds=seed or None,
                                      learning_rates=lr or None, overrides=overrides or None)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            raise InputError(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}", field=".".join(str(p) for p in err["loc"])) from None
+            from ..models.specs import field_path
+
+            err = exc.errors(include_url=False, include_input=False)[0]
+            where = field_path(err["loc"])
+            raise InputError(f"{where}: {err['msg']}", field=where) from None
         from ..core.export import dfa_to_json
 
         spec = build_train_spec(body, {"dfa": dfa_to_json(lang), "analysis": _analysis(lang, limits)})
-        validate_train_spec(spec)
+        validate_train_spec(spec, settings.job_limits())
     except LangclassError as err:
         where = f" [{err.field}]" if err.field else ""
         typer.echo(f"error ({err.code}){where}: {err.detail}", err=True)
         raise typer.Exit(code=2) from None
 
-    result, cancelled = _run_with_progress(spec, quiet=as_json)
+    result, cancelled = _run_with_progress(spec, quiet=as_json, limits=settings.job_limits())
     if result is None:
         raise typer.Exit(code=130)
     if save is not None:
@@ -197,7 +200,7 @@ def train(
         raise typer.Exit(code=130)
 
 
-def _run_with_progress(spec: dict[str, Any], *, quiet: bool) -> tuple[dict[str, Any] | None, bool]:
+def _run_with_progress(spec: dict[str, Any], *, quiet: bool, limits: Any = None) -> tuple[dict[str, Any] | None, bool]:
     """Run the experiment under a rich progress bar; Ctrl-C cancels cooperatively.
 
     Returns:
@@ -245,7 +248,7 @@ def _run_with_progress(spec: dict[str, Any], *, quiet: bool) -> tuple[dict[str, 
                 bar.update(task, total=p.get("total"), completed=p.get("step") or 0, label=label, info="  ".join(info))
 
             try:
-                return run_experiment(spec, progress=on_progress, should_cancel=stop.is_set), False
+                return run_experiment(spec, progress=on_progress, should_cancel=stop.is_set, limits=limits), False
             except LangclassError as err:
                 where = f" [{err.field}]" if err.field else ""
                 console.print(f"error ({err.code}){where}: {err.detail}")

@@ -77,7 +77,8 @@ class Executor(Protocol):
 def worker_config(settings: Settings, **overrides: Any) -> WorkerConfig:
     """The :class:`WorkerConfig` of a service's settings (lease ``job_lease_s``, heartbeat a quarter of it)."""
     kw: dict[str, Any] = {"database_url": settings.database_url, "lease_s": settings.job_lease_s,
-                          "checkpoint_root": getattr(settings, "job_checkpoint_dir", None)}
+                          "checkpoint_root": getattr(settings, "job_checkpoint_dir", None),
+                          "time_limit_s": settings.job_time_limit_s, "job_limits": settings.job_limits().to_dict()}
     kw.update(overrides)
     return WorkerConfig(**kw)
 

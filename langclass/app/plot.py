@@ -126,7 +126,9 @@ def accuracy_figure(result: Mapping[str, Any], *, language: str | None = None, w
         title += " (partial: the experiment stopped early)"
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
+    legend = ax.legend(fontsize=8, loc="lower left")
+    for text in legend.get_texts():  # labels are user text: "$...$" is shown as typed, never parsed as mathtext
+        text.set_parse_math(False)
     fig.tight_layout()
     return fig
 

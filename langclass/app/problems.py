@@ -258,10 +258,9 @@ def _loc_to_field(loc: tuple[Any, ...] | list[Any]) -> tuple[str, str | None]:
     parts = list(loc)
     where = str(parts[0]) if parts else "body"
     rest = parts[1:] if parts and parts[0] in ("body", "query", "path", "header", "cookie") else parts
-    field = ""
-    for part in rest:
-        field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
-    return where, (field or None)
+    from ..models.specs import field_path  # pydantic only: the path without union tags
+
+    return where, field_path(rest)
 
 
 async def _langclass_error_handler(request: Request, exc: Exception) -> JSONResponse:

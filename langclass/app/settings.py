@@ -74,6 +74,12 @@ class Settings(BaseSettings):
         job_lease_s / job_max_attempts: job lease length and retries (used by the job layer).
         job_checkpoint_dir: where train jobs keep per-job checkpoints so a retried attempt resumes
             (shared storage for Ray; None = no checkpoints); removed when the job ends.
+        max_runs, max_test_length, max_eval_strings, job_max_*: the named limits of a train job's
+            spec (:class:`~langclass.models.specs.JobLimits`: runs, string lengths, test strings,
+            steps, layers, width, heads, feed-forward width, batch, strings per length, seeds,
+            encoding parameters); a spec over one is refused with 422 before it is queued.
+        job_time_limit_s: wall-clock budget of one job run; the worker stops it there and records
+            ``limit-exceeded``.
         code_version: overrides the code version stamped on every stored record.
         log_level: ``debug`` | ``info`` | ``warning`` | ``error``.
     """
@@ -118,6 +124,21 @@ class Settings(BaseSettings):
     job_lease_s: float = Field(60.0, gt=0)
     job_max_attempts: int = Field(3, ge=1)
     job_checkpoint_dir: str | None = None
+
+    # --- job spec limits (JobLimits: one named limit per numeric field of a train spec) --------
+    max_runs: int = Field(500, ge=1)
+    max_test_length: int = Field(10_000, ge=1)
+    max_eval_strings: int = Field(5_000_000, ge=1)
+    job_max_steps: int = Field(1_000_000, ge=1)
+    job_max_layers: int = Field(48, ge=1)
+    job_max_d_model: int = Field(4096, ge=1)
+    job_max_heads: int = Field(64, ge=1)
+    job_max_d_ff: int = Field(16384, ge=1)
+    job_max_batch_size: int = Field(8192, ge=1)
+    job_max_eval_per_length: int = Field(1_000_000, ge=1)
+    job_max_seed: int = Field(2**32 - 1, ge=0, le=2**63 - 1)
+    job_max_encoding_param: float = Field(1e9, gt=0, allow_inf_nan=False)
+    job_time_limit_s: float = Field(86_400.0, gt=0, allow_inf_nan=False)
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -172,6 +193,12 @@ class Settings(BaseSettings):
             max_k_automaton_letters=self.max_k_automaton_letters,
             time_limit_s=self.time_limit_s,
         )
+
+    def job_limits(self) -> Any:
+        """The :class:`~langclass.models.specs.JobLimits` every job spec is checked against."""
+        from ..models.specs import JobLimits
+
+        return JobLimits(**{name: getattr(self, name) for name in JobLimits.names()})
 
     @property
     def is_sqlite(self) -> bool:

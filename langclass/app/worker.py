@@ -31,7 +31,7 @@ from typing import Any
 
 from sqlalchemy import update
 
-from ..core.errors import LangclassError
+from ..core.errors import LangclassError, LimitExceeded
 from . import jobs as jobrepo
 from .db import Database
 from .orm import utcnow
@@ -57,6 +57,10 @@ class WorkerConfig:
         checkpoint_root: train jobs checkpoint under ``<checkpoint_root>/<job id>`` so that an
             attempt after a lost worker resumes instead of restarting (None = no checkpoints). The
             directory is removed once the job has a final outcome.
+        time_limit_s: wall-clock budget of one run (None = none). Past it ``should_cancel()``
+            turns True and the job fails with ``limit-exceeded`` naming ``job_time_limit_s``.
+        job_limits: the :class:`~langclass.models.specs.JobLimits` values (as a dict) handed to
+            train jobs, which check their spec against them (None = the defaults).
     """
 
     database_url: str
@@ -68,6 +72,8 @@ class WorkerConfig:
     cpus: tuple[int, ...] | None = None
     progress_s: float = 1.0
     checkpoint_root: str | None = None
+    time_limit_s: float | None = None
+    job_limits: Mapping[str, Any] | None = None
 
     @property
     def heartbeat_interval(self) -> float:
@@ -207,9 +213,13 @@ def run_claim(
     """
     stopping = stopping or threading.Event()
     hb = _Heartbeat(db, held, config.heartbeat_interval, config.progress_s)
+    over_budget = threading.Event()
+    deadline = None if config.time_limit_s is None else time.monotonic() + config.time_limit_s
 
     def should_cancel() -> bool:
-        return hb.cancel.is_set() or hb.lost.is_set() or stopping.is_set()
+        if deadline is not None and not over_budget.is_set() and time.monotonic() > deadline:
+            over_budget.set()
+        return hb.cancel.is_set() or hb.lost.is_set() or stopping.is_set() or over_budget.is_set()
 
     def store(status: str, **kw: Any) -> str:
         with db.session_scope() as session:
@@ -224,10 +234,15 @@ def run_claim(
     if config.checkpoint_root and held.kind == "train" and isinstance(spec, Mapping) and not spec.get("checkpoint_dir"):
         ckpt = os.path.join(config.checkpoint_root, held.job_id)
         spec = {**spec, "checkpoint_dir": ckpt}
+    extra: dict[str, Any] = {}
+    if config.job_limits is not None and held.kind == "train":
+        from ..models.specs import job_limits_from
+
+        extra["limits"] = job_limits_from(config.job_limits)
     hb.start()
     try:
         fn = resolve_job_function(path)
-        result = fn(spec, progress=hb.set_progress, should_cancel=should_cancel)
+        result = fn(spec, progress=hb.set_progress, should_cancel=should_cancel, **extra)
         outcome: tuple[str, dict[str, Any]] = ("succeeded", {"result": _json_safe(result), "error": None})
     except Exception as exc:  # noqa: BLE001 - every failure is recorded with its reason
         partial = getattr(exc, "partial", None)
@@ -238,6 +253,10 @@ def run_claim(
             outcome = ("cancelled", {"result": partial, "error": {"reason": "cancelled", "detail": "cancelled while running", "attempt": held.attempt}})
         elif hb.lost.is_set():
             outcome = ("lost", {})
+        elif over_budget.is_set():
+            budget = LimitExceeded("job_time_limit_s", config.time_limit_s,
+                                   f"the job ran past its wall-clock budget of {config.time_limit_s:g} s and was stopped")
+            outcome = ("failed", {"result": partial, "error": {**jobrepo.error_record(budget, attempt=held.attempt), "setting": "LANGCLASS_JOB_TIME_LIMIT_S"}})
         else:
             log.warning("job %s failed: %s", held.job_id, exc, exc_info=not isinstance(exc, LangclassError))
             outcome = ("failed", {"result": partial, "error": jobrepo.error_record(exc, attempt=held.attempt)})

@@ -5,11 +5,27 @@ Public entry points: :class:`~langclass.models.recognizer.Recognizer` with
 :class:`~langclass.models.tokens.Vocabulary`. Nothing here imports :mod:`langclass.app`.
 """
 
-from .attention import MultiHeadAttention, hard_attention_weights, stable_softmax, visibility
-from .encodings import ENCODING_FAMILIES, PositionalEncoding, make_encoding
-from . import pj as _pj  # noqa: F401  (registers the pj_bias and pj_rotary families)
-from .recognizer import Recognizer, RecognizerConfig
-from .tokens import BOS, EOS, PAD, Batch, Vocabulary
+from importlib import import_module
+from typing import Any
+
+# Imported lazily (PEP 562), so that torch-free submodules such as ``langclass.models.specs`` (the
+# job-spec models the API validates with) can be imported without loading torch.
+_EXPORTS = {
+    "MultiHeadAttention": "attention", "hard_attention_weights": "attention", "stable_softmax": "attention",
+    "visibility": "attention", "ENCODING_FAMILIES": "encodings", "PositionalEncoding": "encodings",
+    "make_encoding": "encodings", "Recognizer": "recognizer", "RecognizerConfig": "recognizer",
+    "BOS": "tokens", "EOS": "tokens", "PAD": "tokens", "Batch": "tokens", "Vocabulary": "tokens",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BOS", "EOS", "PAD", "Batch", "Vocabulary",

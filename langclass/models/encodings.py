@@ -727,3 +727,9 @@ def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None =
         return cls(**kwargs, **params)
     except TypeError as exc:  # wrong argument types that slipped through
         raise InputError(f"bad parameters for encoding {name!r}: {exc}", field="encoding") from None
+
+
+# The families defined in other modules register themselves on import; importing them here (at the
+# end, once every name above exists) makes them available wherever this module is used, also when
+# the package ``langclass.models`` is imported lazily.
+from . import pj as _pj  # noqa: E402,F401  (registers pj_bias and pj_rotary)

@@ -73,7 +73,10 @@ import numpy as np
 from langclass.core.automaton import DFA
 from langclass.core.errors import DfaFormatError, InputError, LimitExceeded
 
+from pydantic import TypeAdapter
+
 from .data import DEFAULT_NEAR_MISS_FRACTION, LanguageSampler
+from .specs import DEFAULT_JOB_LIMITS, JobLimits, LengthRange, Lengths, length_max, parse_train_spec
 from .evaluate import build_test_sets, describe, evaluate_lengths, longest_perfect_length
 from .train import TrainConfig, TrainingCancelled, configure_threads, make_predict, resolve_device, train_recognizer
 
@@ -89,14 +92,14 @@ __all__ = [
     "code_version",
 ]
 
-MAX_RUNS = 500
-"""Most runs (encodings × seeds × learning rates) in one experiment (limit ``max_runs``)."""
+MAX_RUNS = DEFAULT_JOB_LIMITS.max_runs
+"""Default most runs (encodings × seeds × learning rates) in one experiment (limit ``max_runs``)."""
 
-MAX_TEST_LENGTH = 10_000
-"""Longest test string (limit ``max_test_length``)."""
+MAX_TEST_LENGTH = DEFAULT_JOB_LIMITS.max_test_length
+"""Default longest train or test string (limit ``max_test_length``)."""
 
-MAX_EVAL_STRINGS = 5_000_000
-"""Most test strings over all lengths (limit ``max_eval_strings``)."""
+MAX_EVAL_STRINGS = DEFAULT_JOB_LIMITS.max_eval_strings
+"""Default most test strings over all lengths (limit ``max_eval_strings``)."""
 
 PROFILES: dict[str, dict[str, Any]] = {
     # Disentangling the Expressivity of RoPE, App. E.2.
@@ -143,8 +146,6 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
 }
 
-_OVERRIDABLE = set(PROFILES["paper"]) - {"seeds", "learning_rates"}
-_SPEC_KEYS = {"language", "encodings", "profile", "seeds", "learning_rates", "overrides", "prediction", "eval_seed", "checkpoint_dir"}
 
 
 class ExperimentCancelled(Exception):
@@ -207,27 +208,21 @@ def parse_language(data: Any) -> DFA:
 
 
 def _lengths(value: Any, field: str) -> list[int]:
-    if isinstance(value, Mapping):
-        try:
-            lo, hi, st = int(value["min"]), int(value["max"]), int(value.get("step", 1))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"{field} must be {{min, max[, step]}}", field=field) from exc
-        if st < 1 or lo < 0 or hi < lo:
-            raise InputError(f"{field}: need 0 ≤ min ≤ max and step ≥ 1", field=field)
-        out = list(range(lo, hi + 1, st))
-        if out[-1] != hi:
-            out.append(hi)
+    """The lengths a :data:`~langclass.models.specs.Lengths` value stands for (its size was checked
+    against the limits before this is called)."""
+    if isinstance(value, LengthRange):
+        if value.max < value.min:
+            raise InputError(f"{field}: need min ≤ max", field=field)
+        out = list(range(value.min, value.max + 1, value.step))
+        if out[-1] != value.max:
+            out.append(value.max)
         return out
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in value) or not value:
-            raise InputError(f"{field} must be non-negative integers", field=field)
-        if len(value) == 2:
-            lo, hi = value
-            if hi < lo:
-                raise InputError(f"{field}: range [{lo}, {hi}] is empty", field=field)
-            return list(range(lo, hi + 1))
-        return sorted(set(value))
-    raise InputError(f"{field} must be [min, max], a list of lengths or {{min, max, step}}", field=field)
+    if len(value) == 2:
+        lo, hi = value
+        if hi < lo:
+            raise InputError(f"{field}: range [{lo}, {hi}] is empty", field=field)
+        return list(range(lo, hi + 1))
+    return sorted(set(value))
 
 
 @dataclass(frozen=True)
@@ -237,91 +232,52 @@ class _Encoding:
     params: dict[str, Any]
 
 
-def _encodings(value: Any) -> list[_Encoding]:
-    if not isinstance(value, Sequence) or isinstance(value, str) or not value:
-        raise InputError("encodings must be a non-empty list of names or {name, params}", field="encodings")
-    out: list[_Encoding] = []
-    for i, e in enumerate(value):
-        if isinstance(e, str):
-            name, params, label = e, {}, None
-        elif isinstance(e, Mapping) and isinstance(e.get("name"), str):
-            name, params, label = e["name"], dict(e.get("params") or {}), e.get("label")
-            if not isinstance(e.get("params") or {}, Mapping):
-                raise InputError(f"encodings[{i}].params must be an object", field=f"encodings[{i}].params")
-        else:
-            raise InputError(f"encodings[{i}] must be a name or {{name, params}}", field=f"encodings[{i}]")
-        if label is None:
-            label = name if not params else name + "(" + ",".join(f"{k}={params[k]}" for k in sorted(params)) + ")"
-        out.append(_Encoding(str(label), name, params))
-    labels = [e.label for e in out]
-    if len(set(labels)) != len(labels):
-        raise InputError("two encodings have the same label; give them distinct params or labels", field="encodings")
-    return out
+_LENGTHS = TypeAdapter(Lengths)
 
 
-def _normalize(spec: Mapping[str, Any]) -> dict[str, Any]:
-    if not isinstance(spec, Mapping):
-        raise InputError("spec must be an object", field="spec")
-    unknown = set(spec) - _SPEC_KEYS
-    if unknown:
-        raise InputError(f"unknown spec keys {sorted(unknown)}", field=sorted(unknown)[0])
-    if "language" not in spec:
-        raise InputError("spec.language is required", field="language")
-    profile = spec.get("profile", "quick")
-    if profile not in PROFILES:
-        raise InputError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}", field="profile")
-    settings = copy.deepcopy(PROFILES[profile])
-    overrides = spec.get("overrides") or {}
-    if not isinstance(overrides, Mapping):
-        raise InputError("overrides must be an object", field="overrides")
-    bad = set(overrides) - _OVERRIDABLE
-    if bad:
-        raise InputError(f"unknown overrides {sorted(bad)}; allowed: {sorted(_OVERRIDABLE)}", field=f"overrides.{sorted(bad)[0]}")
-    settings.update(copy.deepcopy(dict(overrides)))
-    seeds = spec.get("seeds", settings.pop("seeds"))
-    settings.pop("seeds", None)
-    lrs = spec.get("learning_rates", settings.pop("learning_rates"))
-    settings.pop("learning_rates", None)
-    if not isinstance(seeds, Sequence) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
-        raise InputError("seeds must be a non-empty list of non-negative integers", field="seeds")
-    if not isinstance(lrs, Sequence) or not lrs or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < 1 for x in lrs):
-        raise InputError("learning_rates must be a non-empty list of numbers in (0, 1)", field="learning_rates")
-    for key in ("n_layers", "d_model", "n_heads", "d_ff", "batch_size", "max_steps", "eval_per_length"):
-        v = settings[key]
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise InputError(f"{key} must be a positive integer, got {v!r}", field=f"overrides.{key}")
+def _normalize(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMITS) -> dict[str, Any]:
+    """Parse (:func:`~langclass.models.specs.parse_train_spec`), apply the profile, check every
+    named limit, and only then expand the lengths."""
+    parsed = parse_train_spec(spec)
+    settings = copy.deepcopy(PROFILES[parsed.profile])
+    seeds = list(parsed.seeds) if parsed.seeds is not None else settings["seeds"]
+    lrs = list(parsed.learning_rates) if parsed.learning_rates is not None else settings["learning_rates"]
+    del settings["seeds"], settings["learning_rates"]
+    if parsed.overrides is not None:
+        settings.update(parsed.overrides.model_dump(exclude_none=True))
+        for key in ("train_lengths", "test_lengths"):  # keep the parsed form (model_dump made dicts of ranges)
+            if getattr(parsed.overrides, key) is not None:
+                settings[key] = getattr(parsed.overrides, key)
+    for key in ("train_lengths", "test_lengths"):
+        if not isinstance(settings[key], LengthRange) and isinstance(settings[key], Mapping):
+            settings[key] = _LENGTHS.validate_python(settings[key])
+    parsed.check_limits(limits, n_seeds=len(seeds), n_rates=len(lrs), test_lengths=settings["test_lengths"],
+                        eval_per_length=settings["eval_per_length"])
+    for key in ("train_lengths", "test_lengths"):
+        limits.check("max_test_length", length_max(settings[key]), f"overrides.{key}", f"the longest of {key}")
     settings["train_lengths"] = _lengths(settings["train_lengths"], "overrides.train_lengths")
     settings["test_lengths"] = _lengths(settings["test_lengths"], "overrides.test_lengths")
-    eval_seed = spec.get("eval_seed", 0)
-    if not isinstance(eval_seed, int) or isinstance(eval_seed, bool):
-        raise InputError("eval_seed must be an integer", field="eval_seed")
-    prediction = spec.get("prediction")
+    prediction = parsed.prediction
     if prediction is not None:
         if isinstance(prediction, str):
             prediction = {"sufficient": [prediction]}
-        elif isinstance(prediction, Sequence):
+        elif isinstance(prediction, list):
             prediction = {"sufficient": list(prediction)}
-        if not isinstance(prediction, Mapping):
-            raise InputError("prediction must be an object {sufficient: [...]} or a list of encoding names", field="prediction")
-        prediction = dict(prediction)
-        suff = prediction.get("sufficient", [])
-        if isinstance(suff, str):
-            suff = [suff]
-        if not isinstance(suff, list) or not all(isinstance(s, str) for s in suff):
-            raise InputError("prediction.sufficient must be a list of encoding names", field="prediction.sufficient")
-        prediction["sufficient"] = suff
-    ckpt = spec.get("checkpoint_dir")
-    if ckpt is not None and not isinstance(ckpt, str):
-        raise InputError("checkpoint_dir must be a string path", field="checkpoint_dir")
+        else:
+            prediction = prediction.model_dump()
+    encodings = [_Encoding(e.resolved_label(), e.name, dict(e.params)) for e in parsed.encoding_specs()]
+    labels = [e.label for e in encodings]
+    if len(set(labels)) != len(labels):
+        raise InputError("two encodings have the same label; give them distinct params or labels", field="encodings")
     return {
-        "profile": profile,
-        "encodings": _encodings(spec.get("encodings")),
-        "seeds": [int(s) for s in seeds],
+        "profile": parsed.profile,
+        "encodings": encodings,
+        "seeds": [int(x) for x in seeds],
         "learning_rates": [float(x) for x in lrs],
         "settings": settings,
-        "eval_seed": eval_seed,
+        "eval_seed": parsed.eval_seed if parsed.eval_seed is not None else 0,
         "prediction": prediction,
-        "checkpoint_dir": ckpt,
+        "checkpoint_dir": parsed.checkpoint_dir,
     }
 
 
@@ -399,7 +355,7 @@ def _summarize(runs: list[dict[str, Any]], encodings: list[_Encoding]) -> dict[s
 
 
 # ------------------------------------------------------------------------------ entry point
-def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+def validate_spec(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMITS) -> dict[str, Any]:
     """Check a spec without training (what :func:`run_experiment` does first).
 
     Returns the normalized spec: ``profile``, ``encodings`` (objects with ``label``, ``name``,
@@ -407,26 +363,24 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     lists), ``eval_seed``, ``prediction``, ``checkpoint_dir``, ``dfa`` (canonical :class:`DFA`) and
     ``model_configs`` (``{label: RecognizerConfig}``, so every encoding name and parameter is checked).
 
+    Args:
+        spec: the spec (a mapping or a :class:`~langclass.models.specs.TrainSpec`).
+        limits: the named limits (:class:`~langclass.models.specs.JobLimits`; the service passes
+            the ones its settings raise).
+
     Raises:
         InputError (and subclasses): a malformed spec, naming the field.
-        LimitExceeded: ``max_runs``, ``max_test_length`` or ``max_eval_strings``.
+        LimitExceeded: any :class:`~langclass.models.specs.JobLimits` limit (``max_runs``,
+            ``max_test_length``, ``max_eval_strings``, ``job_max_steps``, …), checked before any
+            list of lengths or model is built.
     """
-    norm = _normalize(spec)
+    norm = _normalize(spec, limits)
     settings = norm["settings"]
-    n_runs = len(norm["encodings"]) * len(norm["seeds"]) * len(norm["learning_rates"])
-    if n_runs > MAX_RUNS:
-        raise LimitExceeded("max_runs", MAX_RUNS, f"{n_runs} runs requested; max_runs={MAX_RUNS}", field="seeds")
-    test_lengths = settings["test_lengths"]
-    if max(test_lengths[-1], settings["train_lengths"][-1]) > MAX_TEST_LENGTH:
-        raise LimitExceeded("max_test_length", MAX_TEST_LENGTH, f"length {max(test_lengths[-1], settings['train_lengths'][-1])} exceeds max_test_length={MAX_TEST_LENGTH}", field="overrides.test_lengths")
-    n_eval = len(test_lengths) * settings["eval_per_length"]
-    if n_eval > MAX_EVAL_STRINGS:
-        raise LimitExceeded("max_eval_strings", MAX_EVAL_STRINGS, f"{n_eval} test strings exceed max_eval_strings={MAX_EVAL_STRINGS}", field="overrides.eval_per_length")
-    for key in ("near_miss_fraction", "weight_decay"):
-        v = settings[key]
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= (1 if key == "near_miss_fraction" else 10):
-            raise InputError(f"{key} out of range: {v!r}", field=f"overrides.{key}")
-    dfa = parse_language(spec["language"])
+    if isinstance(spec, Mapping):
+        spec_language = spec["language"]
+    else:
+        spec_language = spec.language
+    dfa = parse_language(spec_language)
     model_configs = {}
     for i, e in enumerate(norm["encodings"]):
         try:
@@ -450,6 +404,7 @@ def run_experiment(
     *,
     progress: Callable[[dict[str, Any]], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
+    limits: JobLimits | None = None,
 ) -> dict[str, Any]:
     """Train and evaluate every (encoding, seed, learning rate) of ``spec``; see the module doc.
 
@@ -462,18 +417,22 @@ def run_experiment(
             ``{encoding, seed, learning_rate, steps, accuracy, longest_perfect_length}``. During
             ``"sampling"`` (drawing the test strings) ``step``/``total`` count test lengths.
         should_cancel: polled every training step and between test lengths.
+        limits: the named limits the spec is checked against (default
+            :data:`~langclass.models.specs.DEFAULT_JOB_LIMITS`; the worker passes its settings').
 
     Returns:
         The JSON-ready result (``runs``, ``summary``, ``verdict``, settings, code version).
 
     Raises:
         InputError (and subclasses): a malformed spec, naming the field.
-        LimitExceeded: too many runs (``max_runs``), too long test strings (``max_test_length``)
-            or too many test strings (``max_eval_strings``).
+        LimitExceeded: a named limit of :class:`~langclass.models.specs.JobLimits` (too many
+            runs ``max_runs``, too long strings ``max_test_length``, ``job_max_steps``, …).
         ExperimentCancelled: ``should_cancel()`` returned True (``.partial`` has finished runs).
     """
     t0 = time.perf_counter()
-    norm = validate_spec(spec)
+    if not isinstance(spec, Mapping):
+        spec = spec.model_dump(exclude_none=True)
+    norm = validate_spec(spec, limits or DEFAULT_JOB_LIMITS)
     dfa: DFA = norm["dfa"]
     settings = norm["settings"]
     encodings: list[_Encoding] = norm["encodings"]
@@ -539,7 +498,8 @@ def run_experiment(
 
         ckpt = None
         if norm["checkpoint_dir"]:
-            ckpt = str(Path(norm["checkpoint_dir"]) / f"{enc.label}-seed{seed}-lr{lr:g}")
+            # the run's index in the grid, never user text (a label such as "../x" must not pick the path)
+            ckpt = str(Path(norm["checkpoint_dir"]) / f"run{idx:04d}")
         tconf = TrainConfig(
             learning_rate=lr,
             max_steps=settings["max_steps"],

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import os
 import random
@@ -39,6 +40,8 @@ from langclass.core.errors import InputError
 from .data import DEFAULT_NEAR_MISS_FRACTION, LanguageSampler
 from .tokens import BOS, EOS, NUM_SPECIAL, PAD
 
+log = logging.getLogger("langclass.train")
+
 __all__ = [
     "TrainConfig",
     "TrainResult",
@@ -49,6 +52,23 @@ __all__ = [
     "resolve_device",
     "configure_threads",
 ]
+
+
+def _load_checkpoint(path: Path, device: Any) -> dict[str, Any] | None:
+    """The state saved at ``path``, or None when there is none or it cannot be read safely.
+
+    Loads with ``weights_only=True``: tensors and plain containers only, never arbitrary pickled
+    objects (a ``last.pt`` planted in the directory cannot run code). A file that is not such a
+    checkpoint is ignored — training starts over and overwrites it.
+    """
+    if not path.is_file():
+        return None
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - unreadable or not weights-only: start over
+        log.warning("ignoring checkpoint %s that cannot be loaded safely: %s", path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return None
+    return state if isinstance(state, dict) else None
 
 
 class TrainingCancelled(Exception):
@@ -354,8 +374,8 @@ def train_recognizer(
         ckpt_dir = Path(config.checkpoint_dir)
         ckpt_dir.mkdir(parents=True, exist_ok=True)
         ckpt_path = ckpt_dir / "last.pt"
-        if ckpt_path.exists():
-            state = torch.load(ckpt_path, map_location=device, weights_only=False)
+        state = _load_checkpoint(ckpt_path, device)
+        if state is not None:
             if state.get("digest") == digest:
                 model.load_state_dict(state["model"])
                 optimizer.load_state_dict(state["optimizer"])

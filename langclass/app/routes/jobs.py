@@ -19,6 +19,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...core.errors import InputError, LangclassError, UnsupportedError
+from ...models.specs import EncodingItem, EncodingSpec, JobLimits, LearningRate, Seed, TrainOverrides
 from .. import jobs as jobrepo
 from .. import repository as repo
 from ..db import Database
@@ -45,13 +46,8 @@ MAX_ENCODINGS = 20
 # --- request / response models ---------------------------------------------------------------------
 
 
-class EncodingChoice(BaseModel):
-    """One encoding of an experiment, with explicit parameters."""
-
-    model_config = ConfigDict(extra="forbid")
-    name: str = Field(max_length=64, description="family: nope, sinusoidal, sinusoidal_periodic, rope, rope_periodic, alibi")
-    params: dict[str, Any] = Field(default_factory=dict, description="family parameters, e.g. {\"periods\": 2} or {\"base\": 10000}")
-    label: str | None = Field(None, max_length=100, description="name in results (default: name(params))")
+EncodingChoice = EncodingSpec
+"""One encoding of an experiment, with explicit parameters (:class:`~langclass.models.specs.EncodingSpec`)."""
 
 
 class ExperimentRequest(BaseModel):
@@ -73,15 +69,15 @@ class ExperimentRequest(BaseModel):
         },
     )
     kind: Literal["train", "construct"] = "train"
-    encodings: list[str | EncodingChoice] | None = Field(
-        None, max_length=MAX_ENCODINGS,
+    encodings: list[EncodingItem] | None = Field(
+        None, min_length=1, max_length=MAX_ENCODINGS,
         description="encoding names or {name, params, label}; periodic encodings get periods = the language's period k unless given",
     )
-    profile: str | None = Field(None, max_length=32, description="quick (2-core CPU, ~a minute) or paper (App. E.2)")
-    seeds: list[int] | None = Field(None, max_length=MAX_SEEDS, description="training seeds (default: the profile's)")
-    learning_rates: list[float] | None = Field(None, max_length=MAX_LEARNING_RATES, description="AdamW learning rates (default: the profile's)")
-    overrides: dict[str, Any] | None = Field(None, description="profile settings to change: max_steps, test_lengths, d_model, …")
-    eval_seed: int | None = Field(None, description="seed of the test strings (shared by every run)")
+    profile: Literal["quick", "paper"] | None = Field(None, description="quick (2-core CPU, ~a minute) or paper (App. E.2)")
+    seeds: list[Seed] | None = Field(None, min_length=1, max_length=MAX_SEEDS, description="training seeds (default: the profile's; each ≤ job_max_seed)")
+    learning_rates: list[LearningRate] | None = Field(None, min_length=1, max_length=MAX_LEARNING_RATES, description="AdamW learning rates (default: the profile's)")
+    overrides: TrainOverrides | None = Field(None, description="profile settings to change: max_steps, test_lengths, d_model, … (each under its named limit)")
+    eval_seed: Seed | None = Field(None, description="seed of the test strings (shared by every run; ≤ job_max_seed)")
     max_attempts: int | None = Field(None, ge=1, le=10, description="claims allowed if workers die (default LANGCLASS_JOB_MAX_ATTEMPTS)")
 
 
@@ -179,10 +175,6 @@ def predicted_sufficient(name: str, params: Mapping[str, Any], analysis: Mapping
     return False, "no length-independent guarantee for this encoding (Cor. 4.1)"
 
 
-def _label(name: str, params: Mapping[str, Any]) -> str:
-    return name if not params else name + "(" + ",".join(f"{k}={params[k]}" for k in sorted(params)) + ")"
-
-
 def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> dict[str, Any]:
     """The ``run_experiment`` spec of a train request on a stored language.
 
@@ -205,12 +197,12 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
     reasons: dict[str, Any] = {}
     defaults: dict[str, Any] = {}
     for i, e in enumerate(body.encodings):
-        choice = EncodingChoice(name=e) if isinstance(e, str) else e
+        choice = EncodingSpec(name=e) if isinstance(e, str) else e
         params = dict(choice.params)
         if choice.name in PERIODIC_FAMILIES and "periods" not in params and period is not None:
             params["periods"] = period
             defaults[f"encodings[{i}].params.periods"] = period
-        label = choice.label or _label(choice.name, params)
+        label = choice.label or EncodingSpec(name=choice.name, params=params).resolved_label()
         encodings.append({"name": choice.name, "params": params, "label": label})
         ok, why = predicted_sufficient(choice.name, params, analysis)
         reasons[label] = {"sufficient": ok, "reason": why}
@@ -228,7 +220,7 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
     if body.learning_rates is not None:
         spec["learning_rates"] = list(body.learning_rates)
     if body.overrides is not None:
-        spec["overrides"] = dict(body.overrides)
+        spec["overrides"] = body.overrides.model_dump(exclude_none=True, mode="json")
     if body.eval_seed is not None:
         spec["eval_seed"] = body.eval_seed
     if defaults:
@@ -239,19 +231,21 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
     return spec
 
 
-def validate_train_spec(spec: Mapping[str, Any]) -> None:
+def validate_train_spec(spec: Mapping[str, Any], limits: JobLimits | None = None) -> None:
     """Check a train spec before it is queued, so a bad request is a 422 now, not a failed job later.
 
     Delegates to :func:`langclass.models.experiment.validate_spec` — the very checks the run makes
-    first (spec fields, the ``max_runs`` / ``max_test_length`` / ``max_eval_strings`` limits, and every
-    encoding built once with its parameters).
+    first (the :class:`~langclass.models.specs.TrainSpec` model, every named limit of
+    :class:`~langclass.models.specs.JobLimits` before anything is materialized, and every encoding
+    built once with its parameters).
 
     Raises:
         InputError / LimitExceeded: naming the field or limit.
     """
     from ...models.experiment import validate_spec
+    from ...models.specs import DEFAULT_JOB_LIMITS
 
-    validate_spec(spec)
+    validate_spec(spec, limits or DEFAULT_JOB_LIMITS)
 
 
 CONSTRUCT_FIELDS = ("formula", "program", "options")
@@ -368,7 +362,7 @@ async def create_experiment(
     language = await anyio.to_thread.run_sync(load)
     if body.kind == "train":
         spec = build_train_spec(body, language)
-        await anyio.to_thread.run_sync(validate_train_spec, spec)
+        await anyio.to_thread.run_sync(validate_train_spec, spec, settings.job_limits())
     else:
         spec = build_construct_spec(body, language)
         await anyio.to_thread.run_sync(validate_construct_spec, spec, language["dfa"], settings.limits())

@@ -1,0 +1,358 @@
+"""Job specs as frozen pydantic models: one definition for the API, the CLI and the worker.
+
+A ``train`` spec (:class:`TrainSpec`) is parsed by :func:`parse_train_spec` wherever it enters —
+the route that queues it, ``langclass train``, and :func:`langclass.models.experiment.run_experiment`
+in the worker — so the three can never accept different things. Parsing is in two steps, both
+before anything is materialized (no list of lengths is built, no model, no tensor):
+
+1. **shape** (pydantic, ``extra="forbid"``, strict types): unknown keys, wrong types, booleans
+   posing as numbers, non-finite floats, negative or zero sizes are refused with the field's path;
+2. **named limits** (:class:`JobLimits`, raisable by a ``LANGCLASS_`` setting of the same name):
+   every numeric field has an upper bound, and the derived sizes (runs of the grid, number of test
+   lengths × strings per length) are computed arithmetically and checked, raising
+   :class:`~langclass.core.errors.LimitExceeded` naming the limit.
+
+Errors are :class:`~langclass.core.errors.InputError` / ``LimitExceeded`` with ``field`` a path such
+as ``overrides.max_steps`` or ``encodings[1].label``. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Strict,
+    Tag,
+    ValidationError,
+    field_validator,
+)
+
+from ..core.errors import InputError, LimitExceeded
+
+__all__ = [
+    "JobLimits",
+    "DEFAULT_JOB_LIMITS",
+    "LABEL_PATTERN",
+    "EncodingSpec",
+    "LengthRange",
+    "TrainOverrides",
+    "Prediction",
+    "TrainSpec",
+    "parse_train_spec",
+    "field_path",
+    "length_count",
+    "length_max",
+]
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    """Upper bounds of a train job's numbers; each is a named limit with a ``LANGCLASS_`` setting
+    of the same name (``max_runs`` → ``LANGCLASS_MAX_RUNS``), so a site can raise it.
+
+    Defaults admit the paper's protocol (*Disentangling the Expressivity of RoPE*, App. E.2:
+    5 layers, width 64, batch 128, 1,000,000 steps, test lengths to 500) with room to spare, and
+    refuse what no machine finishes (``max_steps`` 10¹², ``d_model`` 10⁶, …).
+
+    Attributes:
+        max_runs: runs of the grid (encodings × seeds × learning rates).
+        max_test_length: the longest train or test string.
+        max_eval_strings: test strings over all lengths (lengths × ``eval_per_length``).
+        job_max_steps: training steps per run (also bounds ``patience`` and ``warmup_steps``).
+        job_max_layers / job_max_d_model / job_max_heads / job_max_d_ff: model size.
+        job_max_batch_size: strings per training step.
+        job_max_eval_per_length: test strings per length.
+        job_max_seed: largest seed (training seeds and ``eval_seed``).
+        job_max_encoding_param: largest magnitude of a number in an encoding's ``params``
+            (a RoPE base, a period, a slope).
+        job_time_limit_s: wall-clock seconds a job may run (enforced by the worker, which stops
+            the run and records ``limit-exceeded``).
+    """
+
+    max_runs: int = 500
+    max_test_length: int = 10_000
+    max_eval_strings: int = 5_000_000
+    job_max_steps: int = 1_000_000
+    job_max_layers: int = 48
+    job_max_d_model: int = 4096
+    job_max_heads: int = 64
+    job_max_d_ff: int = 16384
+    job_max_batch_size: int = 8192
+    job_max_eval_per_length: int = 1_000_000
+    job_max_seed: int = 2**32 - 1
+    job_max_encoding_param: float = 1e9
+    job_time_limit_s: float = 86_400.0
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The limit names (= the settings that raise them)."""
+        return tuple(f.name for f in fields(cls))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def check(self, name: str, observed: int | float, field: str, what: str | None = None) -> None:
+        """Raise :class:`LimitExceeded` naming ``name`` when ``observed`` exceeds that limit."""
+        bound = getattr(self, name)
+        if observed > bound:
+            raise LimitExceeded(name, bound, f"{what or field} = {observed:g} exceeds {name}={bound:g}", field=field)
+
+
+DEFAULT_JOB_LIMITS = JobLimits()
+
+LABEL_PATTERN = r"^[\w.,:;=+\-*^'#%@!?|~<>()\[\]{} ]{1,100}$"
+"""An encoding label: 1–100 letters, digits and common punctuation; no path separators, no ``$``
+(matplotlib mathtext), no control characters. Labels only name runs in results and plots — they
+never become file names."""
+
+LABEL_RULE = ("a label is 1-100 letters, digits, spaces and .,:;=+-*^'#%@!?|~<>()[]{} "
+              "(no '/', '\\', '$' or control characters)")
+
+StrictInt = Annotated[int, Strict()]
+PositiveInt = Annotated[int, Strict(), Field(ge=1)]
+NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Seed = Annotated[int, Strict(), Field(ge=0, description="a seed (0 … job_max_seed)")]
+LearningRate = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False, description="AdamW learning rate in (0, 1)")]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EncodingSpec(_Frozen):
+    """One encoding of an experiment: a family name, its parameters and an optional label."""
+
+    name: str = Field(max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                      description="family: nope, sinusoidal, sinusoidal_periodic, rope, rope_periodic, alibi, …")
+    params: dict[Annotated[str, Field(max_length=64)], Any] = Field(
+        default_factory=dict, max_length=32, description='family parameters, e.g. {"periods": 2} or {"base": 10000}')
+    label: str | None = Field(None, pattern=LABEL_PATTERN, description="name in results (default: name(params))")
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, v: str | None) -> str | None:
+        if v is not None and (v.strip() != v or v.strip(". ") == ""):
+            raise ValueError("a label must not start or end with spaces, nor be only dots and spaces")
+        return v
+
+    @field_validator("params")
+    @classmethod
+    def _params(cls, v: dict[str, Any]) -> dict[str, Any]:
+        def walk(x: Any, depth: int) -> None:
+            if depth > 3:
+                raise ValueError("params nest too deeply")
+            if isinstance(x, float) and not math.isfinite(x):
+                raise ValueError("params must be finite numbers")
+            if isinstance(x, (list, tuple)):
+                if len(x) > 256:
+                    raise ValueError("a params list has more than 256 entries")
+                for y in x:
+                    walk(y, depth + 1)
+            elif isinstance(x, Mapping):
+                raise ValueError("params values are numbers, strings, booleans or lists of them")
+            elif isinstance(x, str) and len(x) > 200:
+                raise ValueError("a params string is longer than 200 characters")
+
+        for value in v.values():
+            walk(value, 0)
+        return v
+
+    def resolved_label(self) -> str:
+        """``label``, or ``name(k=v,…)`` from the sorted parameters."""
+        if self.label is not None:
+            return self.label
+        p = self.params
+        return self.name if not p else self.name + "(" + ",".join(f"{k}={p[k]}" for k in sorted(p)) + ")"
+
+
+def _encoding_tag(v: Any) -> str:
+    return "EncodingName" if isinstance(v, str) else "EncodingSpec"
+
+
+EncodingItem = Annotated[
+    Union[
+        Annotated[Annotated[str, Field(max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], Tag("EncodingName")],
+        Annotated[EncodingSpec, Tag("EncodingSpec")],
+    ],
+    Discriminator(_encoding_tag),
+]
+
+
+class LengthRange(_Frozen):
+    """Lengths ``min, min+step, …`` up to ``max`` (``max`` always included)."""
+
+    min: NonNegativeInt
+    max: NonNegativeInt
+    step: PositiveInt = 1
+
+
+def _lengths_tag(v: Any) -> str:
+    return "LengthRange" if isinstance(v, (Mapping, LengthRange)) else "LengthList"
+
+
+Lengths = Annotated[
+    Union[
+        Annotated[list[NonNegativeInt], Field(min_length=1, max_length=100_000), Tag("LengthList")],
+        Annotated[LengthRange, Tag("LengthRange")],
+    ],
+    Discriminator(_lengths_tag),
+]
+"""Lengths: ``[a, b]`` = the inclusive range a..b; a list of another size = exactly those lengths;
+``{min, max, step}`` = a stepped range."""
+
+
+def length_count(value: Any) -> int:
+    """How many distinct lengths ``value`` (a :data:`Lengths`) stands for, without listing them."""
+    if isinstance(value, LengthRange):
+        n = (value.max - value.min) // value.step + 1 if value.max >= value.min else 0
+        return n + (1 if value.max >= value.min and (value.max - value.min) % value.step else 0)
+    if len(value) == 2:
+        return max(0, value[1] - value[0] + 1)
+    return len(set(value))
+
+
+def length_max(value: Any) -> int:
+    """The longest length of ``value`` (a :data:`Lengths`)."""
+    if isinstance(value, LengthRange):
+        return value.max
+    return max(value)
+
+
+class TrainOverrides(_Frozen):
+    """Profile settings a train spec may change (unset = the profile's value)."""
+
+    n_layers: PositiveInt | None = Field(None, json_schema_extra={"x-limit": "job_max_layers"})
+    d_model: PositiveInt | None = Field(None, json_schema_extra={"x-limit": "job_max_d_model"})
+    n_heads: PositiveInt | None = Field(None, json_schema_extra={"x-limit": "job_max_heads"})
+    d_ff: PositiveInt | None = Field(None, json_schema_extra={"x-limit": "job_max_d_ff"})
+    batch_size: PositiveInt | None = Field(None, json_schema_extra={"x-limit": "job_max_batch_size"})
+    max_steps: PositiveInt | None = Field(None, json_schema_extra={"x-limit": "job_max_steps"})
+    patience: PositiveInt | None = Field(None, json_schema_extra={"x-limit": "job_max_steps"})
+    warmup_steps: NonNegativeInt | None = Field(None, json_schema_extra={"x-limit": "job_max_steps"})
+    eval_per_length: PositiveInt | None = Field(None, json_schema_extra={"x-limit": "job_max_eval_per_length"})
+    train_lengths: Lengths | None = Field(None, description="[min, max] inclusive (or {min, max}); lengths ≤ max_test_length")
+    test_lengths: Lengths | None = Field(None, description="[a, b] = a..b, a longer list = those lengths, or {min, max, step}")
+    near_miss_fraction: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    weight_decay: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] | None = None
+    grad_clip: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] | None = None
+    device: Annotated[str, Field(max_length=32, pattern=r"^(auto|cpu|cuda(:\d{1,3})?|mps)$")] | None = None
+    precision: Literal["auto", "float32", "bfloat16"] | None = None
+
+    def check_limits(self, limits: JobLimits) -> None:
+        """Raise :class:`LimitExceeded` for the first field over its named limit."""
+        for name, limit in (("n_layers", "job_max_layers"), ("d_model", "job_max_d_model"), ("n_heads", "job_max_heads"),
+                            ("d_ff", "job_max_d_ff"), ("batch_size", "job_max_batch_size"), ("max_steps", "job_max_steps"),
+                            ("patience", "job_max_steps"), ("warmup_steps", "job_max_steps"),
+                            ("eval_per_length", "job_max_eval_per_length")):
+            v = getattr(self, name)
+            if v is not None:
+                limits.check(limit, v, f"overrides.{name}", name)
+        for name in ("train_lengths", "test_lengths"):
+            v = getattr(self, name)
+            if v is not None:
+                limits.check("max_test_length", length_max(v), f"overrides.{name}", f"the longest of {name}")
+
+
+class Prediction(BaseModel):
+    """What the theory predicts: the encodings (names or labels) it calls sufficient, with reasons."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    sufficient: list[Annotated[str, Field(max_length=200)]] = Field(default_factory=list, max_length=100)
+
+
+class TrainSpec(_Frozen):
+    """The input of :func:`langclass.models.experiment.run_experiment` (a ``train`` job's ``spec``).
+
+    ``language`` is DFA JSON (checked by ``parse_language`` when the run starts);
+    ``checkpoint_dir`` is set by the worker (never by a request).
+    """
+
+    language: dict[str, Any] | str
+    encodings: list[EncodingItem] = Field(min_length=1, max_length=100)
+    profile: Literal["quick", "paper"] = "quick"
+    seeds: list[Seed] | None = Field(None, min_length=1, max_length=10_000)
+    learning_rates: list[LearningRate] | None = Field(None, min_length=1, max_length=1_000)
+    overrides: TrainOverrides | None = None
+    prediction: Prediction | list[Annotated[str, Field(max_length=200)]] | str | None = None
+    eval_seed: Seed | None = None
+    checkpoint_dir: str | None = Field(None, max_length=4096)
+
+    def encoding_specs(self) -> list[EncodingSpec]:
+        return [EncodingSpec(name=e) if isinstance(e, str) else e for e in self.encodings]
+
+    def check_limits(self, limits: JobLimits, *, n_seeds: int, n_rates: int, test_lengths: Any, eval_per_length: int) -> None:
+        """Check every named limit (``n_seeds`` … are the values after the profile's defaults)."""
+        for i, s in enumerate(self.seeds or ()):
+            limits.check("job_max_seed", s, f"seeds[{i}]", "a seed")
+        if self.eval_seed is not None:
+            limits.check("job_max_seed", self.eval_seed, "eval_seed")
+        for i, e in enumerate(self.encoding_specs()):
+            for key, value in e.params.items():
+                for x in value if isinstance(value, (list, tuple)) else [value]:
+                    if isinstance(x, (int, float)) and not isinstance(x, bool):
+                        limits.check("job_max_encoding_param", abs(x), f"encodings[{i}].params.{key}", f"|{key}|")
+        if self.overrides is not None:
+            self.overrides.check_limits(limits)
+        runs = len(self.encodings) * n_seeds * n_rates
+        limits.check("max_runs", runs, "seeds", "runs (encodings × seeds × learning rates)")
+        n_eval = length_count(test_lengths) * eval_per_length
+        limits.check("max_eval_strings", n_eval, "overrides.eval_per_length", "test strings (lengths × eval_per_length)")
+
+
+_TAGS = {"EncodingName", "EncodingSpec", "LengthList", "LengthRange", "str", "int", "float", "list", "dict", "bool", "none"}
+
+
+def field_path(loc: tuple[Any, ...] | list[Any]) -> str | None:
+    """A pydantic error location as a field path (``encodings[1].label``), without the union tags
+    (``EncodingSpec``, ``LengthList``, ``function-after[…]``, ``list[int]``) pydantic inserts."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(part, str) and part not in _TAGS and not re.search(r"\[.*\]$", part):
+            out += f".{part}" if out else part
+    return out or None
+
+
+def _input_error(exc: ValidationError, prefix: str = "") -> InputError:
+    err = exc.errors(include_url=False, include_input=False)[0]
+    path = field_path(err.get("loc", ()))
+    field = (prefix + ("." + path if path and prefix else path or "")) or None
+    msg = str(err.get("msg", "invalid value"))
+    if err.get("type") == "extra_forbidden":
+        msg = "unknown field"
+    elif err.get("type") == "string_pattern_mismatch" and (field or "").endswith("label"):
+        msg = LABEL_RULE
+    return InputError(f"{field or 'spec'}: {msg}", field=field)
+
+
+def parse_train_spec(data: Any) -> TrainSpec:
+    """Validate the shape of a train spec (step 1 of the module docstring).
+
+    Raises:
+        InputError: the first problem, with ``field`` naming where it is.
+    """
+    if isinstance(data, TrainSpec):
+        return data
+    if not isinstance(data, Mapping):
+        raise InputError("a train spec is a JSON object", field="spec")
+    try:
+        return TrainSpec.model_validate(dict(data))
+    except ValidationError as exc:
+        raise _input_error(exc) from None
+
+
+def job_limits_from(values: Mapping[str, Any] | None) -> JobLimits:
+    """A :class:`JobLimits` from a mapping holding some of its names (e.g. a Settings dump)."""
+    if not values:
+        return DEFAULT_JOB_LIMITS
+    return JobLimits(**{k: values[k] for k in JobLimits.names() if k in values and values[k] is not None})
