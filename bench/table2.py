@@ -9,6 +9,12 @@ languages, NoPE fails on (aa)*; conventional RoPE does not generalize perfectly 
     .venv/bin/python bench/table2.py                       # quick profile on CPU (a few minutes)
     .venv/bin/python bench/table2.py --profile paper --seeds 0 1 2 --lr 5e-4 --max-steps 3000
     .venv/bin/python bench/table2.py --json out.json       # also write the full results
+    .venv/bin/python bench/table2.py --batched             # sequential and batched training, same run
+
+``--batched`` trains the grid twice in one process — one run after another (``run_experiment``'s
+sequential path), then the seeds of each encoding together (``run_experiment(..., batched=True)``,
+:mod:`langclass.models.train_batched`) — and prints both N* tables, whether every run's steps, N* and
+verdict agree, the wall and CPU seconds of each pass with their ratio, and the peak RSS.
 
 Figures depend on the machine's load; the N* columns do not (seeded). Measured on the 2-core
 development machine (load average ~2, one torch thread), quick profile, seeds 0 1 2, 553 s in all:
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -59,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-per-length", type=int, default=None)
     ap.add_argument("--device", default=None)
     ap.add_argument("--json", type=Path, default=None, help="write the full results here")
+    ap.add_argument("--batched", action="store_true", help="also train the grid batched and print the speedup")
     args = ap.parse_args(argv)
 
     overrides: dict = {}
@@ -71,36 +79,55 @@ def main(argv: list[str] | None = None) -> int:
     if args.device is not None:
         overrides["device"] = args.device
 
-    results = {}
-    rows = []
-    t_all = time.perf_counter()
-    for lang in args.languages:
-        spec = {
-            "language": LANGUAGES[lang].to_canonical_dict(),
-            "encodings": [ENCODINGS[e] for e in args.encodings],
-            "profile": args.profile,
-            "seeds": args.seeds,
-            "overrides": overrides,
-            "prediction": {"sufficient": ["rope_periodic", "sinusoidal_periodic"], "reason": "LTL[P,MOD] with period 2 (Thm 3.1, 3.2)"},
-        }
-        if args.lr:
-            spec["learning_rates"] = args.lr
-        t0 = time.perf_counter()
-        res = run_experiment(spec)
-        results[lang] = res
-        print(f"\n{lang} over {{a,b}}: profile {args.profile}, test lengths {res['test_lengths'][0]}–{res['longest_tested_length']}, "
-              f"{res['settings']['eval_per_length']} strings/length, device {res['device']}, {time.perf_counter() - t0:.1f} s", flush=True)
-        print(f"{'encoding':<14}{'seed':>5}{'lr':>9}{'steps':>7}{'stop':>11}{'train s':>9}{'acc':>7}{'N*':>6}")
-        for r in res["runs"]:
-            print(f"{r['encoding']:<14}{r['seed']:>5}{r['learning_rate']:>9.1e}{r['steps']:>7}{r['stopped']:>11}{r['train_wall_s']:>9.1f}{r['accuracy']:>7.3f}{r['longest_perfect_length']:>6}")
-        for label, s in res["summary"].items():
-            rows.append((lang, label, s))
-    print("\nTable 2 (max accuracy, N* over the run grid; mean N*; runs reaching the longest tested length)")
-    print(f"{'language':<9}{'encoding':<14}{'runs':>5}{'acc max':>9}{'acc mean':>9}{'N* max':>8}{'N* mean':>9}{'N* std':>8}{'perfect':>9}  verdict")
-    for lang, label, s in rows:
-        a, n = s["accuracy"], s["longest_perfect_length"]
-        print(f"{lang:<9}{label:<14}{s['runs']:>5}{a['max']:>9.3f}{a['mean']:>9.3f}{n['max']:>8.0f}{n['mean']:>9.1f}{n['std']:>8.1f}{s['reached_longest']:>5}/{s['runs']:<3}  {s['verdict']['status']}")
-    print(f"total wall time {time.perf_counter() - t_all:.1f} s")
+    def grid(batched: bool) -> tuple[dict, list, float, float]:
+        results, rows = {}, []
+        t_all, c_all = time.perf_counter(), time.process_time()
+        for lang in args.languages:
+            spec = {
+                "language": LANGUAGES[lang].to_canonical_dict(),
+                "encodings": [ENCODINGS[e] for e in args.encodings],
+                "profile": args.profile,
+                "seeds": args.seeds,
+                "overrides": overrides,
+                "prediction": {"sufficient": ["rope_periodic", "sinusoidal_periodic"], "reason": "LTL[P,MOD] with period 2 (Thm 3.1, 3.2)"},
+            }
+            if args.lr:
+                spec["learning_rates"] = args.lr
+            t0 = time.perf_counter()
+            res = run_experiment(spec, batched=batched)
+            results[lang] = res
+            print(f"\n{lang} over {{a,b}}: profile {args.profile}, {'batched' if batched else 'sequential'}, test lengths "
+                  f"{res['test_lengths'][0]}–{res['longest_tested_length']}, {res['settings']['eval_per_length']} strings/length, "
+                  f"device {res['device']}, {time.perf_counter() - t0:.1f} s", flush=True)
+            print(f"{'encoding':<14}{'seed':>5}{'lr':>9}{'steps':>7}{'stop':>11}{'train s':>9}{'eval s':>8}{'acc':>7}{'N*':>6}")
+            for r in res["runs"]:
+                print(f"{r['encoding']:<14}{r['seed']:>5}{r['learning_rate']:>9.1e}{r['steps']:>7}{r['stopped']:>11}{r['train_wall_s']:>9.1f}"
+                      f"{r['eval_wall_s']:>8.1f}{r['accuracy']:>7.3f}{r['longest_perfect_length']:>6}")
+            for label, s in res["summary"].items():
+                rows.append((lang, label, s))
+        print("\nTable 2 (max accuracy, N* over the run grid; mean N*; runs reaching the longest tested length)")
+        print(f"{'language':<9}{'encoding':<14}{'runs':>5}{'acc max':>9}{'acc mean':>9}{'N* max':>8}{'N* mean':>9}{'N* std':>8}{'perfect':>9}  verdict")
+        for lang, label, s in rows:
+            a, n = s["accuracy"], s["longest_perfect_length"]
+            print(f"{lang:<9}{label:<14}{s['runs']:>5}{a['max']:>9.3f}{a['mean']:>9.3f}{n['max']:>8.0f}{n['mean']:>9.1f}{n['std']:>8.1f}{s['reached_longest']:>5}/{s['runs']:<3}  {s['verdict']['status']}")
+        wall, cpu = time.perf_counter() - t_all, time.process_time() - c_all
+        print(f"total wall time {wall:.1f} s, CPU time {cpu:.1f} s ({'batched' if batched else 'sequential'})", flush=True)
+        return results, rows, wall, cpu
+
+    results, rows, wall, cpu = grid(False)
+    if args.batched:
+        b_results, b_rows, b_wall, b_cpu = grid(True)
+        key = ("encoding", "seed", "learning_rate", "steps", "longest_perfect_length")
+        same_runs = all([{k: r[k] for k in key} for r in results[lang]["runs"]] == [{k: r[k] for k in key} for r in b_results[lang]["runs"]]
+                        for lang in results)
+        same_n_star = all([r["longest_perfect_length"] for r in results[lang]["runs"]] == [r["longest_perfect_length"] for r in b_results[lang]["runs"]]
+                          for lang in results)
+        same_verdicts = [(l, lb, s["verdict"]["status"]) for l, lb, s in rows] == [(l, lb, s["verdict"]["status"]) for l, lb, s in b_rows]
+        print(f"\nbatched vs sequential: wall {wall:.1f} s → {b_wall:.1f} s (speedup {wall / b_wall:.2f}×), "
+              f"CPU {cpu:.1f} s → {b_cpu:.1f} s (speedup {cpu / b_cpu:.2f}×)")
+        print(f"same steps and N* for every run: {same_runs}; same N* per run: {same_n_star}; same verdicts: {same_verdicts}")
+        results = {"sequential": results, "batched": b_results}
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

@@ -88,8 +88,8 @@ def stable_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     has_key = visible.any(dim=-1, keepdim=True)
     masked = scores.masked_fill(~(visible | ~has_key), float("-inf"))  # empty rows keep their (finite) scores
     w = torch.softmax(masked, dim=-1)
-    if bool(has_key.all()):
-        return w
+    # multiplying by 1 leaves a row bit for bit; no data-dependent branch, so torch.func.vmap can
+    # batch it (langclass.models.train_batched), and a strict mask always has an empty row (BOS)
     return w * has_key.to(w.dtype)
 
 
@@ -258,9 +258,7 @@ class MultiHeadAttention(nn.Module):
         else:
             mask = allowed
         heads = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.score_scale)
-        if bool(has_key.all()):
-            return heads
-        return heads * has_key.to(heads.dtype)  # [B, H, T, d_head]
+        return heads * has_key.to(heads.dtype)  # [B, H, T, d_head]; no data-dependent branch (vmap)
 
     # -- exact-weight helpers --------------------------------------------------------------
     def head_slice(self, h: int) -> slice:

@@ -79,6 +79,7 @@ from .data import DEFAULT_NEAR_MISS_FRACTION, LanguageSampler
 from .specs import DEFAULT_JOB_LIMITS, JobLimits, LengthRange, Lengths, length_max, parse_train_spec
 from .evaluate import build_test_sets, describe, evaluate_lengths, longest_perfect_length
 from .train import TrainConfig, TrainingCancelled, configure_threads, make_predict, resolve_device, train_recognizer
+from .train_batched import can_batch, train_group
 
 __all__ = [
     "PROFILES",
@@ -405,6 +406,7 @@ def run_experiment(
     progress: Callable[[dict[str, Any]], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
     limits: JobLimits | None = None,
+    batched: bool = False,
 ) -> dict[str, Any]:
     """Train and evaluate every (encoding, seed, learning rate) of ``spec``; see the module doc.
 
@@ -419,6 +421,12 @@ def run_experiment(
         should_cancel: polled every training step and between test lengths.
         limits: the named limits the spec is checked against (default
             :data:`~langclass.models.specs.DEFAULT_JOB_LIMITS`; the worker passes its settings').
+        batched: train the seeds of each (encoding, learning rate) together with
+            :func:`langclass.models.train_batched.train_group` (one vmapped pass, each run stopping at
+            its own early-stopping point) where :func:`~langclass.models.train_batched.can_batch`
+            allows; each run's ``trained_with`` says how many runs shared its pass, and its
+            ``train_wall_s`` is then the group's time up to its stop. Progress reports of a group
+            carry ``group`` (the grid indices) and ``runs_active``.
 
     Returns:
         The JSON-ready result (``runs``, ``summary``, ``verdict``, settings, code version).
@@ -489,18 +497,14 @@ def run_experiment(
         if should_cancel is not None and should_cancel():
             raise ExperimentCancelled(finish(partial=True))
         test_sets.update(build_test_sets(sampler, [n], settings["eval_per_length"], norm["eval_seed"], settings["near_miss_fraction"]))
-    for idx, (enc, seed, lr) in enumerate(grid):
-        ctx = {"run": idx, "runs": len(grid), "encoding": enc.label, "seed": seed, "learning_rate": lr}
 
-        def on_progress(p: dict[str, Any], ctx: dict[str, Any] = ctx) -> None:
-            if progress is not None:
-                progress({**ctx, **p, "last_evaluation": last_eval})
-
+    def train_config(idx: int) -> TrainConfig:
+        _enc, seed, lr = grid[idx]
         ckpt = None
         if norm["checkpoint_dir"]:
             # the run's index in the grid, never user text (a label such as "../x" must not pick the path)
             ckpt = str(Path(norm["checkpoint_dir"]) / f"run{idx:04d}")
-        tconf = TrainConfig(
+        return TrainConfig(
             learning_rate=lr,
             max_steps=settings["max_steps"],
             batch_size=settings["batch_size"],
@@ -516,48 +520,93 @@ def run_experiment(
             checkpoint_dir=ckpt,
             progress_every=max(1, min(50, settings["max_steps"] // 100 or 1)),
         )
+
+    def progress_for(idx: int, **extra: Any) -> Callable[[dict[str, Any]], None]:
+        enc, seed, lr = grid[idx]
+        ctx = {"run": idx, "runs": len(grid), "encoding": enc.label, "seed": seed, "learning_rate": lr, **extra}
+
+        def on_progress(p: dict[str, Any]) -> None:
+            if progress is not None:
+                progress({**ctx, **p, "last_evaluation": last_eval})
+
+        return on_progress
+
+    configs = [train_config(i) for i in range(len(grid))]
+    for unit in _training_units(grid, configs, model_configs, batched):
+        enc = grid[unit[0]][0]
         try:
-            tr = train_recognizer(model_configs[enc.label], tconf, sampler, progress=on_progress, should_cancel=should_cancel)
+            if len(unit) == 1:
+                trained = [train_recognizer(model_configs[enc.label], configs[unit[0]], sampler,
+                                            progress=progress_for(unit[0]), should_cancel=should_cancel)]
+            else:
+                trained = train_group(model_configs[enc.label], [configs[i] for i in unit], [sampler] * len(unit),
+                                      progress=progress_for(unit[0], group=list(unit)), should_cancel=should_cancel)
         except TrainingCancelled:
             raise ExperimentCancelled(finish(partial=True)) from None
-        on_progress({"phase": "evaluate", "step": tr.steps, "total": settings["max_steps"]})
-        t_eval = time.perf_counter()
-        predict = make_predict(tr.model, resolve_device(tr.device), tr.precision)
-        acc = evaluate_lengths(predict, test_sets, should_cancel=should_cancel)
-        if len(acc) < len(test_sets):
-            raise ExperimentCancelled(finish(partial=True))
-        n_star = longest_perfect_length(acc)
-        manifest, digest, model_digest = _manifest(tr.model)
-        run = {
-            "encoding": enc.label,
-            "encoding_name": enc.name,
-            "encoding_params": enc.params,
-            "manifest": manifest,
-            "manifest_digest": digest,
-            "model_digest": model_digest,
-            "seed": seed,
-            "learning_rate": lr,
-            "steps": tr.steps,
-            "stopped": tr.stopped,
-            "resumed_from": tr.resumed_from,
-            "train_accuracy": tr.train_accuracy,
-            "final_loss": tr.final_loss,
-            "accuracy": float(np.mean(list(acc.values()))),
-            "accuracy_by_length": {str(n): a for n, a in acc.items()},
-            "longest_perfect_length": n_star,
-            "reached_longest": n_star == longest,
-            "train_wall_s": tr.wall_s,
-            "eval_wall_s": time.perf_counter() - t_eval,
-            "device": tr.device,
-            "precision": tr.precision,
-        }
-        runs.append(run)
-        last_eval = {k: run[k] for k in ("encoding", "seed", "learning_rate", "steps", "accuracy", "longest_perfect_length")}
-        on_progress({"phase": "evaluated", "step": tr.steps, "total": settings["max_steps"]})
+        for idx, tr in zip(unit, trained):
+            enc, seed, lr = grid[idx]
+            on_progress = progress_for(idx)
+            on_progress({"phase": "evaluate", "step": tr.steps, "total": settings["max_steps"]})
+            t_eval = time.perf_counter()
+            predict = make_predict(tr.model, resolve_device(tr.device), tr.precision)
+            acc = evaluate_lengths(predict, test_sets, should_cancel=should_cancel)
+            if len(acc) < len(test_sets):
+                raise ExperimentCancelled(finish(partial=True))
+            n_star = longest_perfect_length(acc)
+            manifest, digest, model_digest = _manifest(tr.model)
+            run = {
+                "encoding": enc.label,
+                "encoding_name": enc.name,
+                "encoding_params": enc.params,
+                "manifest": manifest,
+                "manifest_digest": digest,
+                "model_digest": model_digest,
+                "seed": seed,
+                "learning_rate": lr,
+                "steps": tr.steps,
+                "stopped": tr.stopped,
+                "resumed_from": tr.resumed_from,
+                "train_accuracy": tr.train_accuracy,
+                "final_loss": tr.final_loss,
+                "accuracy": float(np.mean(list(acc.values()))),
+                "accuracy_by_length": {str(n): a for n, a in acc.items()},
+                "longest_perfect_length": n_star,
+                "reached_longest": n_star == longest,
+                "train_wall_s": tr.wall_s,
+                "eval_wall_s": time.perf_counter() - t_eval,
+                "device": tr.device,
+                "precision": tr.precision,
+                "trained_with": len(unit),
+            }
+            runs.append(run)
+            last_eval = {k: run[k] for k in ("encoding", "seed", "learning_rate", "steps", "accuracy", "longest_perfect_length")}
+            on_progress({"phase": "evaluated", "step": tr.steps, "total": settings["max_steps"]})
+    order = {(e.label, sd, lr): i for i, (e, sd, lr) in enumerate(grid)}
+    runs.sort(key=lambda r: order[(r["encoding"], r["seed"], r["learning_rate"])])
     result = finish(partial=False)
     if progress is not None:
         progress({"phase": "done", "run": len(grid), "runs": len(grid), "step": None, "total": None, "last_evaluation": last_eval})
     return result
+
+
+def _training_units(grid: list[tuple[_Encoding, int, float]], configs: list[TrainConfig], model_configs: Mapping[str, Any],
+                    batched: bool) -> list[list[int]]:
+    """Grid indices trained together: one index each, or with ``batched`` the seeds of one
+    (encoding, learning rate) that :func:`can_batch` accepts, in grid order."""
+    if not batched:
+        return [[i] for i in range(len(grid))]
+    groups: dict[tuple[str, float], list[int]] = {}
+    units: list[list[int]] = []
+    for i, (enc, _seed, lr) in enumerate(grid):
+        if can_batch(model_configs[enc.label], configs[i]):
+            key = (enc.label, lr)
+            if key not in groups:
+                groups[key] = []
+                units.append(groups[key])
+            groups[key].append(i)
+        else:
+            units.append([i])
+    return units
 
 
 def format_results(result: Mapping[str, Any], *, max_columns: int = 12) -> str:
