@@ -9,13 +9,17 @@ Commands::
     langclass classify --regex '(ab)*' --alphabet ab    classes, certificates, encodings (table)
     langclass classify --dfa dfa.json --json            the same record POST /v1/classify returns
 
-Later issues add commands from their own modules: each module in :data:`SUBCOMMAND_MODULES`
-defines ``register(app: typer.Typer) -> None`` (append one line to the list).
+    langclass classify --batch languages.jsonl -o out.jsonl   many languages, in parallel, resumable
+    langclass census --states 3 --alphabet 2            every language with a small minimal DFA, classified
+
+Other commands live in their own modules, each with ``register(app: typer.Typer) -> None``; they
+are imported statically below (:data:`SUBCOMMAND_MODULES`) and share :mod:`langclass.app.cli_common`.
+Heavy dependencies (torch, the web stack, the database) are imported inside the commands that use
+them, so ``langclass --help`` and ``langclass classify`` start without them.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import signal
 import sys
@@ -25,15 +29,15 @@ from typing import Annotated, Optional
 import typer
 
 from ..core.errors import InputError, LangclassError
+from . import cli_census, cli_construct, cli_jobs
+from .cli_common import fail as _fail
+from .cli_common import parse_alphabet
 from .settings import Settings, SettingsError, get_settings
 
 __all__ = ["app", "main", "SUBCOMMAND_MODULES", "parse_alphabet"]
 
-SUBCOMMAND_MODULES: list[str] = [
-    "langclass.app.cli_jobs",  # issue 6: worker, train
-    "langclass.app.cli_construct",  # issue 7: construct
-]
-"""Modules whose ``register(app)`` adds commands to :data:`app`."""
+SUBCOMMAND_MODULES = (cli_jobs, cli_construct, cli_census)
+"""Modules whose ``register(app)`` adds commands to :data:`app` (worker, train; construct; census)."""
 
 app = typer.Typer(
     name="langclass",
@@ -60,67 +64,6 @@ def _check_settings() -> None:
     except SettingsError as err:
         _settings_error(err)
         raise typer.Exit(code=2) from None
-
-
-def parse_alphabet(text: str) -> list[str]:
-    r"""An alphabet from the command line.
-
-    * without a comma, one symbol per character: ``"ab"`` → ``["a", "b"]``;
-    * with a comma, comma-separated symbols (spaces around each are dropped): ``"x1,x2"`` →
-      ``["x1", "x2"]``; ``\,`` is a comma symbol and ``\\`` a backslash: ``"a,\,"`` → ``["a", ","]``;
-    * a lone ``","`` is the one-symbol alphabet ``[","]``.
-
-    Raises:
-        AlphabetError: an empty symbol in the comma-separated form (the message says how to write a
-            comma symbol).
-    """
-    from ..core.errors import AlphabetError
-
-    if "," not in text:
-        return list(text)
-    if text == ",":
-        return [","]
-    symbols: list[str] = []
-    current: list[str] = []
-    chars = iter(text)
-    for ch in chars:
-        if ch == "\\":
-            nxt = next(chars, "")
-            if nxt in (",", "\\"):
-                current.append(nxt)
-            else:
-                current.append(ch + nxt)
-        elif ch == ",":
-            symbols.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    symbols.append("".join(current))
-    symbols = [sym.strip() if sym.strip() else sym for sym in symbols]
-    for i, sym in enumerate(symbols):
-        if not sym.strip():
-            raise AlphabetError(
-                f"symbol {i} of the comma-separated alphabet {text!r} is empty; "
-                "to use a comma as a symbol write it as \\, (e.g. 'a,b,\\,')",
-                field="alphabet",
-            )
-    return symbols
-
-
-def _fail(err: LangclassError, as_json: bool) -> None:
-    from ..core.errors import LimitExceeded
-    from .settings import setting_for_limit
-
-    if isinstance(err, LimitExceeded) and "setting" not in err.extra:
-        err.extra["setting"] = setting_for_limit(str(err.extra.get("limit", "")))
-    if as_json:
-        typer.echo(json.dumps({"error": err.to_dict()}, indent=2, default=str), err=True)  # ASCII: surrogates escaped
-    else:
-        where = f" [{err.field}]" if err.field else ""
-        extra = "".join(f" {k}={v}" for k, v in err.extra.items())
-        line = f"error ({err.code}){where}: {err.detail}{extra}"
-        typer.echo(line.encode("utf-8", "backslashreplace").decode("utf-8"), err=True)
-    raise typer.Exit(code=2)
 
 
 def _exit_after_graceful_shutdown(signum: int, frame: object) -> None:
@@ -204,12 +147,20 @@ def classify(
     dfa: Annotated[Optional[Path], typer.Option("--dfa", help="DFA JSON file ('-' = standard input)")] = None,
     formula: Annotated[Optional[str], typer.Option("--formula", "-f", help="past-LTL formula over the alphabet")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the record POST /v1/classify returns")] = False,
+    batch: Annotated[Optional[Path], typer.Option("--batch", help="classify every row of a .jsonl or .csv file (docs/python.md#batch)")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="with --batch: the .jsonl or .csv to write (appended to: a rerun resumes)")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, max=256, help="with --batch: worker processes (0: the CPU count)")] = 0,
+    progress: Annotated[bool, typer.Option(help="with --batch: show a progress bar on stderr")] = True,
 ) -> None:
-    """Classify one language: classes with certificates and the encoding that suffices."""
+    """Classify one language: classes with certificates and the encoding that suffices
+    (or, with --batch, a file of languages: one row each, in parallel, resumable)."""
     from .service import classification_record, code_version, parse_language
 
     settings = get_settings()
     limits = settings.limits()
+    if batch is not None:
+        _classify_batch(batch, output, jobs, progress, limits, regex=regex, dfa=dfa, formula=formula)
+        return
     try:
         dfa_text: str | None = None
         if dfa is not None:
@@ -236,13 +187,50 @@ def classify(
     typer.echo(format_table(analysis))
 
 
-def _register_subcommands() -> None:
-    for name in SUBCOMMAND_MODULES:
-        module = importlib.import_module(name)
-        module.register(app)
+def _classify_batch(source: Path, output: Path | None, jobs: int, progress: bool, limits, **single) -> None:
+    import os
+
+    from .batch import run_batch
+
+    try:
+        if any(v is not None for v in single.values()):
+            raise InputError("--batch reads its languages from the file; drop --regex/--dfa/--formula", field="batch")
+        if output is None:
+            raise InputError("--batch needs --output FILE.jsonl or FILE.csv (a rerun resumes it)", field="output")
+        if not source.is_file():
+            raise InputError(f"cannot read the batch file {source}", field="batch")
+        workers = jobs or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.console import Console
+
+        bar = Progress(TextColumn("classify"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                       TextColumn("{task.fields[errors]} errors"), console=Console(stderr=True), disable=not progress)
+        task = bar.add_task("classify", total=None, errors=0)
+        errors = 0
+
+        def on_total(todo: int, skipped: int) -> None:
+            bar.update(task, total=todo)
+            if skipped:
+                typer.echo(f"resuming: {skipped} rows already in {output}", err=True)
+
+        def on_row(row: dict) -> None:
+            nonlocal errors
+            errors += row["status"] != "ok"
+            bar.update(task, advance=1, errors=errors)
+
+        with bar:
+            counts = run_batch(source, output, limits=limits, jobs=workers, on_row=on_row, on_total=on_total)
+    except LangclassError as err:
+        _fail(err, False)
+        return
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: the rows written so far are in {output}; rerun the same command to resume", err=True)
+        raise typer.Exit(code=130) from None
+    typer.echo(f"{counts['done']} rows written to {output} ({counts['errors']} errors, {counts['skipped']} already there)")
 
 
-_register_subcommands()
+for _module in SUBCOMMAND_MODULES:
+    _module.register(app)
 
 
 def main() -> None:

@@ -22,6 +22,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..core.errors import InputError, LangclassError
+from .cli_common import fail as _fail
+from .cli_common import parse_alphabet
 
 __all__ = ["register", "construct", "build_spec"]
 
@@ -87,7 +89,6 @@ def construct(
     as_json: Annotated[bool, typer.Option("--json", help="print the full result record")] = False,
 ) -> None:
     """Construct the exact transformer of a formula / B-RASP program / language and verify it."""
-    from .cli import _fail, parse_alphabet
 
     try:
         spec = build_spec(

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..core.errors import InputError, LangclassError
+from .cli_common import parse_alphabet
 
 __all__ = ["register", "worker", "train", "parse_lengths"]
 
@@ -79,7 +80,6 @@ def _safe_url(url: str) -> str:
 
 def _language(regex: str | None, alphabet: str | None, dfa: Path | None, limits: Any) -> Any:
     from ..core.errors import DfaFormatError
-    from .cli import parse_alphabet
 
     if (regex is None) == (dfa is None):
         raise InputError("give exactly one of --regex (with --alphabet) or --dfa", field="regex")

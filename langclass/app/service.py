@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import anyio
-
 from ..core.automaton import DFA
 from ..core.errors import AlphabetError, InputError, TimeLimitExceeded, UnsupportedError
 from ..core.limits import Limits
@@ -302,7 +300,7 @@ class ClassifyRunner:
         self.time_limit_s = time_limit_s
         self.isolation = isolation
         self.queue_timeout_s = queue_timeout_s
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._limiter: Any = None  # anyio.CapacityLimiter, made on first use
 
     @property
     def backstop_s(self) -> float | None:
@@ -322,6 +320,8 @@ class ClassifyRunner:
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(*args, **kwargs)`` under the limits; returns its result. ``fn.time_phases``
         (default 1) is the number of steps it runs under separate deadlines."""
+        import anyio  # here, not at the top: the CLI uses this module without an event loop
+
         backstop = self.backstop_for(int(getattr(fn, "time_phases", 1)))
         if self.isolation == "process":
             from .isolation import get_pool

@@ -1,0 +1,358 @@
+"""The Python API for notebooks and scripts: ``langclass.classify``, ``construct``, ``train``.
+
+``import langclass`` loads nothing heavy; :func:`classify` uses only ``langclass.core`` (numpy,
+scipy, sympy, lark); :func:`construct` and :func:`train` import torch when called.
+
+Example:
+    >>> import langclass
+    >>> r = langclass.classify("(ab)*", alphabet="ab")
+    >>> r.classes["ltl_p_mod"].member, r.classes["ltl_p"].member, r.dfa.num_states
+    (True, False, 3)
+    >>> r.encodings["soft"]["encoding"]
+    'rope_periodic'
+
+Documented with more examples in docs/python.md (every example there runs in the tests).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .core.automaton import DFA
+from .core.errors import AlphabetError, DfaFormatError, InputError
+from .core.limits import DEFAULT_LIMITS, Limits
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .core.analysis import Analysis
+    from .core.classes import ClassResult
+
+__all__ = ["Classification", "RunResult", "classify", "construct", "train", "read_alphabet", "user_state_names"]
+
+
+def read_alphabet(alphabet: str | Sequence[str]) -> list[str]:
+    """An alphabet from Python: a string is one symbol per character (``"ab"`` → ``["a", "b"]``);
+    a list or tuple of strings is taken as given (multi-character symbols: ``["x1", "x2"]``).
+
+    Raises:
+        AlphabetError: not a string or a sequence of strings.
+    """
+    if isinstance(alphabet, str):
+        return list(alphabet)
+    if isinstance(alphabet, Sequence) and all(isinstance(s, str) for s in alphabet):
+        return list(alphabet)
+    raise AlphabetError(f"an alphabet is a string ('ab') or a list of strings, not {type(alphabet).__name__}",
+                        field="alphabet")
+
+
+def user_state_names(doc: Mapping[str, Any], dfa: DFA) -> dict[int, tuple[str, ...]]:
+    """``{canonical state: (user state names...)}`` for a DFA given in the DFA JSON input schema.
+
+    Walks the user's automaton and the canonical minimal DFA ``dfa`` in lockstep from their initial
+    states (breadth-first), so each reachable user state meets the canonical state it was merged
+    into. User states that the initial state cannot reach do not appear; a missing user transition
+    (the implicit sink) is not followed.
+    """
+    names: dict[int, list[str]] = {}
+    trans = doc.get("transitions") or {}
+    rows = {str(k): v for k, v in trans.items()} if isinstance(trans, Mapping) else {}
+    index = {s: i for i, s in enumerate(dfa.alphabet)}
+    start = (str(doc.get("initial")), dfa.initial)
+    seen = {start}
+    queue = [start]
+    for user, q in queue:
+        names.setdefault(q, [])
+        if user not in names[q]:
+            names[q].append(user)
+        row = rows.get(user)
+        if not isinstance(row, Mapping):
+            continue
+        for sym, target in row.items():
+            if sym not in index or isinstance(target, (list, dict)):
+                continue
+            pair = (str(target), int(dfa.transitions[q, index[sym]]))
+            if pair not in seen:
+                seen.add(pair)
+                queue.append(pair)
+    return {q: tuple(v) for q, v in sorted(names.items())}
+
+
+@dataclass(frozen=True, eq=False)
+class Classification:
+    """One classified language (what :func:`classify` returns).
+
+    Attributes:
+        source: the input as given: ``{"kind": "regex"|"dfa"|"formula", ...}``.
+        analysis: the full :class:`~langclass.core.analysis.Analysis`.
+        state_names: ``{canonical state: user names}`` for DFA input (empty otherwise).
+
+    ``classes``, ``encodings``, ``dfa``, ``monoid``, ``id`` read through to the analysis;
+    :meth:`to_dict` is the record ``POST /v1/classify`` returns (less ``code_version``).
+    In Jupyter the object shows its DFA drawing and its class table (:meth:`_repr_html_`).
+    """
+
+    source: dict[str, Any]
+    analysis: "Analysis"
+    state_names: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def dfa(self) -> DFA:
+        """The canonical minimal complete DFA (states numbered breadth-first)."""
+        return self.analysis.dfa
+
+    @property
+    def id(self) -> str:
+        """The language's fingerprint (SHA-256 of the canonical DFA), the id the service uses."""
+        return self.analysis.dfa.fingerprint()
+
+    @property
+    def classes(self) -> dict[str, "ClassResult"]:
+        """Class key → result (``.member``, ``.reason``, ``.certificate``, ``.witness``, ``.source``)."""
+        return self.analysis.classes
+
+    @property
+    def members(self) -> dict[str, bool | None]:
+        """Class key → ``True``/``False`` (``None``: a limit left it undecided)."""
+        return self.analysis.members
+
+    @property
+    def encodings(self) -> dict[str, dict[str, Any]]:
+        """``{"soft": {...}, "hard": {...}}``: the encoding that suffices, its parameters and theorem."""
+        return self.analysis.encodings
+
+    @property
+    def monoid(self) -> Any:
+        """The syntactic monoid (:class:`~langclass.core.monoid.TransitionMonoid`), or ``None`` over the cap."""
+        return self.analysis.monoid
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready record: ``id``, ``alphabet``, ``source``, ``dfa`` (DFA JSON) and the analysis
+        fields (``classes``, ``encodings``, ``monoid``, ``beyond``, ``extra``, ``timings_ms``, ...)."""
+        from .core.export import dfa_to_json
+
+        record: dict[str, Any] = {"id": self.id, "alphabet": list(self.dfa.alphabet), "source": self.source,
+                                  "dfa": dfa_to_json(self.dfa)}
+        record.update(self.analysis.to_dict())
+        return record
+
+    def to_json(self, **kwargs: Any) -> str:
+        """:meth:`to_dict` as JSON text (``json.dumps`` keyword arguments pass through)."""
+        kwargs.setdefault("ensure_ascii", False)
+        return json.dumps(self.to_dict(), default=str, **kwargs)
+
+    def table(self) -> str:
+        """The plain-text table ``langclass classify`` prints."""
+        from .core.analysis import format_table
+
+        return format_table(self.analysis)
+
+    def svg(self, *, hide_sink: bool = False) -> str:
+        """The minimal DFA drawn as SVG (:func:`langclass.core.drawing.dfa_svg`), user state names shown."""
+        from .core.drawing import dfa_svg
+
+        return dfa_svg(self.dfa, state_names=self.state_names or None, hide_sink=hide_sink, title=self._title())
+
+    def _title(self) -> str:
+        s = self.source
+        text = s.get("regex") or s.get("formula") or f"DFA {self.id[:12]}"
+        return str(text)
+
+    def _repr_svg_(self) -> str:
+        return self.svg()
+
+    def _repr_html_(self) -> str:
+        from .core.drawing import word_text
+
+        rows = []
+        for key, r in self.classes.items():
+            mem = {True: "yes", False: "no", None: "?"}[r.member]
+            ev = r.certificate if r.member else r.witness
+            words = ""
+            if isinstance(ev, Mapping):
+                shown = [f"{k}={word_text(v)}" for k, v in ev.items()
+                         if isinstance(v, list) and all(isinstance(s, str) for s in v)]
+                words = ", ".join(shown[:4])
+            name = html.escape(r.to_dict()["name"])
+            rows.append(f"<tr><td>{name}</td><td class='m-{mem}'>{mem}</td><td>{html.escape(r.reason)}</td>"
+                        f"<td>{html.escape(words)}</td></tr>")
+        enc = "".join(f"<li>{fam}: <b>{html.escape(str(e.get('name')))}</b> — {html.escape(str(e.get('theorem') or ''))}</li>"
+                      for fam, e in self.encodings.items())
+        return (f"<div class='langclass'><div>{html.escape(self._title())} over "
+                f"{{{html.escape(', '.join(self.dfa.alphabet))}}}: {self.dfa.num_states} states</div>{self.svg()}"
+                "<table><tr><th>class</th><th>member</th><th>reason</th><th>words</th></tr>"
+                f"{''.join(rows)}</table><ul>{enc}</ul></div>")
+
+    def __repr__(self) -> str:
+        yes = [k for k, v in self.members.items() if v]
+        return f"<Classification {self._title()!r}: {self.dfa.num_states} states, member of {', '.join(yes) or 'none'}>"
+
+
+def _parse(regex: str | None, alphabet: str | Sequence[str] | None, dfa: Any, formula: str | None,
+           limits: Limits) -> tuple[DFA, dict[str, Any], dict[int, tuple[str, ...]]]:
+    given = [k for k, v in (("regex", regex), ("dfa", dfa), ("formula", formula)) if v is not None]
+    if len(given) != 1:
+        raise InputError(f"give exactly one of regex, dfa= or formula= (got {' and '.join(given) or 'none'})",
+                         field=given[1] if len(given) > 1 else "regex")
+    if given[0] == "dfa":
+        from .core.parse import parse_dfa_json
+
+        if isinstance(dfa, DFA):
+            machine = dfa.canonical()
+            return machine, {"kind": "dfa", "dfa": _dfa_json(dfa)}, {}
+        doc = json.loads(dfa) if isinstance(dfa, (str, bytes)) else dfa
+        if not isinstance(doc, Mapping):
+            raise DfaFormatError(f"the DFA must be a JSON object or a mapping, not {type(doc).__name__}", field="dfa")
+        try:
+            machine = parse_dfa_json(dfa if isinstance(dfa, (str, bytes)) else dict(dfa), limits)
+        except InputError as err:
+            err.field = "dfa" if err.field is None else f"dfa.{err.field}"
+            raise
+        if alphabet is not None and tuple(read_alphabet(alphabet)) != tuple(machine.alphabet):
+            raise AlphabetError("alphabet differs from the DFA's own alphabet", field="alphabet")
+        return machine, {"kind": "dfa", "dfa": dict(doc)}, user_state_names(doc, machine)
+    if alphabet is None:
+        raise AlphabetError(f"a {given[0]} needs an explicit alphabet (e.g. alphabet='ab')", field="alphabet")
+    alpha = read_alphabet(alphabet)
+    if given[0] == "regex":
+        from .core.parse import parse_regex
+
+        return parse_regex(regex, alpha, limits), {"kind": "regex", "regex": regex, "alphabet": alpha}, {}
+    from .core.formulas import formula_to_dfa, parse_formula
+
+    parsed = parse_formula(formula, alpha, limits)
+    machine = formula_to_dfa(parsed, alpha, limits).canonical()
+    return machine, {"kind": "formula", "formula": formula, "alphabet": alpha, "parsed": parsed.text()}, {}
+
+
+def _dfa_json(dfa: DFA) -> dict[str, Any]:
+    from .core.export import dfa_to_json
+
+    return dfa_to_json(dfa)
+
+
+def classify(regex: str | None = None, *, alphabet: str | Sequence[str] | None = None, dfa: Any = None,
+             formula: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Classification:
+    """Classify one regular language in every class of the lattice, with certificates and encodings.
+
+    Give exactly one of:
+
+    * ``regex`` with ``alphabet`` (docs/regex.md syntax),
+    * ``dfa=``: a DFA JSON document (``str``/``bytes``), a mapping in the same schema (its state
+      names are kept: :attr:`Classification.state_names`), or a :class:`~langclass.core.automaton.DFA`,
+    * ``formula=`` with ``alphabet`` (past LTL, docs/formulas.md).
+
+    ``alphabet`` is a string (one symbol per character) or a list of symbols.
+
+    Returns:
+        :class:`Classification`.
+
+    Raises:
+        InputError and its subclasses (RegexSyntaxError, DfaFormatError, FormulaSyntaxError,
+        AlphabetError, UnknownSymbolError), each naming the offending ``field``; LimitExceeded for
+        inputs over ``limits``. A limit hit *during* the analysis leaves the affected classes
+        undecided (``member is None``) instead of raising.
+
+    Sources: see each class's ``source`` (e.g. LTL[P,MOD] = QR: "Disentangling the Expressivity of
+    RoPE", Thm 3.3).
+    """
+    from .core.analysis import analyze
+
+    machine, source, names = _parse(regex, alphabet, dfa, formula, limits)
+    return Classification(source, analyze(machine, limits), names)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The JSON-ready record of :func:`construct` or :func:`train` (the job result the API stores).
+
+    Attributes:
+        kind: ``"construct"`` or ``"train"``.
+        record: the record (see :func:`langclass.models.verify.run_construction` and
+            :func:`langclass.models.experiment.run_experiment` for its fields).
+    """
+
+    kind: str
+    record: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.record[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.record.get(key, default)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.record
+
+    def _repr_html_(self) -> str:
+        if self.kind == "construct":
+            r = self.record
+            return (f"<div>construction: encoding <b>{html.escape(str(r.get('encoding')))}</b>, attention "
+                    f"{html.escape(str(r.get('attention')))}, exact: <b>{r.get('exact')}</b>, all words up to length "
+                    f"{r.get('all_words_up_to')} and {r.get('random_words_checked')} random words checked</div>")
+        lines = "".join(f"<li>{html.escape(str(k))}: {html.escape(str(v.get('text') or v.get('verdict') or v))}</li>"
+                        for k, v in (self.record.get("verdict", {}).get("per_encoding") or {}).items())
+        return f"<div>experiment: {html.escape(str(self.record.get('verdict', {}).get('text')))}<ul>{lines}</ul></div>"
+
+
+def construct(regex: str | None = None, *, alphabet: str | Sequence[str] | None = None, dfa: Any = None,
+              formula: str | None = None, program: str | None = None, limits: Limits = DEFAULT_LIMITS,
+              **options: Any) -> RunResult:
+    """Build an exact transformer for the language and verify it (imports torch).
+
+    Same inputs as :func:`classify` plus ``program=`` (B-RASP text, hard attention); ``options``
+    are those of :func:`langclass.models.verify.run_construction` (``all_words_up_to``,
+    ``random_words``, ``attention``, ``dtype``, ``seed``, ...).
+
+    Returns:
+        :class:`RunResult` of kind ``"construct"`` (``r["exact"]``, ``r["encoding"]``, ``r["formula"]``, ...).
+
+    Raises:
+        InputError, UnsupportedError (no construction known), LimitExceeded.
+    """
+    from .models.verify import run_construction
+
+    spec: dict[str, Any] = dict(options)
+    for key, value in (("regex", regex), ("formula", formula), ("program", program)):
+        if value is not None:
+            spec[key] = value
+    if dfa is not None:
+        spec["dfa"] = _dfa_json(dfa) if isinstance(dfa, DFA) else (json.loads(dfa) if isinstance(dfa, (str, bytes)) else dict(dfa))
+    if alphabet is not None:
+        spec["alphabet"] = read_alphabet(alphabet)
+    return RunResult("construct", run_construction(spec, limits=limits))
+
+
+def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = None, dfa: Any = None,
+          formula: str | None = None, encodings: Sequence[Any] = ("nope",), profile: str = "quick",
+          seeds: Sequence[int] | None = None, learning_rates: Sequence[float] | None = None,
+          overrides: Mapping[str, Any] | None = None, prediction: Mapping[str, Any] | None = None) -> RunResult:
+    """Train recognizers for the language with each encoding and report accuracy by length (imports torch).
+
+    The language is given as in :func:`classify`; the experiment fields are those of
+    :func:`langclass.models.experiment.run_experiment` (``encodings`` names or
+    ``{"name", "params"}`` objects, ``profile`` ``"quick"``/``"paper"``, ``overrides`` such as
+    ``{"max_steps": 200, "train_lengths": [1, 20], "test_lengths": [21, 40]}``). Without a
+    ``prediction`` the theory's prediction is not compared and every encoding is ``"measured"``.
+
+    Returns:
+        :class:`RunResult` of kind ``"train"`` (``r["runs"]``, ``r["summary"]``, ``r["verdict"]``).
+
+    Raises:
+        InputError (a malformed spec, naming the field), LimitExceeded.
+    """
+    from .models.experiment import run_experiment
+
+    machine, _source, _names = _parse(regex, alphabet, dfa, formula, DEFAULT_LIMITS)
+    spec: dict[str, Any] = {"language": _dfa_json(machine), "encodings": list(encodings), "profile": profile}
+    if seeds is not None:
+        spec["seeds"] = list(seeds)
+    if learning_rates is not None:
+        spec["learning_rates"] = list(learning_rates)
+    if overrides:
+        spec["overrides"] = dict(overrides)
+    if prediction is not None:
+        spec["prediction"] = dict(prediction)
+    return RunResult("train", run_experiment(spec))

@@ -1,0 +1,309 @@
+"""Pictures without Graphviz: the DFA as SVG (a layered layout drawn here) and the egg-box diagram.
+
+:func:`dfa_svg` lays the states out in columns by breadth-first distance from the initial state
+(the order :meth:`~langclass.core.automaton.DFA.canonical` numbers them in), orders each column by
+the mean row of its predecessors (one barycenter sweep, as in Sugiyama, Tagawa & Toda, "Methods for
+visual understanding of hierarchical system structures", 1981), and draws edges between adjacent
+columns straight and every other edge as a quadratic curve bent away from the straight line, so
+two opposite edges never overlap. Parallel edges are merged; their label lists the symbols in
+alphabet order separated by ``" | "`` (a symbol containing ``|``, a space or a quote is written as
+a JSON string), so the label is never ambiguous.
+
+:func:`eggbox` arranges the syntactic monoid by Green's relations (Green, "On the structure of
+semigroups", 1951): one box per D-class, rows its R-classes, columns its L-classes, each cell an
+H-class listing its elements by their shortlex-least words; an H-class that contains an idempotent
+is a group (Green's theorem) and carries that group's name; idempotents are starred.
+:func:`eggbox_html` renders it as HTML tables (what the web pages and notebooks show).
+
+No third-party drawing library is needed: the output is plain SVG/HTML text.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .automaton import DFA
+
+__all__ = ["dfa_svg", "edge_label", "layered_layout", "eggbox", "eggbox_html", "EggBox", "word_text"]
+
+_R = 18.0  # node radius (px)
+_DX = 120.0  # column distance
+_DY = 86.0  # row distance
+_MARGIN = 46.0
+
+
+def word_text(word: Sequence[str]) -> str:
+    """A word as text: ``ε`` for the empty word, the symbols joined when all are single characters,
+    else joined with ``·`` (``["x1", "x2"]`` → ``x1·x2``)."""
+    word = list(word)
+    if not word:
+        return "ε"
+    return "".join(word) if all(len(s) == 1 for s in word) else "·".join(word)
+
+
+def _symbol(s: str) -> str:
+    if s == "" or any(c in s for c in '| "\\') or s != s.strip():
+        return json.dumps(s, ensure_ascii=False)
+    return s
+
+
+def edge_label(symbols: Sequence[str]) -> str:
+    """The label of a merged edge: its symbols separated by ``" | "`` (ambiguous symbols quoted).
+
+    >>> edge_label(["a", "b"]), edge_label([",", "a|b"])
+    ('a | b', ', | "a|b"')
+    """
+    return " | ".join(_symbol(s) for s in symbols)
+
+
+def layered_layout(dfa: DFA) -> dict[int, tuple[float, float]]:
+    """``{state: (column, row)}``: column = breadth-first distance from the initial state (states
+    the initial state cannot reach go to one extra column), rows ordered by one barycenter sweep.
+    """
+    n = dfa.num_states
+    tl = dfa.transitions.tolist()
+    depth = [-1] * n
+    depth[dfa.initial] = 0
+    queue = [dfa.initial]
+    for q in queue:
+        for r in tl[q]:
+            if depth[r] < 0:
+                depth[r] = depth[q] + 1
+                queue.append(r)
+    last = max(depth) + 1
+    depth = [d if d >= 0 else last for d in depth]
+    sink = _sink_mask(dfa)
+    if sink.any() and not sink[dfa.initial]:  # the sink gets a column of its own, at the right
+        right = max(d for q, d in enumerate(depth) if not sink[q]) + 1
+        depth = [right if sink[q] else d for q, d in enumerate(depth)]
+    columns: dict[int, list[int]] = {}
+    for q in range(n):
+        columns.setdefault(depth[q], []).append(q)
+    row: dict[int, float] = {}
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for q in range(n):
+        for r in tl[q]:
+            if r != q:
+                preds[r].append(q)
+    for c in sorted(columns):
+        states = columns[c]
+        if c > 0:
+            def bary(q: int) -> float:
+                rows = [row[p] for p in preds[q] if p in row]
+                return sum(rows) / len(rows) if rows else float(q)
+            states.sort(key=lambda q: (bary(q), q))
+        for i, q in enumerate(states):
+            row[q] = i - (len(states) - 1) / 2
+    return {q: (float(depth[q]), row[q]) for q in range(n)}
+
+
+def _sink_mask(dfa: DFA) -> np.ndarray:
+    t = dfa.transitions
+    return (t == np.arange(dfa.num_states)[:, None]).all(axis=1) & ~dfa.accepting
+
+
+def dfa_svg(dfa: DFA, *, state_names: Mapping[int, Sequence[str]] | None = None, hide_sink: bool = False,
+            title: str | None = None) -> str:
+    """The DFA as a standalone SVG document (no Graphviz needed).
+
+    Args:
+        dfa: any complete DFA (drawn as numbered; pass the canonical DFA for the canonical picture).
+        state_names: optional ``{state: [user names]}`` (e.g. the names of a DFA JSON input that
+            minimization merged into that state); shown as the node label (first name, ``+k`` when
+            several) and in full in the node's tooltip.
+        hide_sink: leave out rejecting states that loop on every letter (and edges into them).
+        title: text of the SVG ``<title>``.
+
+    Returns:
+        SVG text. Accepting states are double circles, the initial state has an arrow coming from
+        the left, a sink is dashed grey; every ``<g class="state">`` has ``data-state`` (the
+        number) and every ``<g class="edge">`` has ``data-from``/``data-to``.
+    """
+    n = dfa.num_states
+    sink = _sink_mask(dfa) if hide_sink else np.zeros(n, dtype=bool)
+    sink_style = _sink_mask(dfa)
+    pos_grid = layered_layout(dfa)
+    shown = [q for q in range(n) if not sink[q]]
+    if not shown:
+        shown = [dfa.initial]
+    min_row = min(pos_grid[q][1] for q in shown)
+    max_row = max(pos_grid[q][1] for q in shown)
+    max_col = max(pos_grid[q][0] for q in shown)
+    pos = {q: (_MARGIN + 40 + c * _DX, _MARGIN + 24 + (r - min_row) * _DY) for q, (c, r) in pos_grid.items()}
+    width = _MARGIN * 2 + 40 + max_col * _DX + 20
+    height = _MARGIN * 2 + 24 + (max_row - min_row) * _DY + 30
+    edges: dict[tuple[int, int], list[str]] = {}
+    for q in shown:
+        for s, r in zip(dfa.alphabet, dfa.transitions[q].tolist()):
+            if sink[r]:
+                continue
+            edges.setdefault((q, int(r)), []).append(s)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="dfa" width="{width:.0f}" height="{height:.0f}" '
+           f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="sans-serif" font-size="13">',
+           f"<title>{html.escape(title or f'DFA with {n} states')}</title>",
+           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+           'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#333"/></marker></defs>']
+    x0, y0 = pos[dfa.initial]
+    out.append(f'<line class="start" x1="{x0 - _R - 34:.1f}" y1="{y0:.1f}" x2="{x0 - _R - 1:.1f}" y2="{y0:.1f}" '
+               'stroke="#333" stroke-width="1.4" marker-end="url(#arrow)"/>')
+    for (q, r), syms in edges.items():
+        label = html.escape(edge_label(syms))
+        xq, yq = pos[q]
+        attrs = f'class="edge" data-from="{q}" data-to="{r}"'
+        if q == r:  # self-loop on the side away from the middle row (above the upper half, below the lower)
+            a, up = 0.55, (-1.0 if pos_grid[q][1] <= 0 else 1.0)
+            sx, sy = xq - _R * math.sin(a), yq + up * _R * math.cos(a)
+            ex, ey = xq + _R * math.sin(a), yq + up * _R * math.cos(a)
+            ty = yq + up * 52 + (0 if up < 0 else 10)
+            out.append(f'<g {attrs}><path d="M{sx:.1f},{sy:.1f} C{xq - 30:.1f},{yq + up * 62:.1f} {xq + 30:.1f},{yq + up * 62:.1f} '
+                       f'{ex:.1f},{ey:.1f}" fill="none" stroke="#333" stroke-width="1.4" marker-end="url(#arrow)"/>'
+                       f'<text x="{xq:.1f}" y="{ty:.1f}" text-anchor="middle">{label}</text></g>')
+            continue
+        xr, yr = pos[r]
+        dx, dy = xr - xq, yr - yq
+        dist = math.hypot(dx, dy) or 1.0
+        ux, uy = dx / dist, dy / dist
+        nx, ny = -uy, ux
+        adjacent_forward = pos_grid[r][0] == pos_grid[q][0] + 1 and (r, q) not in edges
+        bend = 0.0 if adjacent_forward else (22.0 + 0.18 * dist)
+        cx, cy = (xq + xr) / 2 + nx * bend, (yq + yr) / 2 + ny * bend
+        # endpoints on the circles, aimed at the control point
+        def clip(x: float, y: float, tx: float, ty: float) -> tuple[float, float]:
+            d = math.hypot(tx - x, ty - y) or 1.0
+            return x + (tx - x) / d * _R, y + (ty - y) / d * _R
+        sx, sy = clip(xq, yq, cx, cy)
+        ex, ey = clip(xr, yr, cx, cy)
+        mx, my = 0.25 * sx + 0.5 * cx + 0.25 * ex, 0.25 * sy + 0.5 * cy + 0.25 * ey
+        lx, ly = mx + nx * 9, my + ny * 9 + 4
+        out.append(f'<g {attrs}><path d="M{sx:.1f},{sy:.1f} Q{cx:.1f},{cy:.1f} {ex:.1f},{ey:.1f}" fill="none" '
+                   f'stroke="#333" stroke-width="1.4" marker-end="url(#arrow)"/>'
+                   f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="middle" paint-order="stroke" stroke="#fff" '
+                   f'stroke-width="3">{label}</text></g>')
+    for q in shown:
+        x, y = pos[q]
+        names = list(state_names.get(q, ())) if state_names else []
+        text = str(q) if not names else (names[0] if len(names) == 1 else f"{names[0]}+{len(names) - 1}")
+        if len(text) > 8:
+            text = text[:7] + "…"
+        tip = f"state {q}" + (f" = {', '.join(names)}" if names else "")
+        tip += (" (initial)" if q == dfa.initial else "") + (" accepting" if dfa.accepting[q] else "")
+        dashed = ' stroke-dasharray="4 3"' if sink_style[q] else ""
+        colour = "#999" if sink_style[q] else "#222"
+        fill = "#eef5ff" if dfa.accepting[q] else "#fff"
+        ring = (f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{_R - 4:.1f}" fill="none" stroke="{colour}" stroke-width="1.2"/>'
+                if dfa.accepting[q] else "")
+        out.append(f'<g class="state{" accepting" if dfa.accepting[q] else ""}" data-state="{q}"><title>{html.escape(tip)}</title>'
+                   f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{_R:.1f}" fill="{fill}" stroke="{colour}" stroke-width="1.5"{dashed}/>'
+                   f'{ring}<text x="{x:.1f}" y="{y + 4.5:.1f}" text-anchor="middle">{html.escape(text)}</text></g>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+# ============================================================================ egg-box
+
+
+@dataclass(frozen=True)
+class EggBox:
+    """The egg-box diagram of a monoid, possibly summarized.
+
+    Attributes:
+        d_classes: one dict per D-class shown, largest-first among regular ones is *not* imposed:
+            they are in the order of their least element (so the identity's class comes first).
+            Each: ``{"id", "size", "regular", "rows": [[cell, ...], ...]}`` where a cell is
+            ``{"elements": [{"id", "word", "idempotent"}], "more": int, "group": str | None}``
+            (``more`` counts elements left out of a large cell).
+        total_d_classes: the number of D-classes of the monoid.
+        truncated: a limit left some D-classes, rows, columns or elements out.
+    """
+
+    d_classes: tuple[dict[str, Any], ...]
+    total_d_classes: int
+    truncated: bool
+
+
+def eggbox(monoid: Any, *, offset: int = 0, max_d_classes: int = 20, max_side: int = 12, max_cell: int = 6) -> EggBox:
+    """The egg-box diagram of a :class:`~langclass.core.monoid.TransitionMonoid`.
+
+    Args:
+        monoid: the transition monoid (its ``green`` relations, ``idempotent`` flags, ``word``).
+        offset: index of the first D-class shown (D-classes in order of their least element id,
+            i.e. of their shortlex-least word); pages of ``max_d_classes``.
+        max_d_classes: D-classes per page.
+        max_side: at most this many R-classes (rows) and L-classes (columns) per D-class.
+        max_cell: at most this many elements listed per H-class (the rest counted in ``more``).
+
+    Returns:
+        :class:`EggBox`. The group of an H-class with an idempotent e is the maximal subgroup H_e,
+        named by :meth:`~langclass.core.monoid.TransitionMonoid.maximal_subgroup`.
+    """
+    g = monoid.green
+    J, R, L, H = (np.asarray(g[k]) for k in ("J", "R", "L", "H"))
+    idem = np.asarray(monoid.idempotent)
+    nj = int(J.max()) + 1
+    firsts = sorted(range(nj), key=lambda j: int(np.flatnonzero(J == j)[0]))
+    page = firsts[offset:offset + max_d_classes]
+    truncated = len(page) < nj
+    boxes = []
+    for j in page:
+        mem = np.flatnonzero(J == j)
+        rows = list(dict.fromkeys(int(R[x]) for x in mem))
+        cols = list(dict.fromkeys(int(L[x]) for x in mem))
+        if len(rows) > max_side or len(cols) > max_side:
+            truncated = True
+        rows, cols = rows[:max_side], cols[:max_side]
+        regular = bool(idem[mem].any())
+        grid = []
+        for rc in rows:
+            line = []
+            for lc in cols:
+                cell = [int(x) for x in mem if R[x] == rc and L[x] == lc]
+                group = None
+                es = [x for x in cell if idem[x]]
+                if es:
+                    gi = monoid.maximal_subgroup(es[0])
+                    group = gi.name if gi.order > 1 else "trivial"
+                shown = cell[:max_cell]
+                if len(cell) > max_cell:
+                    truncated = True
+                line.append({
+                    "elements": [{"id": x, "word": word_text(monoid.word(x)), "idempotent": bool(idem[x])} for x in shown],
+                    "more": len(cell) - len(shown),
+                    "group": group,
+                })
+            grid.append(line)
+        boxes.append({"id": j, "size": int(mem.size), "regular": regular, "r_classes": len(set(R[mem].tolist())),
+                      "l_classes": len(set(L[mem].tolist())), "rows": grid})
+    return EggBox(tuple(boxes), nj, truncated)
+
+
+def eggbox_html(box: EggBox) -> str:
+    """HTML of an :class:`EggBox`: one ``<table class="dclass">`` per D-class (rows R-classes,
+    columns L-classes); idempotents are marked ``*``, group H-classes shaded with the group's name."""
+    parts = ['<div class="eggbox">']
+    for d in box.d_classes:
+        parts.append(f'<table class="dclass{" regular" if d["regular"] else ""}" data-dclass="{d["id"]}">'
+                     f'<caption>D-class {d["id"]}: {d["size"]} element{"s" if d["size"] != 1 else ""}, '
+                     f'{d["r_classes"]} R × {d["l_classes"]} L{"" if d["regular"] else " (not regular)"}</caption>')
+        for line in d["rows"]:
+            parts.append("<tr>")
+            for cell in line:
+                cls = "hclass group" if cell["group"] else "hclass"
+                words = ", ".join(html.escape(e["word"]) + ("*" if e["idempotent"] else "") for e in cell["elements"])
+                if cell["more"]:
+                    words += f" (+{cell['more']})"
+                grp = f'<div class="gname">{html.escape(cell["group"])}</div>' if cell["group"] else ""
+                parts.append(f'<td class="{cls}">{words}{grp}</td>')
+            parts.append("</tr>")
+        parts.append("</table>")
+    if box.truncated:
+        parts.append(f'<p class="note">summarized: {len(box.d_classes)} of {box.total_d_classes} D-classes shown '
+                     "(large classes and cells are cut)</p>")
+    parts.append("</div>")
+    return "".join(parts)

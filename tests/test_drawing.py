@@ -1,0 +1,97 @@
+"""The SVG drawing of a DFA and the egg-box diagram (checked against the DFA and Green's relations)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from langclass.core.drawing import dfa_svg, edge_label, eggbox, eggbox_html, layered_layout
+from langclass.core.monoid import transition_monoid
+from langclass.core.parse import parse_regex
+
+NS = "{http://www.w3.org/2000/svg}"
+REGEXES = ["(ab)*", "(a|b)*a(a|b)(a|b)", "a(ab)*b|ba*", "(aa)*", "((a|b)(a|b)(a|b))*", "a*b*a*"]
+
+
+@pytest.mark.parametrize("regex", REGEXES)
+def test_svg_has_every_state_and_every_transition(regex: str) -> None:
+    dfa = parse_regex(regex, ["a", "b"])
+    root = ET.fromstring(dfa_svg(dfa))
+    groups = list(root.iter(f"{NS}g"))
+    states = {int(g.get("data-state")) for g in groups if (g.get("class") or "").startswith("state")}
+    assert states == set(range(dfa.num_states))
+    drawn: dict[tuple[int, int], str] = {}
+    for g in groups:
+        if g.get("class") == "edge":
+            drawn[int(g.get("data-from")), int(g.get("data-to"))] = g.find(f"{NS}text").text
+    expected: dict[tuple[int, int], list[str]] = {}
+    for q in range(dfa.num_states):
+        for s, r in zip(dfa.alphabet, dfa.transitions[q].tolist()):
+            expected.setdefault((q, r), []).append(s)
+    assert drawn == {k: edge_label(v) for k, v in expected.items()}
+
+
+def test_layout_columns_are_bfs_distances() -> None:
+    dfa = parse_regex("abab", ["a", "b"])
+    pos = layered_layout(dfa)
+    sink = [q for q in range(dfa.num_states) if (dfa.transitions[q] == q).all() and not dfa.accepting[q]]
+    for i in range(5):
+        assert pos[dfa.run("abab"[:i])][0] == i  # abab: a chain, column = distance from the initial state
+    assert pos[sink[0]][0] == max(p[0] for p in pos.values())
+
+
+def test_hide_sink_and_names() -> None:
+    dfa = parse_regex("ab", ["a", "b"])
+    svg = dfa_svg(dfa, hide_sink=True, state_names={0: ["start"], 1: ["x", "y"]})
+    root = ET.fromstring(svg)
+    states = [g for g in root.iter(f"{NS}g") if (g.get("class") or "").startswith("state")]
+    assert len(states) == dfa.num_states - 1
+    labels = [g.find(f"{NS}text").text for g in states]
+    assert "start" in labels and "x+1" in labels
+
+
+def test_edge_labels_are_unambiguous() -> None:
+    assert edge_label(["a", "b"]) == "a | b"
+    assert edge_label([",", "|"]) == ', | "|"'
+    assert edge_label(["a b"]) == '"a b"'
+
+
+@pytest.mark.parametrize("regex", ["(ab)*", "(aa)*", "a*b*a*", "((a|b)(a|b)(a|b))*", "(a|b)*a(a|b)"])
+def test_eggbox_is_greens_structure(regex: str) -> None:
+    M = transition_monoid(parse_regex(regex, ["a", "b"]))
+    g = M.green
+    box = eggbox(M, max_d_classes=1000, max_side=1000, max_cell=1000)
+    assert not box.truncated and box.total_d_classes == int(g["J"].max()) + 1
+    seen: list[int] = []
+    stars = 0
+    for d in box.d_classes:
+        for row in d["rows"]:
+            r_ids = {int(g["R"][e["id"]]) for cell in row for e in cell["elements"]}
+            assert len(r_ids) == 1  # a row is one R-class
+            for cell in row:
+                ids = [e["id"] for e in cell["elements"]]
+                if ids:
+                    assert len({int(g["H"][x]) for x in ids}) == 1  # a cell is one H-class
+                    assert len(ids) == int(np.sum(g["H"] == g["H"][ids[0]]))
+                seen += ids
+                stars += sum(e["idempotent"] for e in cell["elements"])
+                assert (cell["group"] is not None) == any(M.idempotent[x] for x in ids)
+        cols = list(zip(*d["rows"]))
+        for col in cols:
+            l_ids = {int(g["L"][e["id"]]) for cell in col for e in cell["elements"]}
+            assert len(l_ids) == 1  # a column is one L-class
+    assert sorted(seen) == list(range(M.size))
+    assert stars == int(M.idempotent.sum())
+    html = eggbox_html(box)
+    assert html.count('class="dclass') == box.total_d_classes and html.count("*") == stars
+
+
+def test_eggbox_names_groups_and_pages() -> None:
+    M = transition_monoid(parse_regex("((a|b)(a|b)(a|b))*", ["a", "b"]))
+    box = eggbox(M)
+    assert any(cell["group"] == "Z3" for d in box.d_classes for row in d["rows"] for cell in row)
+    small = eggbox(transition_monoid(parse_regex("a*b*a*", ["a", "b"])), max_d_classes=1)
+    assert len(small.d_classes) == 1 and small.truncated
+    assert "summarized" in eggbox_html(small)
