@@ -177,3 +177,12 @@ def test_list_items_carry_the_source(api: Any) -> None:
     sources = {item["source"]["kind"]: item["source"] for item in items}
     assert sources["regex"] == {"kind": "regex", "regex": "(ab)*", "alphabet": ["a", "b"]}
     assert sources["dfa"] == {"kind": "dfa"}
+
+
+def test_dot_export_keeps_the_users_state_names(api: Any) -> None:
+    dfa = {"alphabet": ["a", ",", "b"], "states": ["s", "t"], "initial": "s", "accepting": ["s"],
+           "transitions": {"s": {"a": "t", ",": "t"}, "t": {"b": "s"}}}
+    lid = api.post("/v1/languages", json={"dfa": dfa}).json()["id"]
+    dot = api.get(f"/v1/languages/{lid}/dfa", params={"format": "dot"}).text
+    assert 'label="0 (s)"' in dot and 'label="1 (t)"' in dot and 'label="2"' in dot  # 2: the added sink
+    assert '0 -> 1 [label="\\"a\\", \\",\\""];' in dot

@@ -37,5 +37,57 @@ def test_dot_output() -> None:
     assert sink_states(d).tolist() == [False, False, True]
     q = DFA.from_table(['"', "\\", ","], [[0, 0, 0]], 0, [0])
     text = dfa_to_dot(q)
-    assert '\\"' in text and "\\\\" in text and '\\",\\"' in text  # quote, backslash and quoted comma escaped
+    assert '\\"' in text and "\\\\" in text and '\\", \\"' in text  # quote, backslash and quoted comma escaped
     assert np.array_equal(sink_states(q), [False])
+
+
+def _dot_edges(dot: str) -> dict[tuple[int, int], str]:
+    """(source, target) → the label text as Graphviz reads it (DOT string escapes undone)."""
+    import re
+
+    out = {}
+    for m in re.finditer(r'^  (\d+) -> (\d+) \[label="((?:[^"\\]|\\.)*)"\];$', dot, re.M):
+        out[(int(m.group(1)), int(m.group(2)))] = re.sub(r"\\(.)", r"\1", m.group(3))
+    return out
+
+
+def test_dot_edge_labels_name_exactly_one_symbol_set() -> None:
+    """With a comma (or a multi-character symbol) in the alphabet, every label is a JSON list of the
+    edge's symbols: reading it back gives exactly the symbols of the edge, for every edge."""
+    import json
+
+    from langclass.core.export import edge_label
+
+    alphabet = ["a", ",", "a,b", "b"]
+    d = DFA.from_table(alphabet, [[1, 1, 0, 1], [1, 0, 1, 0]], 0, [1])
+    edges = _dot_edges(dfa_to_dot(d))
+    for q in range(2):
+        for r in range(2):
+            want = [s for s, t in zip(alphabet, d.transitions[q].tolist()) if t == r]
+            if want:
+                assert json.loads("[" + edges[(q, r)] + "]") == want, edges[(q, r)]
+    # the old comma-joined label of {"a", ","} and of {"a,"} … would both have read 'a,,'
+    assert edge_label(["a", ","], alphabet) != edge_label(["a,b"], alphabet)
+    # plain one-character alphabets keep the short form
+    assert edge_label(["a", "b"], ["a", "b"]) == "a,b"
+
+
+def test_dot_keeps_the_users_state_names() -> None:
+    from langclass.core.export import state_names
+    from langclass.core.parse import parse_dfa_json, read_dfa_json
+
+    doc = {"alphabet": ["a", "b"], "states": ["even", "odd", "even2", "dead"], "initial": "even",
+           "accepting": ["even", "even2"],
+           "transitions": {"even": {"a": "odd", "b": "even2"}, "odd": {"a": "even2", "b": "odd"},
+                           "even2": {"a": "odd", "b": "even"}, "dead": {"a": "dead", "b": "dead"}}}
+    raw, names = read_dfa_json(doc)
+    minimal = parse_dfa_json(doc)
+    assert minimal.num_states == 2
+    got = state_names(raw, names, minimal)
+    assert got == {minimal.initial: ["even", "even2"], 1 - minimal.initial: ["odd"]}  # 'dead' is unreachable
+    dot = dfa_to_dot(minimal, names=got)
+    assert f'{minimal.initial} [shape=doublecircle, label="{minimal.initial} (even | even2)"];' in dot
+    # a partial DFA: the added sink has no user name
+    raw, names = read_dfa_json({"alphabet": ["a"], "states": ["s"], "initial": "s", "accepting": ["s"], "transitions": {}})
+    minimal = parse_dfa_json({"alphabet": ["a"], "states": ["s"], "initial": "s", "accepting": ["s"], "transitions": {}})
+    assert state_names(raw, names, minimal) == {minimal.initial: ["s"]}

@@ -26,7 +26,7 @@ from .automaton import DFA
 from .errors import AlphabetError, DfaFormatError, InputError, UnknownSymbolError
 from .limits import DEFAULT_LIMITS, Deadline, Limits
 
-__all__ = ["normalize_alphabet", "parse_regex", "parse_dfa_json", "parse_language", "DFA_KEYS"]
+__all__ = ["normalize_alphabet", "parse_regex", "parse_dfa_json", "read_dfa_json", "parse_language", "DFA_KEYS"]
 
 #: Keys of the DFA JSON object (all required).
 DFA_KEYS = ("alphabet", "states", "initial", "accepting", "transitions")
@@ -199,7 +199,13 @@ def _reject_constant(name: str) -> Any:
 
 
 def parse_dfa_json(data: str | bytes | Mapping, limits: Limits = DEFAULT_LIMITS) -> DFA:
-    """The canonical minimal complete DFA of a DFA given as JSON.
+    """The canonical minimal complete DFA of a DFA given as JSON (:func:`read_dfa_json`, then
+    :meth:`DFA.canonical`); raises what :func:`read_dfa_json` raises."""
+    return read_dfa_json(data, limits)[0].canonical()
+
+
+def read_dfa_json(data: str | bytes | Mapping, limits: Limits = DEFAULT_LIMITS) -> tuple[DFA, list[str]]:
+    """The DFA given as JSON, completed but not minimized, with the user's state names.
 
     Schema::
 
@@ -216,7 +222,9 @@ def parse_dfa_json(data: str | bytes | Mapping, limits: Limits = DEFAULT_LIMITS)
         limits: ``max_alphabet``, ``max_states``.
 
     Returns:
-        canonical minimal complete :class:`DFA`.
+        ``(dfa, names)``: the complete :class:`DFA` with state ``i`` = ``states[i]`` (a sink state
+        ``len(states)`` is appended when some transition is missing), and ``names[i]`` the name of
+        state ``i`` as text (the sink has none: ``len(names) == len(states)``).
 
     Raises:
         DfaFormatError: invalid JSON, duplicate key, missing or unknown top-level key, bad or colliding
@@ -328,7 +336,7 @@ def parse_dfa_json(data: str | bytes | Mapping, limits: Limits = DEFAULT_LIMITS)
         dfa = DFA(alphabet, table, init, acc)
     else:
         dfa = DFA(alphabet, table[:n], init, acc[:n])
-    return dfa.canonical()
+    return dfa, [_state_key(name, f"states[{i}]") for i, name in enumerate(states)]
 
 
 # ---------------------------------------------------------------------------- either one

@@ -299,14 +299,31 @@ async def get_dfa(
     request: Request,
     format: Annotated[Literal["json", "dot"], Query(description="json (DFA JSON schema) or dot (Graphviz)")] = "json",
 ) -> Any:
-    """The canonical minimal complete DFA (states numbered breadth-first from the initial state)."""
+    """The canonical minimal complete DFA (states numbered breadth-first from the initial state).
+    In DOT, a language stored from a DFA labels each state with the user's names of the states it
+    merges (``0 (s)``, ``1 (t | u)``); an edge label lists its symbols (comma-joined single
+    characters, or JSON-quoted symbols when the alphabet has longer symbols or a comma)."""
     resource = await anyio.to_thread.run_sync(_load, _db(request), language_id)
     if format == "json":
         return resource["dfa"]
     from ...core.export import dfa_to_dot
 
-    dfa = dfa_from_record(resource["dfa"], _settings(request).limits())
-    return PlainTextResponse(dfa_to_dot(dfa), media_type="text/vnd.graphviz")
+    limits = _settings(request).limits()
+    dfa = dfa_from_record(resource["dfa"], limits)
+    return PlainTextResponse(dfa_to_dot(dfa, names=_user_state_names(resource.get("source"), dfa, limits)),
+                             media_type="text/vnd.graphviz")
+
+
+def _user_state_names(source: Any, dfa: Any, limits: Any) -> dict[int, list[str]] | None:
+    """For a language stored from a DFA: the user's state names of each canonical state (the states
+    each one merges); None for other sources."""
+    if not isinstance(source, dict) or source.get("kind") != "dfa" or not isinstance(source.get("dfa"), dict):
+        return None
+    from ...core.export import state_names
+    from ...core.parse import read_dfa_json
+
+    raw, names = read_dfa_json(source["dfa"], limits)
+    return state_names(raw, names, dfa)
 
 
 @router.get(
