@@ -91,3 +91,26 @@ def test_get_settings_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
         assert get_settings() is first and first.max_states == 11
     finally:
         get_settings.cache_clear()
+
+
+def test_limits_are_declared_once_and_documented_alike() -> None:
+    """The service's limit defaults are the library's (Limits()), and the README's configuration
+    table and docs/regex.md's limits table state those same values."""
+    import re
+
+    from langclass.core.limits import Limits
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    regex_doc = (root / "docs" / "regex.md").read_text(encoding="utf-8")
+    library = Limits()
+    assert Settings().limits() == library
+    for name in Limits.__dataclass_fields__:
+        value = getattr(library, name)
+        row = re.search(rf"^\| `LANGCLASS_{name.upper()}` \| `([^`]*)` \|", readme, re.M)
+        assert row, f"README.md has no configuration row for LANGCLASS_{name.upper()}"
+        assert float(row.group(1)) == float(value), f"README.md says {name} = {row.group(1)}, the code {value}"
+        doc_row = re.search(rf"^\| `{name}` \| ([0-9,.]+) \|", regex_doc, re.M)
+        if doc_row:
+            assert float(doc_row.group(1).replace(",", "")) == float(value), f"docs/regex.md says {name} = {doc_row.group(1)}"
+    assert re.search(r"^\| `time_limit_s` \|", regex_doc, re.M), "docs/regex.md lists the time limit"

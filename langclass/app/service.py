@@ -11,20 +11,18 @@ cooperative :class:`~langclass.core.limits.Deadline` inside ``core`` plus a hard
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import json
 import re
-import subprocess
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from ..core.automaton import DFA
 from ..core.errors import AlphabetError, InputError, TimeLimitExceeded, UnsupportedError
 from ..core.limits import Limits
+from ..version import code_version  # one function for records, CLI and job results
 
 __all__ = [
     "ParsedLanguage",
@@ -343,30 +341,3 @@ class ClassifyRunner:
                     "time_limit_s", self.time_limit_s, f"time limit of {self.time_limit_s} s exceeded (hard backstop at {backstop:.1f} s)"
                 ) from None
 
-
-@functools.lru_cache(maxsize=1)
-def code_version() -> str:
-    """The code version stamped on stored records: package version + git commit when known.
-
-    ``LANGCLASS_CODE_VERSION`` (e.g. set at image build time) overrides it.
-    """
-    import os
-
-    override = os.environ.get("LANGCLASS_CODE_VERSION")
-    if override:
-        return override
-    try:
-        version = importlib.metadata.version("langclass")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a bare tree
-        version = "0.0.0"
-    root = Path(__file__).resolve().parents[2]
-    if (root / ".git").exists():
-        try:
-            sha = subprocess.run(
-                ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5, check=False
-            ).stdout.strip()
-            if sha:
-                version = f"{version}+g{sha}"
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return version

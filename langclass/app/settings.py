@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from ..core.limits import Limits
+from ..core.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["Settings", "SettingsError", "get_settings", "setting_for_limit"]
 
@@ -58,7 +58,8 @@ class Settings(BaseSettings):
         max_json_depth: deepest nesting of arrays/objects in a JSON request body (422
             ``limit-exceeded`` naming ``max_json_depth`` beyond it).
         max_regex_length ... max_monoid_entries, time_limit_s: the :class:`~langclass.core.limits.Limits` of one
-            classification request (time in seconds of wall clock).
+            classification request (time in seconds of wall clock); their defaults are
+            ``Limits()``'s, declared once in :mod:`langclass.core.limits`.
         classify_concurrency: classifications running at once; further requests wait.
         classify_isolation: ``"process"`` (default): each classification runs in a worker process
             that is killed at the time limit; ``"thread"``: worker threads (lighter, but a step that
@@ -95,15 +96,16 @@ class Settings(BaseSettings):
     # --- request size and classification limits -----------------------------------------
     max_body_bytes: int = Field(1_000_000, ge=1_024)
     max_json_depth: int = Field(64, ge=2, le=500)
-    max_regex_length: int = Field(10_000, ge=1)
-    max_nesting_depth: int = Field(200, ge=1)
-    max_repetition: int = Field(1_000, ge=0)
-    max_states: int = Field(100_000, ge=1)
-    max_alphabet: int = Field(64, ge=1)
-    max_monoid_size: int = Field(100_000, ge=1)
-    max_monoid_entries: int = Field(100_000_000, ge=1)
-    max_k_automaton_letters: int = Field(1_000_000, ge=1)
-    time_limit_s: float | None = Field(30.0, gt=0)
+    # one declaration: the defaults are those of core.limits.Limits (the library's)
+    max_regex_length: int = Field(DEFAULT_LIMITS.max_regex_length, ge=1)
+    max_nesting_depth: int = Field(DEFAULT_LIMITS.max_nesting_depth, ge=1)
+    max_repetition: int = Field(DEFAULT_LIMITS.max_repetition, ge=0)
+    max_states: int = Field(DEFAULT_LIMITS.max_states, ge=1)
+    max_alphabet: int = Field(DEFAULT_LIMITS.max_alphabet, ge=1)
+    max_monoid_size: int = Field(DEFAULT_LIMITS.max_monoid_size, ge=1)
+    max_monoid_entries: int = Field(DEFAULT_LIMITS.max_monoid_entries, ge=1)
+    max_k_automaton_letters: int = Field(DEFAULT_LIMITS.max_k_automaton_letters, ge=1)
+    time_limit_s: float | None = Field(DEFAULT_LIMITS.time_limit_s, gt=0)
     classify_concurrency: int = Field(2, ge=1)
     classify_isolation: Literal["process", "thread"] = "process"
     classify_queue_timeout_s: float | None = Field(60.0, gt=0)
@@ -182,17 +184,7 @@ class Settings(BaseSettings):
 
     def limits(self) -> Limits:
         """The :class:`~langclass.core.limits.Limits` every classification of this service runs under."""
-        return Limits(
-            max_regex_length=self.max_regex_length,
-            max_nesting_depth=self.max_nesting_depth,
-            max_repetition=self.max_repetition,
-            max_states=self.max_states,
-            max_alphabet=self.max_alphabet,
-            max_monoid_size=self.max_monoid_size,
-            max_monoid_entries=self.max_monoid_entries,
-            max_k_automaton_letters=self.max_k_automaton_letters,
-            time_limit_s=self.time_limit_s,
-        )
+        return Limits(**{name: getattr(self, name) for name in Limits.__dataclass_fields__})
 
     def job_limits(self) -> Any:
         """The :class:`~langclass.models.specs.JobLimits` every job spec is checked against."""

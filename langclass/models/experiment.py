@@ -72,6 +72,7 @@ import numpy as np
 
 from langclass.core.automaton import DFA
 from langclass.core.errors import DfaFormatError, InputError, LimitExceeded
+from langclass.version import code_version
 
 from pydantic import TypeAdapter
 
@@ -155,21 +156,6 @@ class ExperimentCancelled(Exception):
     def __init__(self, partial: dict[str, Any]) -> None:
         super().__init__("experiment cancelled")
         self.partial = partial
-
-
-def code_version() -> str:
-    """The installed langclass version (package metadata), with ``langclass.__version__`` preferred."""
-    import langclass
-
-    v = getattr(langclass, "__version__", None)
-    if v:
-        return str(v)
-    try:
-        from importlib.metadata import version
-
-        return version("langclass")
-    except Exception:  # pragma: no cover - not installed
-        return "unknown"
 
 
 # ------------------------------------------------------------------------------ spec parsing
