@@ -28,3 +28,30 @@ def test_record_and_cli_agree(api: object) -> None:
     record = api.post("/v1/classify", json={"regex": "a*", "alphabet": ["a"]}).json()  # type: ignore[attr-defined]
     assert record["code_version"] == code_version()
     assert api.get("/openapi.json").json()["info"]["version"] == code_version()  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_classify_and_construct_n_max_agree_at_one_score_scale() -> None:
+    """classify certifies conventional RoPE at C = DEFAULT_PARAMS.C; construct defaults to a smaller
+    C_Y (for target_length) and says so; built at C_y = C, it certifies classify's very N_max."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from langclass.app.cli import app
+    from langclass.core.encoding_choice import DEFAULT_PARAMS
+
+    runner = CliRunner()
+    lang = ["-r", "(a|b)*ab", "-a", "ab"]
+    classified = json.loads(runner.invoke(app, ["classify", *lang, "--json"]).stdout)
+    soft = classified["encodings"]["soft"]
+    assert soft["encoding"] == "rope" and soft["parameters"]["C"] == DEFAULT_PARAMS.C
+    assert "construct" in soft["parameters"]["construct_note"]
+    quick = ["--all-words", "3", "--random-words", "1"]
+    at_c = runner.invoke(app, ["construct", *lang, *quick, "--c-y", repr(DEFAULT_PARAMS.C), "--json"])
+    assert at_c.exit_code == 0, at_c.output
+    assert json.loads(at_c.stdout)["n_max"] == soft["parameters"]["n_max"]
+    default = runner.invoke(app, ["construct", *lang, *quick])
+    assert default.exit_code == 0, default.output
+    line = next(x for x in default.stdout.splitlines() if x.startswith("N_max"))
+    assert "--target-length 300" in line and f"C = {DEFAULT_PARAMS.C:g}" in line

@@ -119,7 +119,7 @@ def construct(
     typer.echo(f"model      {result['attention']} attention, encoding {result['encoding']}, {m['layers']} layers, "
                f"{m['heads']} heads, d_model {m['d_model']}, {m['dtype']}")
     if result["n_max"] is not None:
-        typer.echo(f"N_max      {result['n_max']} (certified range of the Y^k heads, Eq. 10)")
+        typer.echo(f"N_max      {result['n_max']} (certified range of the Y^k heads, Eq. 10){_scale_note(m)}")
     typer.echo(f"exact      {result['exact']}   all words ≤ {result['all_words_up_to']} ({result['words_checked']} words), "
                f"random words ≤ {result['random_words_up_to']} ({result['random_words_checked']})")
     if result["first_failure"]:
@@ -133,6 +133,22 @@ def construct(
                    f"{b['inexact']} inexact")
     if not result["exact"]:
         raise typer.Exit(code=1)
+
+
+def _scale_note(model: dict) -> str:
+    """Which Y^k score scale C_Y the range holds for, and why ``classify`` reports another N_max:
+    the classification certifies conventional RoPE at its score scale C (``encodings.soft.parameters.C``,
+    ``DEFAULT_PARAMS.C``), the construction by default picks the smallest C_Y that certifies ``--target-length``."""
+    from ..core.encoding_choice import DEFAULT_PARAMS
+
+    constants = model.get("constants") or {}
+    c_y = constants.get("C_Y")
+    if c_y is None:
+        return ""
+    if constants.get("target_length") is not None:
+        return (f" at C_Y = {c_y:.3g}, chosen for --target-length {constants['target_length']}; "
+                f"classify's N_max is at C = {DEFAULT_PARAMS.C:g} (--c-y {DEFAULT_PARAMS.C:g} builds that range)")
+    return f" at C_Y = {c_y:.3g} (--c-y)"
 
 
 def register(app: typer.Typer) -> None:

@@ -61,6 +61,13 @@ class EncodingParams:
 
 DEFAULT_PARAMS = EncodingParams()
 
+CONSTRUCT_SCALE_NOTE = (
+    f"N_max holds at the score scale C = {DEFAULT_PARAMS.C:g}; `langclass construct` and construct jobs "
+    "default to the smallest C_Y that certifies target_length (300), so they report a shorter N_max; "
+    f"give C_y = {DEFAULT_PARAMS.C:g} (--c-y) to build this range"
+)
+"""Why ``classify`` and ``construct`` report different N_max for one language by default."""
+
 
 @lru_cache(maxsize=256)
 def conventional_rope_length(k: int, g: float, C: float, dtype: str, max_length: int) -> dict[str, Any]:
@@ -147,9 +154,10 @@ def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, p
         guarantee = f"lengths n ≤ {n_max}" if n_max is not None else "unknown"
         if n_max is not None and n_max >= params.max_length:
             guarantee = f"lengths n ≤ {n_max} (the examined maximum; N_max may be larger)"
-        return _entry("rope", f"conventional RoPE (angle g = {params.g} rad) up to n = {n_max}", "ltl_p_y",
+        return _entry("rope", f"conventional RoPE (angle g = {params.g} rad, score scale C = {params.C:g}) up to n = {n_max}",
+                      "ltl_p_y",
                       dict(params_d, k=k, n_max=n_max, n_max_per_offset=cert.get("n_max_per_offset"),
-                           f_large=cert.get("f_large")),
+                           f_large=cert.get("f_large"), construct_note=CONSTRUCT_SCALE_NOTE),
                       guarantee, f"{_RoPE}, Cor 4.1 and App. D (Y^k via C·cos(g(i−k−j)), certified by Eq. 10)",
                       f"the language is in LTL[P,Y] (Y-offsets up to {k}) but not in LTL[P,MOD]; conventional RoPE is not "
                       "periodic (Prop 4.1), so Y^k is exact only while C·δ_L(g) ≥ f_large")
