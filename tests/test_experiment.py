@@ -162,3 +162,31 @@ def test_table2_periodic_rope_generalizes_and_nope_does_not():
     assert res["verdict"]["per_encoding"]["rope_periodic(periods=2)"]["status"] == "confirmed"
     assert by["nope"]["longest_perfect_length"] < 120
     assert by["nope"]["accuracy"] < 1.0
+
+
+# ----------------------------------------------------------------------------- verdicts rest on unseen lengths
+def test_no_unseen_test_length_gives_not_tested():
+    """Test lengths inside the training range (train 1–12, test 5–12): however perfect the runs,
+    nothing was tested beyond training, so no encoding is 'confirmed'."""
+    res = run_experiment(spec(encodings=["rope_periodic"], overrides={**TINY, "test_lengths": [5, 12], "max_steps": 1}))
+    v = res["verdict"]
+    assert v["length_generalization_tested"] is False and v["unseen_test_lengths"] == 0
+    assert v["longest_training_length"] == 12
+    (per,) = v["per_encoding"].values()
+    assert per["status"] == "not_tested" and "exceeds the longest training length 12" in per["reason"]
+    assert "not tested" in format_results(res)
+
+
+def test_verdict_statuses_follow_the_unseen_lengths():
+    """_verdict on fixed summaries: the same perfect runs are 'confirmed' only when some test length
+    lies beyond training."""
+    from langclass.models.experiment import _Encoding, _verdict
+
+    enc = [_Encoding(label="rope_periodic", name="rope_periodic", params={})]
+    summary = {"rope_periodic": {"runs": 1, "reached_longest": 1, "accuracy": {"max": 1.0},
+                                 "longest_perfect_length": {"max": 40}}}
+    pred = {"sufficient": ["rope_periodic"]}
+    inside = _verdict(summary, enc, pred, 40, list(range(21, 41)), 40)
+    beyond = _verdict(summary, enc, pred, 40, list(range(21, 41)), 20)
+    assert inside["per_encoding"]["rope_periodic"]["status"] == "not_tested"
+    assert beyond["per_encoding"]["rope_periodic"]["status"] == "confirmed" and beyond["unseen_test_lengths"] == 20

@@ -41,7 +41,10 @@ Result (JSON-ready; ``accuracy_by_length`` keys are decimal strings, as JSON req
      "summary": {label: {"runs", "accuracy": {max, mean, std, min, count},
                          "longest_perfect_length": {...}, "steps": {...}, "reached_longest": int,
                          "verdict": {...}}},
-     "verdict": {"prediction", "per_encoding": {label: {...}}, "text"},
+     "verdict": {"prediction", "longest_tested_length", "longest_training_length",
+                 "unseen_test_lengths": how many test lengths exceed every training length,
+                 "length_generalization_tested": false when none does (then every status is "not_tested"),
+                 "per_encoding": {label: {"status", "text", …}}, "text"},
      "language", "profile", "settings", "test_lengths", "longest_tested_length",
      "code_version", "torch_version", "device", "wall_s", "spec"}
 
@@ -298,8 +301,21 @@ def _manifest(model: Any) -> tuple[dict[str, Any], str, str]:
 
 
 # ------------------------------------------------------------------------------ verdict
-def _verdict(summary: Mapping[str, Any], encodings: list[_Encoding], prediction: Mapping[str, Any] | None, longest: int) -> dict[str, Any]:
+def _verdict(summary: Mapping[str, Any], encodings: list[_Encoding], prediction: Mapping[str, Any] | None, longest: int,
+             test_lengths: Sequence[int] = (), train_longest: int | None = None) -> dict[str, Any]:
+    """The verdict per encoding: prediction against measurement.
+
+    A length-generalization verdict rests on test lengths longer than every training length
+    (*Disentangling the Expressivity of RoPE*, App. E: train on 1–40, test beyond). When no test
+    length exceeds ``train_longest``, nothing was tested beyond training and every encoding with runs
+    gets ``status: "not_tested"`` with the reason — never ``confirmed`` or ``not_confirmed``.
+
+    Statuses: ``confirmed`` / ``not_confirmed`` (predicted sufficient: some run / no run reached N* =
+    the longest tested length), ``measured`` (no prediction), ``not_tested``, ``not_run``.
+    """
     suff = set((prediction or {}).get("sufficient", []))
+    unseen = [n for n in test_lengths if train_longest is None or n > train_longest]
+    tested = bool(unseen) if test_lengths else True
     per: dict[str, Any] = {}
     lines = []
     for e in encodings:
@@ -310,6 +326,15 @@ def _verdict(summary: Mapping[str, Any], encodings: list[_Encoding], prediction:
         if not s["runs"]:
             per[e.label] = {"predicted_sufficient": predicted, "status": "not_run", "best_longest_perfect_length": None, "runs_reaching_longest": 0, "text": f"{e.label}: no finished run"}
             lines.append(per[e.label]["text"])
+            continue
+        if not tested:
+            text = (f"{e.label}: not tested — no test length exceeds the longest training length {train_longest} "
+                    f"(tested {test_lengths[0]}–{test_lengths[-1]}), so length generalization was not measured; "
+                    f"best N* = {int(best)} within the training range")
+            per[e.label] = {"predicted_sufficient": predicted, "status": "not_tested", "best_longest_perfect_length": best,
+                            "runs_reaching_longest": reached, "text": text,
+                            "reason": f"no test length exceeds the longest training length {train_longest}"}
+            lines.append(text)
             continue
         if predicted:
             status = "confirmed" if reached > 0 else "not_confirmed"
@@ -322,7 +347,9 @@ def _verdict(summary: Mapping[str, Any], encodings: list[_Encoding], prediction:
             text = f"{e.label}: best N* = {int(best)}, max accuracy {s['accuracy']['max']:.3f} ({reached}/{s['runs']} runs reached {longest})"
         per[e.label] = {"predicted_sufficient": predicted, "status": status, "best_longest_perfect_length": best, "runs_reaching_longest": reached, "text": text}
         lines.append(text)
-    return {"prediction": dict(prediction) if prediction else None, "longest_tested_length": longest, "per_encoding": per, "text": "\n".join(lines)}
+    return {"prediction": dict(prediction) if prediction else None, "longest_tested_length": longest,
+            "longest_training_length": train_longest, "unseen_test_lengths": len(unseen),
+            "length_generalization_tested": tested, "per_encoding": per, "text": "\n".join(lines)}
 
 
 def _summarize(runs: list[dict[str, Any]], encodings: list[_Encoding]) -> dict[str, Any]:
@@ -462,7 +489,7 @@ def run_experiment(
 
     def finish(partial: bool) -> dict[str, Any]:
         summary = _summarize(runs, encodings)
-        verdict = _verdict(summary, encodings, norm["prediction"], longest)
+        verdict = _verdict(summary, encodings, norm["prediction"], longest, test_lengths, train_lengths[-1])
         for label, v in verdict["per_encoding"].items():
             summary[label]["verdict"] = v
         out = {
