@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 
 import langclass.core.classes as classes
+import langclass.core.classes.context as classes_context
+import langclass.core.classes.delay as classes_delay
 from langclass.core.automaton import DFA
 from langclass.core.classes import Context, monoid_extras, replay
 from langclass.core.monoid import transition_monoid
@@ -174,7 +176,7 @@ def test_multiplication_table_and_cayley_rows_match_composition(seed):
 def _decide_all(dfa: DFA, no_table: bool, monkeypatch) -> tuple[dict, dict]:
     with monkeypatch.context() as mp:
         if no_table:
-            mp.setattr(classes, "MULT_TABLE_MAX_ENTRIES", 0)
+            mp.setattr(classes_context, "MULT_TABLE_MAX_ENTRIES", 0)
         ctx = Context(dfa, transition_monoid(dfa))
         out = {}
         for key in ("ltl_p_y", "locally_testable", "locally_threshold_testable"):
@@ -183,7 +185,7 @@ def _decide_all(dfa: DFA, no_table: bool, monkeypatch) -> tuple[dict, dict]:
             out[key] = r.member
         assert (ctx.mult_table is None) == no_table
         sf = classes.decide_star_free(ctx)
-        extra = dict(monoid_extras(ctx), aperiodicity_index=(sf.certificate or {}).get("aperiodicity_index"))
+        extra = dict(monoid_extras(ctx), aperiodicity_index=sf.certificate.aperiodicity_index if sf.member else None)
         return out, extra
 
 
@@ -236,7 +238,7 @@ def _delay_reference(dfa: DFA, max_k: int) -> int | None:
     A = dfa.canonical()
     t = A.transitions.astype(np.int64).tolist()
     for k in range(max_k + 1):
-        if classes._delay_ok_dict(t, A.initial, k, 10**6, None):
+        if classes_delay._delay_ok_dict(t, A.initial, k, 10**6, None):
             return k
     return None
 
@@ -258,16 +260,16 @@ def test_ltl_p_y_delay_numpy_product_equals_dictionary_product(seed):
 def test_ltl_p_y_delay_dictionary_fallback_for_wide_windows(monkeypatch):
     dfa = DFA.from_table("a", [[1], [2], [2]], 0, [2])  # a^{≥2}: unary, so B_k stays tiny for any k
     calls = []
-    real = classes._delay_ok_dict
+    real = classes_delay._delay_ok_dict
 
     def spy(*a, **kw):
         calls.append(a[2])
         return real(*a, **kw)
 
-    monkeypatch.setattr(classes, "_delay_ok_dict", spy)
+    monkeypatch.setattr(classes_delay, "_delay_ok_dict", spy)
     assert classes.ltl_p_y_delay(dfa, min_k=60, max_k=60) == 60  # 3·2^60 keys fit in 62 bits: numpy
     assert calls == []
-    monkeypatch.setattr(classes, "_delay_ok_numpy", lambda *a, **kw: pytest.fail("numpy path used"))
+    monkeypatch.setattr(classes_delay, "_delay_ok_numpy", lambda *a, **kw: pytest.fail("numpy path used"))
     assert classes.ltl_p_y_delay(dfa, min_k=61, max_k=61) == 61  # 3·2^61 do not: dictionary BFS
     assert calls == [61]
 

@@ -31,8 +31,10 @@ from .classes import (
     ClassResult,
     Context,
     find_counter_dfa,
+    implied_result,
     ltl_p_y_delay,
     monoid_extras,
+    render,
 )
 from .encoding_choice import DEFAULT_PARAMS, EncodingParams, choose_encodings
 from .errors import LimitExceeded
@@ -204,8 +206,8 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
         if counter is not None:
             results["star_free"] = ClassResult(
                 "star_free", False,
-                f"the word {_w(counter['word'])} is a counter of the minimal DFA: q·w^{counter['m']} = q ≠ q·w for "
-                f"q = {counter['state']} (found without the monoid, which is over its cap)",
+                f"the word {_w(counter.word)} is a counter of the minimal DFA: q·w^{counter.m} = q ≠ q·w for "
+                f"q = {counter.state} (found without the monoid, which is over its cap)",
                 counter, counter, CLASS_INFO["star_free"].source, "automaton")
         summary = {"error": monoid_error.to_dict()}
     timings["algebraic_tests"] = (time.perf_counter() - t0) * 1e3
@@ -213,15 +215,7 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
     # fill what the lattice implies
     members = {k: r.member for k, r in results.items()}
     for key, (val, by) in infer(members).items():
-        old = results[key]
-        nb, nk = CLASS_INFO[by].name, CLASS_INFO[key].name
-        rel = f"{nb} ⊆ {nk}" if val else f"{nk} ⊆ {nb}"
-        wit = None if val else {"implied_by": by, "witness": results[by].witness}
-        results[key] = ClassResult(key, val,
-                                   f"{'member' if val else 'not a member'} because the language is "
-                                   f"{'in' if val else 'not in'} {CLASS_INFO[by].name} and {rel}",
-                                   {"implied_by": by, "inclusion": rel}, wit, CLASS_INFO[key].source, "lattice",
-                                   period=None, error=old.error)
+        results[key] = implied_result(key, val, results[by], error=results[key].error)
     members = {k: results[k].member for k in CLASS_KEYS}
     period = results["ltl_p_mod"].period
     check_consistency(members, period=period, monoid_size=monoid.size if monoid is not None else None)
@@ -297,26 +291,6 @@ def _w(word) -> str:
     return "".join(word) if all(len(s) == 1 for s in word) else "·".join(word)
 
 
-def _evidence(r: ClassResult) -> str:
-    d = r.witness if r.member is False else r.certificate
-    if not d:
-        return ""
-    parts = []
-    for k, v in d.items():
-        if k in ("check", "context", "truncated", "group", "hasse", "loops", "maximal_idempotents", "branch", "witness"):
-            continue
-        if isinstance(v, list) and v and all(isinstance(s, str) for s in v):
-            parts.append(f"{k}={_w(v)}")
-        elif isinstance(v, list) and not v:
-            parts.append(f"{k}=ε")
-        elif isinstance(v, (int, str, bool)) or v is None:
-            parts.append(f"{k}={v}")
-        elif isinstance(v, list) and len(v) <= 8:
-            parts.append(f"{k}={v}")
-    s = ", ".join(parts)
-    return s if len(s) <= 110 else s[:107] + "..."
-
-
 def format_table(analysis: Analysis) -> str:
     """A plain-text table of the classes (member, reason, certificate or witness) and the encoding answer."""
     a = analysis
@@ -338,7 +312,7 @@ def format_table(analysis: Analysis) -> str:
         if key == "ltl_p_mod" and r.period:
             mem = f"yes k={r.period}"
         lines.append(f"{name:<{w1}}{mem:<8}{r.reason}")
-        ev = _evidence(r)
+        ev = render(r)
         if ev:
             lines.append(f"{'':<{w1}}{'':<8}{'certificate' if r.member else 'witness'}: {ev}")
     lines.append("")

@@ -1,0 +1,155 @@
+"""Certificates and witnesses are typed data that a replay checks on the DFA alone (issue 11 item 7).
+
+Every answer round-trips through JSON and replays; corrupting any checkable part of a certificate
+(not only of a witness) makes the replay fail; answers implied through the lattice carry the
+implying class's evidence and replay it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from langclass.core.analysis import analyze, format_table
+from langclass.core.classes import REGISTRY, ClassResult, Evidence, replay
+from langclass.core.limits import Limits
+from langclass.core.parse import parse_regex
+
+LANGS = [
+    ("(aa)*", "a"), ("(ab)*", "ab"), ("a*b*", "ab"), ("(a|b)*ab(a|b)*", "ab"), ("((a|b)(a|b))*", "ab"),
+    ("(a|b)*a(a|b)", "ab"), ("b*(ab*ab*)*", "ab"), ("(a|b|c)*ab(a|b|c)*", "abc"), ("a(a|b)*", "ab"),
+    ("(ab|ba)*", "ab"), ("((a|b)*b)?", "ab"),
+]
+
+
+def _analysis(rx: str, al: str, **kw):
+    dfa = parse_regex(rx, list(al))
+    return dfa, analyze(dfa, **kw)
+
+
+@pytest.mark.parametrize("rx,al", LANGS)
+def test_every_answer_is_typed_and_replays_from_json(rx, al):
+    dfa, a = _analysis(rx, al)
+    for key, r in a.classes.items():
+        assert r.member is not None
+        ev = r.certificate if r.member else r.witness
+        assert isinstance(ev, Evidence) and not isinstance(ev, dict)
+        types = REGISTRY[key].certificate_types if r.member else REGISTRY[key].witness_types
+        assert isinstance(ev, types), (key, type(ev))
+        record = json.loads(json.dumps(r.to_dict()))
+        replay(dfa, record)
+        assert type(ev).from_dict(record["certificate" if r.member else "witness"]) == ev
+
+
+def _tamper_fails(dfa, result: ClassResult, field: str, corrupt) -> None:
+    d = copy.deepcopy(result.to_dict())
+    replay(dfa, d)
+    corrupt(d[field])
+    with pytest.raises(AssertionError):
+        replay(dfa, d)
+
+
+def test_star_free_and_fo_mod_certificates_are_checked_on_the_dfa():
+    dfa, a = _analysis("(a|b)*ab(a|b)*", "ab")
+    sf, fm = a.classes["star_free"], a.classes["fo_mod"]
+    assert sf.member and fm.member and sf.certificate.monoid is not None and fm.certificate.monoid is not None
+    n = sf.certificate.aperiodicity_index
+    _tamper_fails(dfa, sf, "certificate", lambda c: c.__setitem__("aperiodicity_index", n + 1))  # not least
+    if n > 1:
+        _tamper_fails(dfa, sf, "certificate", lambda c: c.__setitem__("aperiodicity_index", n - 1))
+    _tamper_fails(dfa, sf, "certificate", lambda c: c.__setitem__("monoid_size", c["monoid_size"] + 1))
+    # the monoid's words must be all of it: dropping the last element breaks closure
+    _tamper_fails(dfa, sf, "certificate", lambda c: (c["monoid"]["parents"].pop(), c["monoid"]["letters"].pop()))
+    _tamper_fails(dfa, fm, "certificate", lambda c: c.__setitem__("stability_index", c["stability_index"] + 1))
+    _tamper_fails(dfa, fm, "certificate",
+                  lambda c: c.__setitem__("stable_semigroup_size", c["stable_semigroup_size"] + 1))
+
+
+def test_fo_mod_yes_for_a_periodic_language_checks_the_stable_semigroup():
+    # ((a|b)(a|b))*: groups in the monoid, none in η(Σ^s) (s = 2): the replay must see both facts
+    dfa, a = _analysis("((a|b)(a|b))*", "ab")
+    assert a.classes["star_free"].member is False and a.classes["fo_mod"].member is True
+    replay(dfa, a.classes["fo_mod"])
+    d = a.classes["fo_mod"].to_dict()
+    d["certificate"]["stability_index"] = 1
+    with pytest.raises(AssertionError):
+        replay(dfa, d)
+
+
+def test_other_algebraic_certificates_are_checked():
+    dfa, a = _analysis("a*b*", "ab")
+    for key in ("fo2", "fo2_mod", "piecewise_testable", "ltl_p_y", "locally_testable", "ltl_p"):
+        assert a.classes[key].member, key
+    _tamper_fails(dfa, a.classes["fo2"], "certificate", lambda c: c.__setitem__("regular_elements", 99))
+    _tamper_fails(dfa, a.classes["piecewise_testable"], "certificate", lambda c: c.__setitem__("j_classes", 99))
+    _tamper_fails(dfa, a.classes["ltl_p_y"], "certificate",
+                  lambda c: c["maximal_idempotents"][0].__setitem__("eSe_size", 99))
+    _tamper_fails(dfa, a.classes["ltl_p"], "certificate", lambda c: c["topological_order"].reverse())
+    dfa, a = _analysis("(aa)*", "a")
+    _tamper_fails(dfa, a.classes["ltl_p_mod"], "certificate", lambda c: c.__setitem__("k", 4))
+    _tamper_fails(dfa, a.classes["group"], "certificate", lambda c: c.__setitem__("letters", []))
+
+
+def test_a_cycle_left_out_of_the_ltl_p_mod_certificate_is_caught():
+    dfa, a = _analysis("(aa)*b(bbb)*", "ab")
+    r = a.classes["ltl_p_mod"]
+    assert r.member and r.period == 6 and len(r.certificate.cycles) == 2
+
+    def drop(c):
+        c["cycles"].pop()
+        c["k"] = 2
+
+    d = copy.deepcopy(r.to_dict())
+    drop(d["certificate"])
+    d["period"] = 2
+    with pytest.raises(AssertionError):
+        replay(dfa, d)
+
+
+def test_fo_mod_witness_group_is_checked():
+    dfa, a = _analysis("(b*ab*a)*b*", "ab")  # even number of a: Z2 in the stable semigroup
+    r = a.classes["fo_mod"]
+    assert r.member is False and r.witness.group.order == 2
+    replay(dfa, r)
+    _tamper_fails(dfa, r, "witness", lambda w: w["group"]["permutations"][0].reverse())
+
+
+def test_malformed_records_are_assertion_errors_naming_the_field():
+    dfa, a = _analysis("(aa)*", "a")
+    d = a.classes["star_free"].to_dict()
+    d["witness"]["m"] = "two"
+    with pytest.raises(AssertionError, match="witness.m"):
+        replay(dfa, d)
+    d = a.classes["star_free"].to_dict()
+    d["witness"]["surprise"] = 1
+    with pytest.raises(AssertionError, match="surprise"):
+        replay(dfa, d)
+
+
+def test_lattice_implied_answers_carry_and_replay_the_implying_evidence():
+    # with a tiny monoid cap the algebraic classes are answered through the lattice where possible
+    dfa, a = _analysis("(a|b)*a(a|b)", "ab", limits=Limits(max_monoid_size=2))
+    implied = [r for r in a.classes.values() if r.method == "lattice"]
+    assert implied, {k: (r.member, r.method) for k, r in a.classes.items()}
+    for r in implied:
+        replay(dfa, json.loads(json.dumps(r.to_dict())))
+        inner = r.certificate.certificate if r.member else r.witness.witness
+        assert inner is not None
+    r = implied[0]
+    d = r.to_dict()
+    if r.member:
+        d["certificate"]["implied_by"] = "group"
+    else:
+        d["witness"]["implied_by"] = "group"
+    with pytest.raises(AssertionError):
+        replay(dfa, d)
+
+
+def test_table_prints_the_certificates_of_yes_answers():
+    _, a = _analysis("(aa)*", "a")
+    table = format_table(a)
+    assert "certificate: k=2" in table  # LTL[P,MOD] yes
+    assert "certificate: letters=a" in table  # group yes
+    assert "witness: word=a" in table  # star-free no
