@@ -40,11 +40,10 @@ from .encoding_choice import DEFAULT_PARAMS, EncodingParams, choose_encodings
 from .errors import LimitExceeded
 from .lattice import CLASS_INFO, CLASS_KEYS, LatticeViolation, check_consistency, infer
 from .limits import DEFAULT_LIMITS, Limits
-from .monoid import GroupInfo, TransitionMonoid, transition_monoid
+from .monoid import MAX_GROUPS_REPORTED, TransitionMonoid, monoid_summary, nontrivial_groups, transition_monoid
 
 __all__ = ["Analysis", "analyze", "format_table"]
 
-MAX_GROUPS_REPORTED = 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,48 +88,6 @@ class Analysis:
             "extra": self.extra,
             "timings_ms": self.timings_ms,
         }
-
-
-def _groups(M: TransitionMonoid, *, within: np.ndarray | None = None, limit: int = MAX_GROUPS_REPORTED) -> list[GroupInfo]:
-    """Non-trivial maximal subgroups, one per regular D-class (largest first), optionally intersected with a subsemigroup."""
-    g = M.green
-    J, H = g["J"], g["H"]
-    hsize = np.bincount(H)
-    cand = M.idempotent & (hsize[H] > 1)
-    if within is not None:
-        cand &= within
-    out: list[GroupInfo] = []
-    seen: set[int] = set()
-    for e in np.flatnonzero(cand).tolist():
-        if J[e] in seen:
-            continue
-        seen.add(int(J[e]))
-        gi = M.maximal_subgroup(e, within=within)
-        if gi.order > 1:
-            out.append(gi)
-    out.sort(key=lambda gi: -gi.order)
-    return out[:limit] if limit else out
-
-
-def _monoid_summary(M: TransitionMonoid) -> dict[str, Any]:
-    g = M.green
-    groups = _groups(M)
-    return {
-        "size": M.size,
-        "semigroup_size": M.semigroup_size,
-        "identity_in_semigroup": M.identity_in_semigroup,
-        "identity_word_plus": list(M.identity_word_plus) if M.identity_word_plus is not None else None,
-        "idempotents": int(M.idempotent.sum()),
-        "stability_index": M.stability_index,
-        "stable_semigroup_size": M.stable_size,
-        "r_classes": int(g["R"].max()) + 1,
-        "l_classes": int(g["L"].max()) + 1,
-        "h_classes": int(g["H"].max()) + 1,
-        "d_classes": int(g["J"].max()) + 1,
-        "regular_d_classes": len(M.regular_d_classes),
-        "aperiodic": not bool(M.nontrivial_group_elements.any()),
-        "nontrivial_groups": [gi.to_dict() for gi in groups],
-    }
 
 
 def _limit_result(key: str, err: LimitExceeded) -> ClassResult:
@@ -192,7 +149,7 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
             extra.update(monoid_extras(ctx))
         except LimitExceeded as err:  # the extra facts are optional; say which limit stopped them
             extra["error"] = err.to_dict()
-        summary = _monoid_summary(monoid)
+        summary = monoid_summary(monoid)
     else:
         for key in CLASS_KEYS:
             if key in results:
@@ -256,8 +213,8 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
 
     beyond = None
     if members["fo_mod"] is False and monoid is not None:
-        groups_T = _groups(monoid, within=monoid.stable, limit=0)
-        all_groups = _groups(monoid, limit=0)
+        groups_T = nontrivial_groups(monoid, within=monoid.stable, limit=0)
+        all_groups = nontrivial_groups(monoid, limit=0)
         solvable = all(gi.solvable for gi in all_groups)
         G = groups_T[0]
         gd = G.to_dict()

@@ -1,0 +1,183 @@
+"""Groups in the monoid: maximal subgroups H_e as permutation groups on im e, named by sympy.
+
+The H-class of an idempotent e is a group acting faithfully on the image of e (J. A. Green, "On the
+structure of semigroups", 1951; J.-E. Pin, *Mathematical Foundations of Automata Theory*, ch. V);
+its structure (order, abelian, cyclic, solvable) comes from sympy's permutation groups. Solvability
+decides ACC⁰ versus NC¹-completeness for languages outside AC⁰ (D. A. M. Barrington, "Bounded-width
+polynomial-size branching programs recognize exactly those languages in NC¹", 1989; Barrington &
+Thérien, "Finite monoids and the fine structure of NC¹", 1988).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+__all__ = ["GroupInfo", "GroupsMixin", "nontrivial_groups", "MAX_GROUPS_REPORTED"]
+
+MAX_GROUPS_REPORTED = 20
+"""Groups listed in a monoid summary (largest first)."""
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """A finite group found in the monoid (a maximal subgroup H_e, or a subgroup of the stable semigroup).
+
+    Attributes:
+        idempotent: element id of its identity e.
+        order: |G|.
+        degree: |im e|, the number of points it permutes.
+        name: a structural name when it is certain (``"Z2"``, ``"S5"``, ``"A5"``, ``"trivial"``),
+            otherwise ``"group of order N"``.
+        abelian, cyclic, solvable: properties computed by sympy's permutation groups.
+        generators: element ids of a generating set (shortlex-least elements, added greedily).
+        generator_words: the shortlex-least words of the generators.
+        permutations: each generator as a permutation of ``points`` (image indices, 0-based).
+        points: the states of im e, in increasing order.
+    """
+
+    idempotent: int
+    order: int
+    degree: int
+    name: str
+    abelian: bool
+    cyclic: bool
+    solvable: bool
+    generators: tuple[int, ...]
+    generator_words: tuple[tuple[str, ...], ...]
+    permutations: tuple[tuple[int, ...], ...]
+    points: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "idempotent": self.idempotent,
+            "order": self.order,
+            "degree": self.degree,
+            "name": self.name,
+            "abelian": self.abelian,
+            "cyclic": self.cyclic,
+            "solvable": self.solvable,
+            "generators": list(self.generators),
+            "generator_words": [list(w) for w in self.generator_words],
+            "permutations": [list(p) for p in self.permutations],
+            "points": list(self.points),
+        }
+
+
+class GroupsMixin:
+    """Maximal subgroups of a :class:`~langclass.core.monoid.TransitionMonoid` (uses its Green's relations)."""
+
+    def maximal_subgroup(self, e: int, *, within: np.ndarray | None = None) -> GroupInfo:
+        """The maximal subgroup H_e at an idempotent e, acting faithfully on im e.
+
+        Args:
+            e: an idempotent.
+            within: optional boolean mask ``[m]`` to intersect with (e.g. :attr:`stable` for the
+                maximal subgroup H_e ∩ T of the stable semigroup).
+
+        Raises:
+            ValueError: e is not idempotent.
+        """
+        e = int(e)
+        if not self.idempotent[e]:
+            raise ValueError(f"element {e} is not idempotent")
+        if within is not None:
+            H = self.green["H"]
+            if np.asarray(within, dtype=bool)[H == H[e]].all():
+                within = None  # H_e ⊆ within: the same group
+        key = (e, None if within is None else np.packbits(np.asarray(within, dtype=bool)).tobytes())
+        cache = self.__dict__.setdefault("_group_cache", {})
+        if key not in cache:
+            cache[key] = self._maximal_subgroup(e, within)
+        return cache[key]
+
+    def _maximal_subgroup(self, e: int, within: np.ndarray | None) -> GroupInfo:
+        from sympy.combinatorics import Permutation, PermutationGroup
+
+        H = self.green["H"]
+        members = np.flatnonzero(H == H[e])
+        if within is not None:
+            members = members[within[members]]
+        points = np.unique(self.elements[e]).astype(np.int64)
+        pos = np.full(self.num_states, -1, dtype=np.int64)
+        pos[points] = np.arange(points.size)
+        order_target = int(members.size)
+        gens: list[int] = []
+        perms: list[tuple[int, ...]] = []
+        group = None
+        degree = int(points.size)
+        for h in members[np.argsort(self.lengths[members], kind="stable")].tolist():
+            if h == e:
+                continue
+            img = tuple(int(v) for v in pos[self.elements[h][points]])
+            perm = Permutation(list(img), size=degree)
+            if group is not None and group.contains(perm):
+                continue
+            gens.append(h)
+            perms.append(img)
+            group = PermutationGroup([Permutation(list(p), size=degree) for p in perms])
+            if group.order() == order_target:
+                break
+        if group is None:
+            return GroupInfo(e, 1, degree, "trivial", True, True, True, (), (), (), tuple(int(p) for p in points))
+        order = int(group.order())
+        assert order == order_target, "H-class of an idempotent is a group acting faithfully on im e"
+        abelian = bool(group.is_abelian)
+        cyclic = bool(group.is_cyclic)
+        solvable = bool(group.is_solvable)
+        support = sorted({i for p in perms for i, v in enumerate(p) if i != v})
+        d = len(support)
+        if cyclic:
+            name = f"Z{order}"
+        elif order == math.factorial(d):
+            name = f"S{d}"
+        elif d >= 3 and order == math.factorial(d) // 2 and all(Permutation(list(p)).is_even for p in perms):
+            name = f"A{d}"
+        elif abelian:
+            name = f"abelian group of order {order}"
+        else:
+            name = f"group of order {order}"
+        return GroupInfo(e, order, degree, name, abelian, cyclic, solvable, tuple(gens),
+                         tuple(self.word(g) for g in gens), tuple(perms), tuple(int(p) for p in points))
+
+    @cached_property
+    def maximal_subgroups(self) -> list[GroupInfo]:
+        """One maximal subgroup per regular D-class (all of a D-class's are isomorphic), first idempotent."""
+        J = self.green["J"]
+        out = []
+        for j in self.regular_d_classes:
+            e = int(np.flatnonzero((J == j) & self.idempotent)[0])
+            out.append(self.maximal_subgroup(e))
+        return out
+
+
+def nontrivial_groups(M, *, within: np.ndarray | None = None, limit: int = MAX_GROUPS_REPORTED) -> list[GroupInfo]:
+    """Non-trivial maximal subgroups, one per regular D-class (largest first), optionally intersected
+    with a subsemigroup (``within``: boolean mask ``[m]``, e.g. the stable semigroup).
+
+    Args:
+        M: a :class:`~langclass.core.monoid.TransitionMonoid`.
+        within: optional mask to intersect each H-class with.
+        limit: at most this many groups (0 = all).
+    """
+    g = M.green
+    J, H = g["J"], g["H"]
+    hsize = np.bincount(H)
+    cand = M.idempotent & (hsize[H] > 1)
+    if within is not None:
+        cand &= within
+    out: list[GroupInfo] = []
+    seen: set[int] = set()
+    for e in np.flatnonzero(cand).tolist():
+        if J[e] in seen:
+            continue
+        seen.add(int(J[e]))
+        gi = M.maximal_subgroup(e, within=within)
+        if gi.order > 1:
+            out.append(gi)
+    out.sort(key=lambda gi: -gi.order)
+    return out[:limit] if limit else out

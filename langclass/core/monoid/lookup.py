@@ -1,0 +1,102 @@
+"""Transformation lookups and graph labels the monoid's closure and Green's relations use.
+
+Three lookup structures map a transformation (an integer row ``[n]``) to its element id: a
+direct-address table when n^n ≤ 2^24, packed int64 keys with binary search for n ≤ 15, and a dict
+keyed by the row bytes otherwise. :func:`strong_components` and :func:`canonical_labels` give
+deterministic class ids.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+__all__ = ["canonical_labels", "strong_components", "BytesLookup", "PackedLookup", "DenseLookup"]
+
+
+def canonical_labels(labels: np.ndarray) -> np.ndarray:
+    """Relabel class ids ``0..c-1`` in order of first occurrence (so ids are deterministic).
+
+    Args:
+        labels: ``int`` array ``[m]`` of arbitrary class labels.
+
+    Returns:
+        ``int64`` array ``[m]``: equal labels stay equal; the class of element 0 is 0, the next new
+        class met in element order is 1, and so on.
+    """
+    labels = np.asarray(labels)
+    if labels.size == 0:
+        return labels.astype(np.int64)
+    _, first, inv = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inv.ravel()]
+
+
+def strong_components(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Strongly connected components of a directed graph given by edge arrays (scipy, Tarjan/Pearce).
+
+    Returns:
+        ``int64`` array ``[num_nodes]`` of canonical component ids (see :func:`canonical_labels`).
+    """
+    if num_nodes == 0:
+        return np.zeros(0, dtype=np.int64)
+    g = csr_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(num_nodes, num_nodes))
+    _, labels = connected_components(g, directed=True, connection="strong")
+    return canonical_labels(labels)
+
+
+class BytesLookup:
+    """Transformation → element id through a dict keyed by the row bytes (any number of states)."""
+
+    def __init__(self, index: dict[bytes, int], dtype) -> None:
+        self.index = index
+        self.dtype = dtype
+
+    def get_many(self, rows: np.ndarray) -> np.ndarray:
+        rows = np.ascontiguousarray(np.asarray(rows).astype(self.dtype))
+        if rows.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        void = np.dtype((np.void, rows.shape[1] * rows.dtype.itemsize))
+        get = self.index.get
+        return np.fromiter((get(b, -1) for b in rows.view(void).ravel().tolist()), dtype=np.int64, count=rows.shape[0])
+
+
+class PackedLookup:
+    """Transformation → element id for n ≤ 15 states: rows packed into int64 keys (4 bits per state),
+    looked up by binary search in the sorted keys."""
+
+    def __init__(self, keys: np.ndarray, ids: np.ndarray, n: int) -> None:
+        order = np.argsort(keys, kind="stable")
+        self.keys = keys[order]
+        self.ids = ids[order]
+        self.n = n
+
+    @staticmethod
+    def pack(rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        shifts = (4 * np.arange(rows.shape[1], dtype=np.int64))
+        return (rows << shifts).sum(axis=1) if rows.shape[1] else np.zeros(rows.shape[0], dtype=np.int64)
+
+    def get_many(self, rows: np.ndarray) -> np.ndarray:
+        k = self.pack(rows)
+        pos = np.searchsorted(self.keys, k)
+        pos_c = np.minimum(pos, self.keys.size - 1)
+        hit = self.keys[pos_c] == k
+        return np.where(hit, self.ids[pos_c], -1).astype(np.int64)
+
+
+class DenseLookup:
+    """Transformation → element id for n^n ≤ 2^24: a direct-address table indexed by Σ x[q]·n^q."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.weights = np.asarray([n ** q for q in range(n)], dtype=np.int64)
+        self.table = np.full(max(1, n ** n), -1, dtype=np.int64)
+
+    def code(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(rows, dtype=np.int64) @ self.weights
+
+    def get_many(self, rows: np.ndarray) -> np.ndarray:
+        return self.table[self.code(rows)]
