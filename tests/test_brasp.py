@@ -43,7 +43,7 @@ def words_of(k: int, n: int) -> np.ndarray:
     return np.array(list(itertools.product(range(k), repeat=n)), dtype=np.int64).reshape(k ** n, n)
 
 
-DYCK = parse_program(DYCK_1_DEPTH_2, "ab")
+DYCK = parse_program(DYCK_1_DEPTH_2, ["a", "b"])
 
 
 def test_dyck_reproduces_figure_3_and_section_4_1():
@@ -71,10 +71,10 @@ def test_dyck_program_is_the_ground_truth_language():
 
 
 def test_program_text_roundtrip_and_syntax_variants():
-    p = parse_program("X := ▶_j [j < i, Q_a(j)] 1 : 0; Z := ◀j [j >= i, X(i) & !X(j)] Q(\"b\")(j) : X\noutput X", "ab")
+    p = parse_program("X := ▶_j [j < i, Q_a(j)] 1 : 0; Z := ◀j [j >= i, X(i) & !X(j)] Q(\"b\")(j) : X\noutput X", ["a", "b"])
     assert p.output == "X" and p.ops[1].mask == "past_nonstrict" and p.ops[1].direction == "leftmost"
-    assert parse_program(p.text(), "ab") == p
-    assert parse_program(DYCK.text(), "ab") == DYCK
+    assert parse_program(p.text(), ["a", "b"]) == p
+    assert parse_program(DYCK.text(), ["a", "b"]) == DYCK
 
 
 @pytest.mark.parametrize("text,match", [
@@ -88,17 +88,17 @@ def test_program_text_roundtrip_and_syntax_variants():
 ])
 def test_program_errors(text, match):
     with pytest.raises(ProgramSyntaxError, match=match):
-        parse_program(text, "ab")
+        parse_program(text, ["a", "b"])
 
 
 def test_unknown_symbol_in_program():
     with pytest.raises(UnknownSymbolError):
-        parse_program("X := Q_c", "ab")
+        parse_program("X := Q_c", ["a", "b"])
 
 
 def test_mod_cannot_become_brasp():
     with pytest.raises(UnsupportedError):
-        formula_to_brasp("MOD(2,1)", "ab")
+        formula_to_brasp("MOD(2,1)", ["a", "b"])
 
 
 def formulas_no_mod():
@@ -118,23 +118,23 @@ def formulas_no_mod():
 @given(formulas_no_mod())
 def test_formula_to_brasp_agrees_with_semantics(f):
     """Lemma 4 translation + readout vectors = evaluation at N + 1, on all words ≤ 6 (and ε)."""
-    p = formula_to_brasp(f, "ab")
+    p = formula_to_brasp(f, ["a", "b"])
     for n in range(0, 7):
         w = words_of(2, n)
-        assert np.array_equal(accepts_batch(p, w), evaluate_batch(f, "ab", w)), (f.text(), n)
+        assert np.array_equal(accepts_batch(p, w), evaluate_batch(f, ["a", "b"], w)), (f.text(), n)
 
 
 @settings(max_examples=12, deadline=None)
 @given(formulas_no_mod())
 def test_hard_attention_transformer_simulates_translated_formulas(f):
-    p = formula_to_brasp(f, "ab")
+    p = formula_to_brasp(f, ["a", "b"])
     model = build_brasp_transformer(p)
     for n in range(1, 7):
         w = words_of(2, n)
         with torch.no_grad():
             h = model(torch.from_numpy(w))
             logits = model.readout(h[:, -1])[:, 0]
-        assert np.array_equal((logits > 0).numpy(), evaluate_batch(f, "ab", w))
+        assert np.array_equal((logits > 0).numpy(), evaluate_batch(f, ["a", "b"], w))
         vals = run_program(p, w)
         got = model.vector_values(h)
         for name, v in vals.items():

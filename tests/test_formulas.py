@@ -161,7 +161,7 @@ def test_semantics_at_positions():
     assert not evaluate("Y a", "a", AB, position=1)
     assert evaluate("Y a", "a", AB)  # readout N+1 = 2 looks at w_1
     assert not evaluate("a", "a", AB)  # no atom holds at the readout position
-    assert evaluate("b S a", "abb", "abc") and not evaluate("b S a", "acb", "abc") and not evaluate("b S a", "a", "abc", position=1)
+    assert evaluate("b S a", "abb", list("abc")) and not evaluate("b S a", "acb", list("abc")) and not evaluate("b S a", "a", list("abc"), position=1)
     assert evaluate("MOD(2,1)", "", AB) and not evaluate("MOD(2,1)", "a", AB)
     assert evaluate("!P true", "ab", AB, position=1) and not evaluate("!P true", "ab", AB, position=2)
     assert evaluate("Y^2 a", "ab", AB) and not evaluate("Y^2 a", "ba", AB) and not evaluate("Y^2 a", "a", AB)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import AlphabetError, UnknownSymbolError
+from .inputs import check_alphabet
 
 if TYPE_CHECKING:  # pragma: no cover
     from .limits import Limits
@@ -59,14 +60,7 @@ class DFA:
     _index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        alphabet = tuple(self.alphabet)
-        if not alphabet:
-            raise AlphabetError("the alphabet is empty", field="alphabet")
-        for s in alphabet:
-            if not isinstance(s, str) or s == "":
-                raise AlphabetError(f"alphabet symbol {s!r} is not a non-empty string", field="alphabet")
-        if len(set(alphabet)) != len(alphabet):
-            raise AlphabetError("the alphabet has a duplicate symbol", field="alphabet")
+        alphabet = check_alphabet(tuple(self.alphabet))  # from_table and the parsers pass tuples
         table = np.array(self.transitions, dtype=np.int32, copy=True)
         if table.ndim != 2 or table.shape[1] != len(alphabet) or table.shape[0] == 0:
             raise ValueError(f"transition table of shape {table.shape} does not fit {len(alphabet)} letters")

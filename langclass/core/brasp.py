@@ -43,6 +43,7 @@ from typing import Union
 import numpy as np
 
 from .errors import AlphabetError, InputError, ProgramSyntaxError, UnknownSymbolError, UnsupportedError
+from .inputs import check_alphabet, syntax_problem
 from .limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
@@ -303,7 +304,7 @@ def parse_program(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
         AlphabetError: bad alphabet. LimitExceeded: ``max_regex_length`` on the text.
     """
     from lark import Token, Tree
-    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+    from lark.exceptions import UnexpectedInput
 
     alpha = _alphabet(alphabet)
     if not isinstance(text, str):
@@ -311,19 +312,16 @@ def parse_program(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
     limits.check("max_regex_length", len(text))
     try:
         tree = _parser().parse(text)
-    except UnexpectedCharacters as e:
-        raise ProgramSyntaxError(f"unexpected character {text[e.pos_in_stream]!r} at line {e.line}, column {e.column}",
-                                 field="program", position=e.pos_in_stream, line=e.line, column=e.column) from None
-    except UnexpectedEOF:
-        raise ProgramSyntaxError("the program ends too early", field="program", position=len(text)) from None
-    except UnexpectedToken as e:
-        tok = e.token
-        pos = len(text) if tok.type == "$END" else tok.start_pos
-        what = "end of program" if tok.type == "$END" else repr(tok.value)
-        raise ProgramSyntaxError(f"unexpected {what} at line {e.line}, column {e.column}",
-                                 field="program", position=pos, line=e.line, column=e.column) from None
-    except UnexpectedInput as e:  # pragma: no cover
-        raise ProgramSyntaxError("syntax error", field="program", position=getattr(e, "pos_in_stream", 0)) from None
+    except UnexpectedInput as e:
+        p = syntax_problem(text, e)
+        if p.kind == "character":
+            detail = f"unexpected character {p.char!r} at line {p.line}, column {p.column}"
+        elif p.kind == "end" and p.token_type is None:
+            detail = "the program ends too early"
+        else:
+            what = "end of program" if p.kind == "end" else repr(p.token)
+            detail = f"unexpected {what} at line {p.line}, column {p.column}"
+        raise ProgramSyntaxError(detail, field="program", position=p.position, line=p.line, column=p.column) from None
 
     initial = _initial_names(alpha)
     defined: set[str] = set(initial)
@@ -429,15 +427,12 @@ def parse_program(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
 
 
 def _alphabet(alphabet: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(alphabet, str):
-        alphabet = list(alphabet)
-    alpha = tuple(unicodedata.normalize("NFC", s) if isinstance(s, str) else s for s in alphabet)
-    if not alpha:
-        raise AlphabetError("the alphabet is empty", field="alphabet")
-    if any(not isinstance(s, str) or not s or '"' in s for s in alpha):
-        raise AlphabetError("alphabet symbols must be non-empty strings without '\"'", field="alphabet")
-    if len(set(alpha)) != len(alpha):
-        raise AlphabetError("the alphabet has a duplicate symbol", field="alphabet")
+    """:func:`langclass.core.inputs.check_alphabet`, and no '"' in a symbol (the syntax quotes symbols)."""
+    alpha = check_alphabet(alphabet)
+    for i, s in enumerate(alpha):
+        if '"' in s:
+            raise AlphabetError(f"alphabet symbol {s!r} at index {i} holds '\"', which a B-RASP program cannot quote",
+                                field=f"alphabet[{i}]", index=i)
     return alpha
 
 

@@ -54,6 +54,7 @@ import numpy as np
 
 from .automaton import DFA
 from .errors import AlphabetError, FormulaSyntaxError, InputError, LimitExceeded, UnknownSymbolError
+from .inputs import check_alphabet, deepest_paren, syntax_problem
 from .limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
@@ -480,17 +481,6 @@ def _describe_expected(expected: Iterable[str]) -> str:
     return "; expected " + ", ".join(names)
 
 
-def _nesting_depth(text: str) -> int:
-    depth = best = 0
-    for ch in text:
-        if ch == "(":
-            depth += 1
-            best = max(best, depth)
-        elif ch == ")":
-            depth -= 1
-    return best
-
-
 def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_LIMITS) -> Formula:
     """Parse an LTL formula over ``alphabet`` (syntax and semantics in the module docstring).
 
@@ -515,10 +505,9 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
         'P (b & Y a)'
     """
     from lark import Token, Tree
-    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+    from lark.exceptions import UnexpectedInput
 
-    alpha = _check_alphabet(alphabet)
-    limits.check("max_alphabet", len(alpha))
+    alpha = check_alphabet(alphabet, limits)
     if not isinstance(text, str):
         raise FormulaSyntaxError("the formula must be a string", field="formula")
     # NFC first (as for regexes): a decomposed symbol such as "e\u0301" is one letter "é";
@@ -527,38 +516,25 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
     limits.check("max_regex_length", len(text))
     if not text.strip():
         raise FormulaSyntaxError("the formula is empty (position 0)", field="formula", position=0)
-    if _nesting_depth(text) > limits.max_nesting_depth:
+    if deepest_paren(text, limits.max_nesting_depth) is not None:
         raise LimitExceeded("max_nesting_depth", limits.max_nesting_depth,
                             f"the formula nests parentheses deeper than max_nesting_depth={limits.max_nesting_depth}",
                             field="formula")
     try:
         tree = _parser().parse(text)
-    except UnexpectedCharacters as e:
+    except UnexpectedInput as e:
+        p = syntax_problem(text, e)
+        if p.kind == "character":
+            raise FormulaSyntaxError(
+                f"unexpected character {p.char!r} at position {p.position} (line {p.line}, column {p.column})"
+                + _describe_expected(p.expected),
+                field="formula", position=p.position, line=p.line, column=p.column,
+            ) from None
+        what = "the formula ends too early" if p.kind == "end" else f"unexpected {p.token!r}"
         raise FormulaSyntaxError(
-            f"unexpected character {text[e.pos_in_stream]!r} at position {e.pos_in_stream} (line {e.line}, column {e.column})"
-            + _describe_expected(e.allowed or ()),
-            field="formula", position=e.pos_in_stream, line=e.line, column=e.column,
+            f"{what} at position {p.position}" + _describe_expected(p.expected),
+            field="formula", position=p.position, line=p.line, column=p.column,
         ) from None
-    except UnexpectedEOF as e:
-        raise FormulaSyntaxError(
-            f"the formula ends too early at position {len(text)}" + _describe_expected(e.expected or ()),
-            field="formula", position=len(text),
-        ) from None
-    except UnexpectedToken as e:
-        tok = e.token
-        if tok.type == "$END":
-            pos = len(text)
-            what = "the formula ends too early"
-        else:
-            pos = tok.start_pos
-            what = f"unexpected {tok.value!r}"
-        raise FormulaSyntaxError(
-            f"{what} at position {pos}" + _describe_expected(e.expected or ()),
-            field="formula", position=pos, line=getattr(e, "line", None), column=getattr(e, "column", None),
-        ) from None
-    except UnexpectedInput as e:  # pragma: no cover - other lark errors
-        pos = getattr(e, "pos_in_stream", 0) or 0
-        raise FormulaSyntaxError(f"syntax error at position {pos}", field="formula", position=pos) from None
 
     # iterative conversion (no recursion on deep inputs); operator depth limited as well
     index = {s: s for s in alpha}
@@ -669,24 +645,7 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
 
 
 def _check_alphabet(alphabet: Sequence[str]) -> tuple[str, ...]:
-    import unicodedata
-
-    if isinstance(alphabet, str):
-        alphabet = list(alphabet)
-    alpha = tuple(alphabet)
-    if not alpha:
-        raise AlphabetError("the alphabet is empty", field="alphabet")
-    out = []
-    for i, s in enumerate(alpha):
-        if not isinstance(s, str) or not s:
-            raise AlphabetError(f"alphabet symbol {s!r} is not a non-empty string", field="alphabet")
-        if any("\ud800" <= ch <= "\udfff" for ch in s):
-            raise AlphabetError(f"alphabet symbol at index {i} holds a lone UTF-16 surrogate, which is not Unicode text",
-                                field=f"alphabet[{i}]")
-        out.append(unicodedata.normalize("NFC", s))
-    if len(set(out)) != len(out):
-        raise AlphabetError("the alphabet has a duplicate symbol", field="alphabet")
-    return tuple(out)
+    return check_alphabet(alphabet)
 
 
 def _coerce(formula: Union[str, Formula], alphabet: Sequence[str], limits: Limits) -> tuple[Formula, tuple[str, ...]]:

@@ -24,6 +24,7 @@ import numpy as np
 
 from .automaton import DFA
 from .errors import AlphabetError, DfaFormatError, InputError, UnknownSymbolError
+from .inputs import check_alphabet, has_surrogate
 from .limits import DEFAULT_LIMITS, Deadline, Limits
 
 __all__ = ["normalize_alphabet", "parse_regex", "parse_dfa_json", "read_dfa_json", "parse_language", "DFA_KEYS"]
@@ -34,63 +35,18 @@ DFA_KEYS = ("alphabet", "states", "initial", "accepting", "transitions")
 
 # ------------------------------------------------------------------------------ alphabet
 
-#: A lone UTF-16 surrogate (U+D800–U+DFFF): a valid JSON escape, but not Unicode text.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-
 def normalize_alphabet(symbols: Any, limits: Limits = DEFAULT_LIMITS, *, field: str = "alphabet") -> tuple[str, ...]:
-    """Validate an ordered alphabet and NFC-normalize its symbols.
-
-    Args:
-        symbols: a sequence (list/tuple) of non-empty strings. A plain ``str`` is rejected (``"ab"``
-            is ambiguous: one symbol or two?) — pass ``["a", "b"]`` or ``list("ab")``.
-        limits: ``max_alphabet`` bounds the number of symbols.
-
-    Returns:
-        the symbols in the given order, each in Unicode NFC.
+    """Validate an ordered alphabet and NFC-normalize it: :func:`langclass.core.inputs.check_alphabet`
+    (kept under this name for its callers).
 
     Raises:
-        AlphabetError: not a list, empty, a symbol that is not a non-empty string, or two symbols
-            equal once NFC-normalized (``field`` = ``"alphabet[i]"`` of the second one).
-        LimitExceeded: more than ``max_alphabet`` symbols.
+        AlphabetError / LimitExceeded: see :func:`~langclass.core.inputs.check_alphabet`.
 
     Example:
         >>> normalize_alphabet(["a", "e\\u0301"])  # e + combining acute → é
         ('a', 'é')
     """
-    if isinstance(symbols, (str, bytes)) or not isinstance(symbols, (Sequence, tuple, list)):
-        raise AlphabetError(
-            f"the alphabet must be a list of symbols (strings), not {type(symbols).__name__}", field=field
-        )
-    out: list[str] = []
-    seen: dict[str, int] = {}
-    if len(symbols) == 0:
-        raise AlphabetError("the alphabet is empty", field=field)
-    limits.check("max_alphabet", len(symbols))
-    for i, s in enumerate(symbols):
-        if not isinstance(s, str):
-            raise AlphabetError(f"alphabet symbol {s!r} at index {i} is not a string", field=f"{field}[{i}]", index=i)
-        if s == "":
-            raise AlphabetError(f"alphabet symbol at index {i} is the empty string", field=f"{field}[{i}]", index=i)
-        if _SURROGATE.search(s):
-            raise AlphabetError(
-                f"alphabet symbol at index {i} holds a lone UTF-16 surrogate, which is not Unicode text",
-                field=f"{field}[{i}]", index=i,
-            )
-        n = unicodedata.normalize("NFC", s)
-        if n in seen:
-            j = seen[n]
-            same = "is a duplicate of" if symbols[j] == s else "collides after Unicode NFC normalization with"
-            raise AlphabetError(
-                f"alphabet symbol {s!r} at index {i} {same} symbol {symbols[j]!r} at index {j}",
-                field=f"{field}[{i}]",
-                index=i,
-                symbol=n,
-            )
-        seen[n] = i
-        out.append(n)
-    return tuple(out)
+    return check_alphabet(symbols, limits, field=field)
 
 
 # --------------------------------------------------------------------------------- regex
@@ -131,7 +87,7 @@ def parse_regex(
     """
     from .regex import regex_to_dfa
 
-    alpha = normalize_alphabet(alphabet, limits)
+    alpha = check_alphabet(alphabet, limits)
     return regex_to_dfa(regex, alpha, limits, deadline)
 
 
@@ -168,7 +124,7 @@ def _state_key(name: Any, field: str) -> str:
     if isinstance(name, str):
         if name == "":
             raise DfaFormatError("a state name is the empty string", field=field)
-        if _SURROGATE.search(name):
+        if has_surrogate(name):
             raise DfaFormatError("a state name holds a lone UTF-16 surrogate, which is not Unicode text", field=field)
         return unicodedata.normalize("NFC", name)
     if isinstance(name, float) and math.isfinite(name) and name.is_integer():

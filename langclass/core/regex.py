@@ -28,10 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedInput
 
 from .automaton import DFA
 from .errors import AlphabetError, RegexSyntaxError, UnknownSymbolError
+from .inputs import deepest_paren, first_surrogate, syntax_problem
 from .limits import DEFAULT_LIMITS, Deadline, Limits
 
 __all__ = ["Node", "parse_regex_ast", "compile_regex", "regex_to_dfa", "RESERVED", "render"]
@@ -135,26 +136,13 @@ def _syntax_error(text: str, pos: int, detail: str) -> RegexSyntaxError:
 
 
 def _check_paren_depth(text: str, limits: Limits) -> None:
-    """Raise LimitExceeded(max_nesting_depth) when parentheses nest deeper than allowed."""
+    """Raise LimitExceeded(max_nesting_depth) when parentheses nest deeper than allowed (escapes respected)."""
     bound = limits.max_nesting_depth
-    if bound is None:
-        return
-    depth = 0
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "(":
-            depth += 1
-            if depth > bound:
-                raise _limit_with_position(
-                    "max_nesting_depth", bound, i, f"parentheses nest deeper than max_nesting_depth={bound} (at position {i})"
-                )
-        elif c == ")":
-            depth = max(0, depth - 1)
-        i += 1
+    i = deepest_paren(text, bound, escape="\\")
+    if i is not None:
+        raise _limit_with_position(
+            "max_nesting_depth", bound, i, f"parentheses nest deeper than max_nesting_depth={bound} (at position {i})"
+        )
 
 
 def _unclosed_paren(text: str) -> int | None:
@@ -175,15 +163,14 @@ def _unclosed_paren(text: str) -> int | None:
 
 
 def _translate_lark_error(text: str, e: UnexpectedInput) -> RegexSyntaxError:
-    """Turn a lark exception into a RegexSyntaxError naming the problem and the position."""
-    pos = getattr(e, "pos_in_stream", None)
-    if isinstance(e, UnexpectedToken) and e.token is not None and getattr(e.token, "start_pos", None) is not None:
-        pos = e.token.start_pos
-    if isinstance(e, UnexpectedEOF) or (isinstance(e, UnexpectedToken) and e.token.type == "$END"):
+    """Turn a lark exception (read by :func:`langclass.core.inputs.syntax_problem`) into a
+    RegexSyntaxError naming the problem and the position."""
+    p = syntax_problem(text, e)
+    if p.kind == "end":
         open_at = _unclosed_paren(text)
         if open_at is not None:
             return _syntax_error(text, len(text), f"missing ')' for the '(' opened at position {open_at}")
-        expected = set(getattr(e, "expected", None) or ())
+        expected = set(p.expected)
         stripped = text.rstrip()
         if expected & {"RBRACE", "NUMBER", "COMMA"}:
             brace = stripped.rfind("{")
@@ -193,10 +180,9 @@ def _translate_lark_error(text: str, e: UnexpectedInput) -> RegexSyntaxError:
                 text, len(text), f"operator {stripped[-1]!r} at the end is missing its right operand (write ε or () for the empty word)"
             )
         return _syntax_error(text, len(text), "the regex ends where an expression is expected" + _describe_expected(expected))
-    if pos is None:
-        pos = 0
-    c = text[pos] if 0 <= pos < len(text) else ""
-    if isinstance(e, UnexpectedCharacters) or c in "[]^$\\":
+    pos = p.position
+    c = p.char
+    if p.kind == "character" or c in "[]^$\\":
         if c == "\\":
             nxt = text[pos + 1] if pos + 1 < len(text) else ""
             if not nxt:
@@ -215,14 +201,12 @@ def _translate_lark_error(text: str, e: UnexpectedInput) -> RegexSyntaxError:
             )
         if c.isdigit():
             return _syntax_error(text, pos, f"unexpected digit {c!r}: inside '{{…}}' write {{n}}, {{n,}} or {{n,m}}")
-        return _syntax_error(text, pos, f"unexpected character {c!r}" + _describe_expected(getattr(e, "allowed", None) or ()))
-    assert isinstance(e, UnexpectedToken)
-    tok = e.token
-    tname = tok.type
+        return _syntax_error(text, pos, f"unexpected character {c!r}" + _describe_expected(p.expected))
+    tname = p.token_type
     if tname in ("STAR", "PLUS", "QMARK", "LBRACE"):
         return _syntax_error(text, pos, f"operator {_TOKEN_NAMES[tname]} has nothing to repeat")
     if tname == "RPAR":
-        if "RPAR" not in e.expected:
+        if "RPAR" not in p.expected:
             prev = text[:pos].rstrip()
             if prev.endswith("|") or prev.endswith("&") or prev.endswith("~"):
                 return _syntax_error(text, pos, f"operator {prev[-1]!r} is missing its right operand (write ε or () for the empty word)")
@@ -231,9 +215,9 @@ def _translate_lark_error(text: str, e: UnexpectedInput) -> RegexSyntaxError:
         return _syntax_error(
             text, pos, f"operator {_TOKEN_NAMES[tname]} is missing its left operand (write ε or () for the empty word)"
         )
-    if tname == "RBRACE" or tname == "COMMA" or "NUMBER" in e.expected or "RBRACE" in e.expected:
-        return _syntax_error(text, pos, f"malformed bounded repetition at {str(tok)!r}: write {{n}}, {{n,}} or {{n,m}} with decimal n, m")
-    return _syntax_error(text, pos, f"unexpected {str(tok)!r}" + _describe_expected(e.expected))
+    if tname == "RBRACE" or tname == "COMMA" or "NUMBER" in p.expected or "RBRACE" in p.expected:
+        return _syntax_error(text, pos, f"malformed bounded repetition at {p.token!r}: write {{n}}, {{n,}} or {{n,m}} with decimal n, m")
+    return _syntax_error(text, pos, f"unexpected {p.token!r}" + _describe_expected(p.expected))
 
 
 def parse_regex_ast(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_LIMITS) -> Node:
@@ -255,7 +239,7 @@ def parse_regex_ast(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT
     """
     if not isinstance(text, str):
         raise RegexSyntaxError(f"the regex must be a string, not {type(text).__name__}", field="regex", position=0)
-    lone = next((i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff"), None)
+    lone = first_surrogate(text)
     if lone is not None:
         raise RegexSyntaxError(
             f"the regex holds a lone UTF-16 surrogate U+{ord(text[lone]):04X} at position {lone}, which is not Unicode text",
