@@ -56,7 +56,7 @@ def random_family(n: int, rng: np.random.Generator) -> DFA:
     t = rng.integers(0, n, size=(n, 2))
     t[np.arange(n - 1), 0] = np.arange(1, n)  # a spanning path keeps every state reachable
     acc = rng.random(n) < 0.5
-    return DFA("ab", t, 0, acc)
+    return DFA(("a", "b"), t, 0, acc)
 
 
 def chain_family(n: int, rng: np.random.Generator) -> DFA:
@@ -65,7 +65,7 @@ def chain_family(n: int, rng: np.random.Generator) -> DFA:
     a = np.minimum(q + 1, n - 1)
     b = np.minimum(q + 1 + rng.integers(0, 5, size=n), n - 1)
     acc = rng.random(n) < 0.5
-    return DFA("ab", np.stack([a, b], axis=1), 0, acc)
+    return DFA(("a", "b"), np.stack([a, b], axis=1), 0, acc)
 
 
 def cycles_family(n: int, rng: np.random.Generator) -> DFA:
@@ -85,7 +85,7 @@ def cycles_family(n: int, rng: np.random.Generator) -> DFA:
         start += L
     t[total] = total  # sink
     acc = rng.random(total + 1) < 0.5
-    return DFA("ab", t, 0, acc)
+    return DFA(("a", "b"), t, 0, acc)
 
 
 def bench_polynomial(sizes=(1_000, 10_000, 100_000)) -> None:

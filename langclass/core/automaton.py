@@ -60,7 +60,7 @@ class DFA:
     _index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        alphabet = check_alphabet(tuple(self.alphabet))  # from_table and the parsers pass tuples
+        alphabet = check_alphabet(self.alphabet)
         table = np.array(self.transitions, dtype=np.int32, copy=True)
         if table.ndim != 2 or table.shape[1] != len(alphabet) or table.shape[0] == 0:
             raise ValueError(f"transition table of shape {table.shape} does not fit {len(alphabet)} letters")

@@ -1,0 +1,82 @@
+"""One alphabet rule for every parser (issue 12: four validators used to disagree)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from langclass.core.automaton import DFA
+from langclass.core.brasp import parse_program
+from langclass.core.errors import AlphabetError, FormulaSyntaxError, LimitExceeded, ProgramSyntaxError
+from langclass.core.formulas import formula_to_dfa, parse_formula
+from langclass.core.inputs import check_alphabet, deepest_paren
+from langclass.core.limits import Limits
+from langclass.core.parse import parse_dfa_json, parse_regex
+
+
+def _dfa_json(alphabet):
+    return {"alphabet": alphabet, "states": [0], "initial": 0, "accepting": [0],
+            "transitions": {"0": {s: 0 for s in alphabet}} if isinstance(alphabet, list) else {}}
+
+
+ENTRY_POINTS = {
+    "regex": lambda al: parse_regex("a", al),
+    "formula": lambda al: parse_formula("a", al),
+    "formula_to_dfa": lambda al: formula_to_dfa("a", al),
+    "brasp": lambda al: parse_program("output Q_a", al),
+    "dfa_json": lambda al: parse_dfa_json(_dfa_json(al)),
+    "dfa": lambda al: DFA(al, np.zeros((1, len(al)), dtype=np.int32), 0, [0]),
+}
+
+BAD = [
+    ("ab", "alphabet"),  # a plain string: one symbol or two?
+    ([], "alphabet"),
+    (["a", "a"], "alphabet[1]"),
+    (["a", ""], "alphabet[1]"),
+    (["a", 3], "alphabet[1]"),
+    (["a", "\ud800"], "alphabet[1]"),  # lone surrogate
+    (["a", "b\x00"], "alphabet[1]"),  # NUL
+    (["a", "\u00e9", "e\u0301"], "alphabet[2]"),  # equal after NFC
+]
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+@pytest.mark.parametrize("alphabet,field", BAD)
+def test_every_parser_refuses_the_same_alphabets_naming_the_same_field(entry, alphabet, field):
+    with pytest.raises(AlphabetError) as err:
+        ENTRY_POINTS[entry](alphabet)
+    assert err.value.field == field, (entry, err.value.field, err.value.detail)
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+def test_every_parser_normalizes_symbols_to_nfc(entry):
+    out = ENTRY_POINTS[entry](["a", "e\u0301"])
+    alphabet = getattr(out, "alphabet", None)
+    if alphabet is not None:
+        assert tuple(alphabet) == ("a", "\u00e9")
+
+
+def test_check_alphabet_limits_and_order():
+    assert check_alphabet(["b", "a"]) == ("b", "a")
+    with pytest.raises(LimitExceeded):
+        check_alphabet(list("abc"), Limits(max_alphabet=2))
+
+
+def test_deepest_paren_respects_escapes():
+    assert deepest_paren("((a))", 2) is None
+    assert deepest_paren("((a))", 1) == 1
+    assert deepest_paren("\\(\\((a)", 1) == 3  # without an escape character every ( counts
+    assert deepest_paren("\\(\\((a)", 1, escape="\\") is None
+    assert deepest_paren("(((", 2, escape="\\") == 2
+
+
+def test_lark_errors_give_positions_in_every_grammar():
+    with pytest.raises(FormulaSyntaxError) as f:
+        parse_formula("a &", ["a", "b"])
+    assert f.value.extra["position"] == 3
+    with pytest.raises(FormulaSyntaxError) as f:
+        parse_formula("a # b", ["a", "b"])
+    assert f.value.extra["position"] == 2 and "'#'" in f.value.detail
+    with pytest.raises(ProgramSyntaxError) as p:
+        parse_program("X := ", ["a", "b"])
+    assert p.value.extra["position"] == 5
