@@ -325,33 +325,15 @@ def test_http_errors_are_problems(make_client: Any, migrated_url: str) -> None:
     assert doc.status_code == 200 and doc.json()["status"] == 422
 
 
-def test_time_limit_is_named_and_other_requests_are_served(make_client: Any, migrated_url: str) -> None:
-    """A request that hits the time limit ends in 422 naming time_limit_s; meanwhile the event loop
-    keeps answering other requests (classification runs in worker threads)."""
+def test_time_limit_is_named_and_the_next_request_is_served(make_client: Any, migrated_url: str) -> None:
+    """A request that hits the time limit ends in 422 naming time_limit_s and the step; the worker
+    that ran it is replaced, so the next request is served. (That health checks and reads stay
+    answered meanwhile is tested deterministically in test_admission.py.)"""
     client = make_client(migrated_url, time_limit_s=1.0, max_monoid_size=10**7, max_states=10**6)
     heavy = {"regex": "(a|b)*a(a|b){18}", "alphabet": ["a", "b"]}  # 2^19 subsets to determinize
-    result: dict[str, Any] = {}
-
-    def run_heavy() -> None:
-        t0 = time.monotonic()
-        result["resp"] = client.post("/v1/classify", json=heavy)
-        result["elapsed"] = time.monotonic() - t0
-
-    thread = threading.Thread(target=run_heavy)
-    thread.start()
-    time.sleep(0.3)
-    health_times = []
-    while thread.is_alive() and len(health_times) < 5:
-        t0 = time.monotonic()
-        assert client.get("/healthz").status_code == 200
-        health_times.append(time.monotonic() - t0)
-    thread.join(60)
-    problem = _is_problem(result["resp"], 422, "time-limit-exceeded")
+    problem = _is_problem(client.post("/v1/classify", json=heavy), 422, "time-limit-exceeded")
     assert problem["limit"] == "time_limit_s" and problem["value"] == 1.0
     assert problem["step"] == "subset construction" and problem["setting"] == "LANGCLASS_TIME_LIMIT_S"
-    assert health_times, "the heavy request ended before any health check ran"
-    assert max(health_times) < result["elapsed"]
-    # the worker that ran it was stopped: the next request is served at once
     ok = client.post("/v1/classify", json={"regex": "(ab)*", "alphabet": ["a", "b"]})
     assert ok.status_code == 200
 

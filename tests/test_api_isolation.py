@@ -67,18 +67,29 @@ def test_thread_isolation_serves_the_same_answers(make_client, migrated_url: str
         assert a[key] == b[key]
 
 
-def test_a_full_pool_answers_busy_after_the_queue_timeout(pool: ProcessPool) -> None:
+def test_a_full_pool_answers_busy_after_the_queue_timeout(tmp_path) -> None:
+    """The pool's only worker is held by a call that cannot end before the queue timeout of the
+    next caller (it waits for that caller to give up), so the answer is 503 every time."""
     import threading
 
-    pool.call(operator.add, (0, 0), {}, 60, 60)  # a ready worker
-    holder = threading.Thread(target=pool.call, args=(time.sleep, (1.5,), {}, 60, 60))
-    holder.start()
-    time.sleep(0.2)
-    with pytest.raises(ClassifierBusy) as info:
-        pool.call(operator.add, (1, 2), {}, 60, 60, 0.3)
-    assert info.value.status == 503 and info.value.headers["Retry-After"]
-    holder.join()
-    assert pool.call(operator.add, (1, 2), {}, 60, 60, 0.3) == 3
+    pool = ProcessPool(1)
+    try:
+        pool.call(operator.add, (0, 0), {}, 60, 60)  # a ready worker
+        fifo = tmp_path / "gate"
+        os.mkfifo(fifo)
+        holder = threading.Thread(target=pool.call, args=(fifo.read_bytes, (), {}, 60, 60))  # blocks until we write
+        holder.start()
+        while pool._slots._value != 0:  # the holder owns the worker (a state, not a sleep race)
+            time.sleep(0.01)
+        with pytest.raises(ClassifierBusy) as info:
+            pool.call(operator.add, (1, 2), {}, 60, 60, 0.3)
+        assert info.value.status == 503 and info.value.headers["Retry-After"]
+        with open(fifo, "wb") as gate:
+            gate.write(b"x")
+        holder.join()
+        assert pool.call(operator.add, (1, 2), {}, 60, 60, 0.3) == 3
+    finally:
+        pool.close()
 
 
 def test_busy_is_a_documented_problem(make_client, migrated_url: str) -> None:

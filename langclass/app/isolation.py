@@ -8,7 +8,11 @@ service, started on first use); a call that outlives its wall-clock budget gets 
 and replaced, so the CPU it used is returned at once.
 
 The pool is shared by every app in the process (:func:`get_pool`), is thread-safe (callers block in
-worker threads, never on the event loop) and is shut down at interpreter exit.
+worker threads, never on the event loop) and is shut down at interpreter exit. It never runs more
+than ``size`` processes (start-up in the background and on demand share one count), and it
+*recycles* a worker — kills it after the call and starts a fresh one when next needed — once the
+worker has served ``max_tasks`` calls or its resident memory (RSS) reached ``max_rss_bytes``, so
+memory a heavy request made the interpreter keep is given back to the system.
 
 Errors cross the process boundary by class: a :class:`~langclass.core.errors.LangclassError`
 raised in the worker is re-raised in the caller with the same class, ``detail``, ``field`` and
@@ -20,6 +24,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -45,15 +50,27 @@ class WorkerError(RuntimeError):
 
 
 class ClassifierBusy(LangclassError):
-    """Every classification worker stayed busy for the whole queue timeout; retry later."""
+    """No classification worker is free: the wait queue is full, or every worker stayed busy for the
+    whole queue timeout; retry after ``Retry-After`` seconds."""
 
     code = "busy"
     status = 503
     title = "Classifier busy"
 
-    def __init__(self, waited_s: float) -> None:
-        super().__init__(f"every classification worker was busy for {waited_s:g} s; retry later", waited_s=waited_s)
-        self.headers = {"Retry-After": str(max(1, int(round(waited_s / 4))))}
+    def __init__(self, waited_s: float, *, detail: str | None = None, retry_after_s: float | None = None, **extra: Any) -> None:
+        super().__init__(detail or f"every classification worker was busy for {waited_s:g} s; retry later", waited_s=waited_s, **extra)
+        retry = retry_after_s if retry_after_s is not None else waited_s / 4
+        self.headers = {"Retry-After": str(max(1, int(math.ceil(retry))))}
+
+
+def rss_bytes(pid: int) -> int | None:
+    """Resident memory of process ``pid`` in bytes (Linux ``/proc``; None elsewhere or when gone)."""
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
+            pages = int(fh.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 def _dump_error(err: LangclassError) -> dict[str, Any]:
@@ -144,6 +161,7 @@ class _Worker:
         self.process.stdin.close()
         self.process.stdout.close()
         self.ready = False
+        self.tasks = 0
 
     def wait_ready(self, timeout: float = _STARTUP_TIMEOUT_S) -> None:
         """Block until the worker has imported ``core`` (start-up does not count against a call's limit)."""
@@ -179,31 +197,78 @@ class ProcessPool:
 
     Args:
         size: concurrent calls (further callers wait for a free worker).
+        max_tasks: calls a worker serves before it is recycled (None = never).
+        max_rss_bytes: resident memory after a call past which the worker is recycled (None = never).
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, *, max_tasks: int | None = None, max_rss_bytes: int | None = None) -> None:
         self.size = size
+        self.max_tasks = max_tasks
+        self.max_rss_bytes = max_rss_bytes
         self._slots = threading.BoundedSemaphore(size)
         self._idle: list[_Worker] = []
+        self._live = 0  # processes started and not yet killed (idle + busy + starting)
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # a worker became idle or went away
         self._closed = False
         self._prestarted = False
+        self.recycled = 0
 
     def _take(self) -> _Worker:
-        with self._lock:
-            while self._idle:
-                worker = self._idle.pop()
-                if worker.alive():
-                    return worker
-                worker.kill()
-        return _Worker()
+        with self._changed:
+            while True:
+                while self._idle:
+                    worker = self._idle.pop()
+                    if worker.alive():
+                        return worker
+                    self._live -= 1
+                    worker.kill()
+                if self._live < self.size:
+                    self._live += 1
+                    break
+                # every process is counted but none idle: one is starting (prestart) or being
+                # replaced; the caller holds a slot, so one becomes idle or goes away soon
+                self._changed.wait(1.0)
+        try:
+            return _Worker()
+        except BaseException:
+            with self._changed:
+                self._live -= 1
+                self._changed.notify()
+            raise
+
+    def _discard(self, worker: _Worker) -> None:
+        worker.kill()
+        with self._changed:
+            self._live -= 1
+            self._changed.notify()
+
+    def _worn_out(self, worker: _Worker) -> bool:
+        if self.max_tasks is not None and worker.tasks >= self.max_tasks:
+            return True
+        if self.max_rss_bytes is not None:
+            rss = rss_bytes(worker.process.pid)
+            return rss is not None and rss >= self.max_rss_bytes
+        return False
 
     def _give_back(self, worker: _Worker) -> None:
-        with self._lock:
-            if self._closed:
-                worker.kill()
-            else:
+        if self._worn_out(worker):
+            with self._lock:
+                self.recycled += 1
+            log.info("recycling classification worker %d after %d calls", worker.process.pid, worker.tasks)
+            self._discard(worker)
+            return
+        with self._changed:
+            if not self._closed and self._live <= self.size:
                 self._idle.append(worker)
+                self._changed.notify()
+                return
+        self._discard(worker)
+
+    def process_count(self) -> int:
+        """Worker processes alive now (idle, busy or starting)."""
+        with self._lock:
+            return self._live
 
     def call(
         self,
@@ -237,18 +302,19 @@ class ProcessPool:
             try:
                 worker.wait_ready()
             except WorkerError:
-                worker.kill()
+                self._discard(worker)
                 raise
             try:
+                worker.tasks += 1
                 worker.send.send((fn, args, kwargs))
                 if not worker.recv.poll(timeout):
-                    worker.kill()
+                    self._discard(worker)
                     raise TimeLimitExceeded(
                         "time_limit_s", limit_value, f"time limit of {limit_value} s exceeded (the computation was stopped)"
                     )
                 status, payload = worker.recv.recv()
             except (EOFError, OSError, BrokenPipeError) as exc:
-                worker.kill()
+                self._discard(worker)
                 code = worker.process.returncode
                 raise WorkerError(f"the classification worker died (exit code {code})") from exc
             self._give_back(worker)
@@ -270,10 +336,17 @@ class ProcessPool:
 
         def start() -> None:
             for _ in range(self.size):
+                with self._lock:  # count the process before starting it: calls and prestart share the bound
+                    if self._closed or self._live >= self.size:
+                        return
+                    self._live += 1
                 try:
                     worker = _Worker()
                     worker.wait_ready()
                 except (WorkerError, OSError) as exc:  # pragma: no cover - reported on first use instead
+                    with self._changed:
+                        self._live -= 1
+                        self._changed.notify()
                     log.warning("could not prestart a classification worker: %s", exc)
                     return
                 self._give_back(worker)
@@ -285,20 +358,23 @@ class ProcessPool:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            self._live -= len(idle)
         for worker in idle:
             worker.kill()
 
 
-_POOLS: dict[int, ProcessPool] = {}
+_POOLS: dict[tuple[int, int | None, int | None], ProcessPool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def get_pool(size: int) -> ProcessPool:
-    """The process-wide pool with ``size`` workers (created on first use; one per size)."""
+def get_pool(size: int, *, max_tasks: int | None = None, max_rss_bytes: int | None = None) -> ProcessPool:
+    """The process-wide pool with ``size`` workers and these recycling bounds (created on first
+    use; one per configuration)."""
+    key = (size, max_tasks, max_rss_bytes)
     with _POOLS_LOCK:
-        pool = _POOLS.get(size)
+        pool = _POOLS.get(key)
         if pool is None or pool._closed:
-            pool = _POOLS[size] = ProcessPool(size)
+            pool = _POOLS[key] = ProcessPool(size, max_tasks=max_tasks, max_rss_bytes=max_rss_bytes)
         return pool
 
 

@@ -23,12 +23,12 @@ from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .db import Database
-from .isolation import get_pool
 from .executor import executor_lifespan
 from .query import strict_query
 from .problems import HeadAsGetMiddleware, PayloadTooLarge, install_problem_handlers, problem_response
 from .routes import ROUTERS
-from .service import ClassifyRunner, code_version
+from .runner import ClassifyRunner
+from .service import code_version
 from .settings import Settings, get_settings
 
 __all__ = ["create_app", "LIFESPAN_HOOKS", "BodySizeLimitMiddleware"]
@@ -131,7 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings: the configuration; default :func:`~langclass.app.settings.get_settings` (environment).
 
     ``app.state`` holds ``settings``, ``db`` (:class:`~langclass.app.db.Database`) and ``runner``
-    (:class:`~langclass.app.service.ClassifyRunner`).
+    (:class:`~langclass.app.runner.ClassifyRunner`).
     """
     settings = settings or get_settings()
     db = Database(settings.database_url)
@@ -139,7 +139,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.classify_isolation == "process":
-            get_pool(settings.classify_concurrency).prestart()
+            app.state.runner.pool.prestart()
         async with AsyncExitStack() as stack:
             for hook in LIFESPAN_HOOKS:
                 await stack.enter_async_context(hook(app))
@@ -160,7 +160,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.db = db
     app.state.runner = ClassifyRunner(
-        settings.classify_concurrency, settings.time_limit_s, settings.classify_isolation, settings.classify_queue_timeout_s
+        settings.classify_concurrency, settings.time_limit_s, settings.classify_isolation, settings.classify_queue_timeout_s,
+        queue_max=settings.classify_queue_max, max_tasks=settings.classify_worker_max_tasks,
+        max_rss_bytes=settings.classify_worker_max_rss_mb * 2**20,
     )
     install_problem_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)

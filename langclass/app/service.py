@@ -4,20 +4,22 @@ This is the only place the service calls ``core``; the API routes and the CLI bo
 ``langclass classify --json`` prints exactly the record ``POST /v1/classify`` returns.
 
 Every step runs under the :class:`~langclass.core.limits.Limits` built from the settings; heavy work
-runs off the event loop in :class:`ClassifyRunner` (worker threads, bounded concurrency, the
-cooperative :class:`~langclass.core.limits.Deadline` inside ``core`` plus a hard wall-clock backstop).
+runs off the event loop in :class:`~langclass.app.runner.ClassifyRunner` (admission control, one
+wall-clock budget per request, worker processes killed at the budget).
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import json
+import sys
 import re
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from ..core.automaton import DFA
 from ..core.errors import AlphabetError, InputError, TimeLimitExceeded, UnsupportedError
@@ -30,16 +32,12 @@ __all__ = [
     "analyze_language",
     "classification_record",
     "classify",
-    "ClassifyRunner",
     "code_version",
     "dfa_from_record",
     "find_duplicate_key",
     "monoid_page",
     "parse_and_analyze",
 ]
-
-T = TypeVar("T")
-
 
 @dataclass(frozen=True)
 class ParsedLanguage:
@@ -195,12 +193,27 @@ def parse_and_analyze(
     alphabet: Sequence[str] | None = None,
     limits: Limits,
 ) -> tuple[ParsedLanguage, dict[str, Any]]:
-    """:func:`parse_language` then :func:`analyze_language` (one round trip to a worker process)."""
+    """:func:`parse_language` then :func:`analyze_language` (one round trip to a worker process),
+    under one budget: the analysis gets what parsing left of ``limits.time_limit_s``.
+
+    Raises:
+        TimeLimitExceeded: the budget ran out (``step`` names the step; ``value`` the whole budget).
+    """
+    t0 = time.monotonic()
     parsed = parse_language(regex=regex, dfa=dfa, formula=formula, alphabet=alphabet, limits=limits)
-    return parsed, analyze_language(parsed.dfa, limits)
-
-
-parse_and_analyze.time_phases = 2  # type: ignore[attr-defined]  # parsing, then analysis (ClassifyRunner)
+    rest = limits
+    if limits.time_limit_s is not None:
+        left = limits.time_limit_s - (time.monotonic() - t0)
+        if left <= 0:
+            err = TimeLimitExceeded("time_limit_s", limits.time_limit_s, f"time limit of {limits.time_limit_s} s exceeded during analysis")
+            err.extra["step"] = "analysis"
+            raise err
+        rest = dataclasses.replace(limits, time_limit_s=left)
+    try:
+        return parsed, analyze_language(parsed.dfa, rest)
+    except TimeLimitExceeded as err:
+        err.value = err.extra["value"] = limits.time_limit_s
+        raise
 
 
 def dfa_to_json(dfa: DFA) -> dict[str, Any]:
@@ -217,33 +230,71 @@ def dfa_from_record(data: Mapping[str, Any], limits: Limits) -> DFA:
     return parse_dfa_json(dict(data), limits)
 
 
-_MONOID_CACHE: "OrderedDict[tuple[str, Limits], Any]" = OrderedDict()
-_MONOID_CACHE_SIZE = 8
+_MONOID_CACHE: "OrderedDict[tuple[str, Limits], tuple[Any, int]]" = OrderedDict()
 _MONOID_LOCK = threading.Lock()
+MONOID_CACHE_BYTES = 256 * 2**20
+"""Default byte budget of the monoid-page cache (``LANGCLASS_MONOID_CACHE_MB``)."""
 
 
-def monoid_page(fingerprint: str, dfa_json: Mapping[str, Any], limits: Limits, offset: int, limit: int) -> dict[str, Any]:
+def approx_bytes(obj: Any, _depth: int = 0) -> int:
+    """A lower estimate of the memory ``obj`` holds: numpy buffers, and containers, strings and
+    objects' ``__dict__`` / ``__slots__`` to a small depth."""
+    nbytes = getattr(obj, "nbytes", None)
+    if isinstance(nbytes, int) and hasattr(obj, "dtype"):
+        return nbytes
+    size = sys.getsizeof(obj, 64)
+    if _depth >= 4:
+        return size
+    if isinstance(obj, dict):
+        return size + sum(approx_bytes(k, _depth + 1) + approx_bytes(v, _depth + 1) for k, v in obj.items())
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return size + sum(approx_bytes(v, _depth + 1) for v in obj)
+    if isinstance(obj, (str, bytes, int, float, bool)) or obj is None:
+        return size
+    inner = dict(getattr(obj, "__dict__", {}) or {})
+    for slot in getattr(type(obj), "__slots__", ()) or ():
+        if hasattr(obj, slot):
+            inner[slot] = getattr(obj, slot)
+    return size + sum(approx_bytes(v, _depth + 1) for v in inner.values())
+
+
+def monoid_cache_usage() -> tuple[int, int]:
+    """``(entries, bytes)`` held by the monoid-page cache of this process."""
+    with _MONOID_LOCK:
+        return len(_MONOID_CACHE), sum(b for _, b in _MONOID_CACHE.values())
+
+
+def monoid_page(fingerprint: str, dfa_json: Mapping[str, Any], limits: Limits, offset: int, limit: int,
+                cache_bytes: int = MONOID_CACHE_BYTES) -> dict[str, Any]:
     """A page of the syntactic monoid of a stored language (``TransitionMonoid.describe``).
 
-    The enumerated monoid of the last few languages is kept in memory (keyed by fingerprint and
-    limits), so paging through a large monoid does not rebuild it for every page.
+    The enumerated monoids of recent languages are kept in memory (keyed by fingerprint and the
+    size limits), least recently used first out, within ``cache_bytes`` in all (a monoid larger than
+    the budget is not kept), so paging through a large monoid does not rebuild it for every page
+    and the cache never holds more than its budget.
 
     Raises:
         LimitExceeded: ``max_monoid_size`` when the monoid is over the cap; TimeLimitExceeded.
     """
     from ..core.monoid import transition_monoid
 
-    key = (fingerprint, limits)
+    key = (fingerprint, dataclasses.replace(limits, time_limit_s=None))
     with _MONOID_LOCK:
-        monoid = _MONOID_CACHE.get(key)
-        if monoid is not None:
+        hit = _MONOID_CACHE.get(key)
+        if hit is not None:
             _MONOID_CACHE.move_to_end(key)
-    if monoid is None:
+    if hit is not None:
+        monoid = hit[0]
+    else:
         monoid = transition_monoid(dfa_from_record(dfa_json, limits), limits)
+        size = approx_bytes(monoid)
         with _MONOID_LOCK:
-            _MONOID_CACHE[key] = monoid
-            while len(_MONOID_CACHE) > _MONOID_CACHE_SIZE:
-                _MONOID_CACHE.popitem(last=False)
+            if size <= cache_bytes:
+                _MONOID_CACHE[key] = (monoid, size)
+            total = sum(b for _, b in _MONOID_CACHE.values())
+            while _MONOID_CACHE and total > cache_bytes:
+                _, (_, dropped) = _MONOID_CACHE.popitem(last=False)
+                total -= dropped
     return monoid.describe(offset, limit)
 
 
@@ -272,72 +323,3 @@ def classify(
     """Parse and classify one language; the record ``POST /v1/classify`` returns (synchronous)."""
     parsed = parse_language(regex=regex, dfa=dfa, formula=formula, alphabet=alphabet, limits=limits)
     return classification_record(parsed, analyze_language(parsed.dfa, limits), code_version())
-
-
-class ClassifyRunner:
-    """Runs blocking, CPU-heavy calls off the event loop under a wall-clock limit.
-
-    ``isolation="process"`` (default): each call runs in a worker process of a shared
-    :class:`~langclass.app.isolation.ProcessPool` of ``concurrency`` processes; past
-    ``time_limit_s + max(1, time_limit_s / 4)`` seconds the process is killed (its CPU is freed at
-    once) and the request ends with :class:`~langclass.core.errors.TimeLimitExceeded`. ``fn`` must be
-    a module-level function and its arguments and result picklable.
-
-    A call that finds every worker busy waits at most ``queue_timeout_s`` for one, then ends with
-    :class:`~langclass.app.isolation.ClassifierBusy` (HTTP 503 with ``Retry-After``).
-
-    ``isolation="thread"``: worker threads (at most ``concurrency`` at once) with a hard backstop of
-    ``1.5 × time_limit_s + 5`` s; a thread that outlives it is abandoned and stops only at its next
-    cooperative deadline check in ``core``.
-    """
-
-    def __init__(
-        self, concurrency: int, time_limit_s: float | None, isolation: str = "process", queue_timeout_s: float | None = None
-    ) -> None:
-        self.concurrency = concurrency
-        self.time_limit_s = time_limit_s
-        self.isolation = isolation
-        self.queue_timeout_s = queue_timeout_s
-        self._limiter: Any = None  # anyio.CapacityLimiter, made on first use
-
-    @property
-    def backstop_s(self) -> float | None:
-        return self.backstop_for(1)
-
-    def backstop_for(self, phases: int) -> float | None:
-        """The hard limit for a call that runs ``phases`` steps each under its own cooperative
-        deadline of ``time_limit_s`` (e.g. parsing, then analysis): late enough that a cooperative
-        deadline fires first and names the step that overran."""
-        if self.time_limit_s is None:
-            return None
-        budget = phases * self.time_limit_s
-        if self.isolation == "process":
-            return budget + max(1.0, budget / 4)
-        return 1.5 * budget + 5.0
-
-    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn(*args, **kwargs)`` under the limits; returns its result. ``fn.time_phases``
-        (default 1) is the number of steps it runs under separate deadlines."""
-        import anyio  # here, not at the top: the CLI uses this module without an event loop
-
-        backstop = self.backstop_for(int(getattr(fn, "time_phases", 1)))
-        if self.isolation == "process":
-            from .isolation import get_pool
-
-            pool = get_pool(self.concurrency)
-            call = functools.partial(pool.call, fn, args, kwargs, backstop, self.time_limit_s, self.queue_timeout_s)
-            return await anyio.to_thread.run_sync(call)
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self.concurrency)
-        call = functools.partial(fn, *args, **kwargs)
-        async with self._limiter:
-            if backstop is None:
-                return await anyio.to_thread.run_sync(call)
-            try:
-                with anyio.fail_after(backstop):
-                    return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-            except TimeoutError:
-                raise TimeLimitExceeded(
-                    "time_limit_s", self.time_limit_s, f"time limit of {self.time_limit_s} s exceeded (hard backstop at {backstop:.1f} s)"
-                ) from None
-

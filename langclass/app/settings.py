@@ -65,7 +65,13 @@ class Settings(BaseSettings):
             that is killed at the time limit; ``"thread"``: worker threads (lighter, but a step that
             overruns the limit keeps its thread busy until it next checks the deadline).
         classify_queue_timeout_s: longest wait for a free classification worker before answering
-            503 ``busy`` with ``Retry-After`` (process isolation).
+            503 ``busy`` with ``Retry-After``.
+        classify_queue_max: requests that may wait for a classification worker; one more is
+            answered 503 ``busy`` with ``Retry-After`` at once (admission control).
+        classify_worker_max_tasks / classify_worker_max_rss_mb: a classification worker process
+            is recycled after this many calls, or once its resident memory reached this many MiB.
+        monoid_cache_mb: memory budget of each classification worker's cache of enumerated
+            monoids (paging ``GET …/monoid``); 0 = no cache.
         auto_migrate: ``langclass serve`` applies migrations before serving.
         executor: ``"local"`` (embedded worker processes) or ``"ray"`` for training/construct jobs.
         worker_slots: jobs a local executor runs at once (one process each).
@@ -109,6 +115,10 @@ class Settings(BaseSettings):
     classify_concurrency: int = Field(2, ge=1)
     classify_isolation: Literal["process", "thread"] = "process"
     classify_queue_timeout_s: float | None = Field(60.0, gt=0)
+    classify_queue_max: int = Field(16, ge=0)
+    classify_worker_max_tasks: int = Field(500, ge=1)
+    classify_worker_max_rss_mb: int = Field(1024, ge=16)
+    monoid_cache_mb: int = Field(256, ge=0)
 
     # --- service ------------------------------------------------------------------------
     auto_migrate: bool = True

@@ -13,8 +13,9 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", response_model=Health, summary="Liveness: the process answers")
-def healthz() -> dict[str, str]:
-    """Always ``{"status": "ok"}`` while the process serves requests (no database access)."""
+async def healthz() -> dict[str, str]:
+    """Always ``{"status": "ok"}`` while the process serves requests (no database access, no thread:
+    it answers on the event loop whatever the classify load)."""
     return {"status": "ok"}
 
 

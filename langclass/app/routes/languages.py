@@ -29,8 +29,8 @@ from ..schemas import (
     StoredLanguage,
 )
 from ..security import require_api_key, require_write_key
+from ..runner import ClassifyRunner
 from ..service import (
-    ClassifyRunner,
     ParsedLanguage,
     analyze_language,
     classification_record,
@@ -63,10 +63,11 @@ def _version(request: Request) -> str:
     return request.app.state.settings.code_version or code_version()
 
 
-async def _parse(request: Request, body: ClassifyInput) -> ParsedLanguage:
+async def _parse(request: Request, body: ClassifyInput, budget_end: float | None = None) -> ParsedLanguage:
     limits = _settings(request).limits()
     return await _runner(request).run(
-        parse_language, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits
+        parse_language, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits,
+        budget_end=budget_end,
     )
 
 
@@ -123,7 +124,8 @@ async def create_language(
     record returned unchanged (``already_stored: true``; a name or tags that differ from the stored
     ones are listed in ``labels_not_applied`` — ``PATCH /v1/languages/{id}`` changes them)."""
     db = _db(request)
-    parsed = await _parse(request, body)
+    budget_end = _runner(request).budget_end()  # one budget for parsing and analysis together
+    parsed = await _parse(request, body, budget_end)
 
     def existing() -> dict[str, Any] | None:
         with db.session_scope() as session:
@@ -135,7 +137,7 @@ async def create_language(
     if found is not None:
         response.status_code = 200
         return _already_stored(found, body)
-    analysis = await _runner(request).run(analyze_language, parsed.dfa, _settings(request).limits())
+    analysis = await _runner(request).run(analyze_language, parsed.dfa, _settings(request).limits(), budget_end=budget_end)
     record = classification_record(parsed, analysis, _version(request))
 
     def store() -> tuple[dict[str, Any], bool]:
@@ -351,7 +353,8 @@ async def get_monoid(
     limits = _settings(request).limits()
 
     try:
-        page = await _runner(request).run(monoid_page, language_id, resource["dfa"], limits, offset, limit)
+        page = await _runner(request).run(monoid_page, language_id, resource["dfa"], limits, offset, limit,
+                                          _settings(request).monoid_cache_mb * 2**20)
     except LimitExceeded as exc:
         raise _unreadable_monoid(exc, resource) from None
     return {"id": language_id, **page}
