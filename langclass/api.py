@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .core.automaton import DFA
 from .core.errors import AlphabetError, DfaFormatError, InputError
+from .core.drawing import user_state_names
 from .core.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,38 +47,6 @@ def read_alphabet(alphabet: str | Sequence[str]) -> list[str]:
         return list(alphabet)
     raise AlphabetError(f"an alphabet is a string ('ab') or a list of strings, not {type(alphabet).__name__}",
                         field="alphabet")
-
-
-def user_state_names(doc: Mapping[str, Any], dfa: DFA) -> dict[int, tuple[str, ...]]:
-    """``{canonical state: (user state names...)}`` for a DFA given in the DFA JSON input schema.
-
-    Walks the user's automaton and the canonical minimal DFA ``dfa`` in lockstep from their initial
-    states (breadth-first), so each reachable user state meets the canonical state it was merged
-    into. User states that the initial state cannot reach do not appear; a missing user transition
-    (the implicit sink) is not followed.
-    """
-    names: dict[int, list[str]] = {}
-    trans = doc.get("transitions") or {}
-    rows = {str(k): v for k, v in trans.items()} if isinstance(trans, Mapping) else {}
-    index = {s: i for i, s in enumerate(dfa.alphabet)}
-    start = (str(doc.get("initial")), dfa.initial)
-    seen = {start}
-    queue = [start]
-    for user, q in queue:
-        names.setdefault(q, [])
-        if user not in names[q]:
-            names[q].append(user)
-        row = rows.get(user)
-        if not isinstance(row, Mapping):
-            continue
-        for sym, target in row.items():
-            if sym not in index or isinstance(target, (list, dict)):
-                continue
-            pair = (str(target), int(dfa.transitions[q, index[sym]]))
-            if pair not in seen:
-                seen.add(pair)
-                queue.append(pair)
-    return {q: tuple(v) for q, v in sorted(names.items())}
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,6 +20,8 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from typing import Any
 
 from fastapi import Depends, FastAPI
+from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .db import Database
@@ -149,7 +151,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 pass
         db.dispose()
 
-    app = FastAPI(
+    # /docs and /redoc load Swagger UI and ReDoc from files shipped with fastapi-offline (no CDN)
+    app = FastAPIOffline(
         title="langclass",
         version=settings.code_version or code_version(),
         description=_DESCRIPTION,
@@ -169,6 +172,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(HeadAsGetMiddleware)
     for router in ROUTERS:
         app.include_router(router)
+    from .pages import STATIC_DIR
+    from .pages import router as pages_router
+
+    app.include_router(pages_router)  # the web pages (docs/web.md)
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     _finish_openapi(app, settings)
     return app
 

@@ -30,8 +30,10 @@ from typing import Any
 import numpy as np
 
 from .automaton import DFA
+from .limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["dfa_svg", "edge_label", "layered_layout", "eggbox", "eggbox_html", "EggBox", "word_text"]
+__all__ = ["dfa_svg", "edge_label", "layered_layout", "eggbox", "eggbox_html", "EggBox", "word_text", "lattice_svg",
+           "user_state_names", "eggbox_of"]
 
 _R = 18.0  # node radius (px)
 _DX = 120.0  # column distance
@@ -307,3 +309,130 @@ def eggbox_html(box: EggBox) -> str:
                      "(large classes and cells are cut)</p>")
     parts.append("</div>")
     return "".join(parts)
+
+
+def eggbox_of(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, offset: int = 0, max_d_classes: int = 20) -> EggBox:
+    """:func:`eggbox` of the syntactic monoid of ``dfa`` (enumerated under ``limits``).
+
+    Raises:
+        LimitExceeded: ``max_monoid_size`` / ``max_monoid_entries`` / ``time_limit_s``.
+    """
+    from .monoid import transition_monoid
+
+    return eggbox(transition_monoid(dfa, limits), offset=offset, max_d_classes=max_d_classes)
+
+
+def user_state_names(doc: Mapping[str, Any], dfa: DFA) -> dict[int, tuple[str, ...]]:
+    """``{canonical state: (user state names...)}`` for a DFA given in the DFA JSON input schema.
+
+    Walks the user's automaton and the canonical minimal DFA ``dfa`` in lockstep from their initial
+    states (breadth-first), so each reachable user state meets the canonical state it was merged
+    into. User states that the initial state cannot reach do not appear; a missing user transition
+    (the implicit sink) is not followed.
+    """
+    names: dict[int, list[str]] = {}
+    trans = doc.get("transitions") or {}
+    rows = {str(k): v for k, v in trans.items()} if isinstance(trans, Mapping) else {}
+    index = {s: i for i, s in enumerate(dfa.alphabet)}
+    start = (str(doc.get("initial")), dfa.initial)
+    seen = {start}
+    queue = [start]
+    for user, q in queue:
+        names.setdefault(q, [])
+        if user not in names[q]:
+            names[q].append(user)
+        row = rows.get(user)
+        if not isinstance(row, Mapping):
+            continue
+        for sym, target in row.items():
+            if sym not in index or isinstance(target, (list, dict)):
+                continue
+            pair = (str(target), int(dfa.transitions[q, index[sym]]))
+            if pair not in seen:
+                seen.add(pair)
+                queue.append(pair)
+    return {q: tuple(v) for q, v in sorted(names.items())}
+
+
+# ============================================================================ class lattice
+
+
+def _lattice_levels() -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Level of each class (longest chain of inclusions below it) and the covering pairs (sub, sup)."""
+    from .lattice import CLASS_KEYS, INCLUSIONS
+
+    above: dict[str, set[str]] = {k: set() for k in CLASS_KEYS}
+    for sub, sup in INCLUSIONS:
+        above[sub].add(sup)
+    # transitive closure, then the covering pairs (no class strictly between)
+    closure = {k: set(v) for k, v in above.items()}
+    changed = True
+    while changed:
+        changed = False
+        for k in CLASS_KEYS:
+            extra = set().union(*(closure[m] for m in closure[k])) - closure[k] if closure[k] else set()
+            if extra:
+                closure[k] |= extra
+                changed = True
+    covers = [(a, b) for a in CLASS_KEYS for b in sorted(closure[a])
+              if not any(b in closure[m] for m in closure[a] if m != b)]
+    level: dict[str, int] = {}
+
+    def lvl(k: str) -> int:
+        if k not in level:
+            below = [a for a, b in covers if b == k]
+            level[k] = 1 + max((lvl(a) for a in below), default=-1)
+        return level[k]
+
+    for k in CLASS_KEYS:
+        lvl(k)
+    return level, covers
+
+
+def lattice_svg(members: Mapping[str, bool | None], *, href: str = "#class-{key}") -> str:
+    """The class lattice as SVG: one box per class (bottom: the smallest classes), an edge for each
+    covering inclusion, members green, non-members red, undecided grey; each box links to
+    ``href.format(key=...)`` (the certificate on the page).
+
+    Args:
+        members: class key → ``True`` / ``False`` / ``None``.
+    """
+    from .lattice import CLASS_INFO, CLASS_KEYS
+
+    level, covers = _lattice_levels()
+    top = max(level.values())
+    rows: dict[int, list[str]] = {}
+    for k in CLASS_KEYS:
+        rows.setdefault(level[k], []).append(k)
+    bw, bh, gx, gy = 150.0, 34.0, 18.0, 46.0
+    width = max(len(r) for r in rows.values()) * (bw + gx) + gx
+    height = (top + 1) * (bh + gy) + gy
+    pos: dict[str, tuple[float, float]] = {}
+    for lv, keys in rows.items():
+        keys.sort(key=lambda k: CLASS_KEYS.index(k))
+        span = len(keys) * (bw + gx) - gx
+        x0 = (width - span) / 2
+        for i, k in enumerate(keys):
+            pos[k] = (x0 + i * (bw + gx), gy / 2 + (top - lv) * (bh + gy))
+    fill = {True: "#d9f2d9", False: "#f8d7d7", None: "#e6e6e6"}
+    stroke = {True: "#2e7d32", False: "#c62828", None: "#777"}
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="lattice" width="{width:.0f}" height="{height:.0f}" '
+           f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="sans-serif" font-size="12">',
+           "<title>class lattice: green member, red not a member, grey undecided; lines are inclusions</title>"]
+    for a, b in covers:
+        (xa, ya), (xb, yb) = pos[a], pos[b]
+        out.append(f'<line x1="{xa + bw / 2:.1f}" y1="{ya:.1f}" x2="{xb + bw / 2:.1f}" y2="{yb + bh:.1f}" stroke="#999"/>')
+    for k in CLASS_KEYS:
+        x, y = pos[k]
+        m = members.get(k)
+        word = {True: "yes", False: "no", None: "?"}[m]
+        name = CLASS_INFO[k].name.split(" (")[0]
+        if len(name) > 22:
+            name = name[:21] + "…"
+        out.append(f'<a href="{html.escape(href.format(key=k))}"><g class="class {word}" data-class="{k}">'
+                   f"<title>{html.escape(CLASS_INFO[k].name)}: {word}</title>"
+                   f'<rect x="{x:.1f}" y="{y:.1f}" width="{bw:.0f}" height="{bh:.0f}" rx="6" fill="{fill[m]}" '
+                   f'stroke="{stroke[m]}" stroke-width="2"/>'
+                   f'<text x="{x + bw / 2:.1f}" y="{y + bh / 2 + 4:.1f}" text-anchor="middle">{html.escape(name)}</text></g></a>')
+    out.append("</svg>")
+    return "\n".join(out)

@@ -1,0 +1,74 @@
+"""The web pages without a browser (both database backends): they render, validate their filters
+with a message instead of a 500, answer 404 for unknown ids, summarize a monoid over the cap, and
+ship their assets (no CDN: /docs and /redoc load Swagger UI and ReDoc from this server)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+PARITY = {"alphabet": ["a", "b"], "states": ["even", "odd"], "initial": "even", "accepting": ["even"],
+          "transitions": {"even": {"a": "odd", "b": "even"}, "odd": {"a": "even", "b": "odd"}}}
+
+
+def _add(api: Any, body: dict) -> str:
+    r = api.post("/v1/languages", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def test_languages_page_lists_and_filters(api: Any) -> None:
+    ab = _add(api, {"regex": "(ab)*", "alphabet": ["a", "b"], "name": "ab", "tags": ["t1"]})
+    par = _add(api, {"dfa": PARITY, "name": "parity"})
+    r = api.get("/languages")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert f'data-id="{ab}"' in r.text and f'data-id="{par}"' in r.text
+    r = api.get("/languages", params={"class": "group", "member": "true", "states": "", "alphabet_size": "", "name": "",
+                                      "tag": ""})
+    assert r.status_code == 200 and f'data-id="{par}"' in r.text and f'data-id="{ab}"' not in r.text
+    r = api.get("/languages", params={"tag": "t1"})
+    assert f'data-id="{ab}"' in r.text and f'data-id="{par}"' not in r.text
+    r = api.get("/languages", params={"states": "two", "class": "nope"})
+    assert r.status_code == 422 and "not a whole number" in r.text and "unknown class key" in r.text
+    assert api.get("/", follow_redirects=False).headers["location"] == "/languages"
+
+
+def test_language_page_has_the_pictures(api: Any) -> None:
+    par = _add(api, {"dfa": PARITY, "name": "parity"})
+    r = api.get(f"/languages/{par}")
+    assert r.status_code == 200
+    page = r.text
+    assert page.count('class="state') == 2 and ">even<" in page and ">odd<" in page  # the user's state names
+    assert page.count('class="class ') == 12  # the lattice
+    assert 'class="eggbox"' in page and "Z2" in page  # parity's monoid is the group Z2
+    assert "rope_periodic" not in page or "encodings" in page
+    assert api.get("/languages/" + "0" * 64).status_code == 404
+
+
+def test_eggbox_over_the_monoid_cap_says_so(make_client: Any, migrated_url: str) -> None:
+    api = make_client(migrated_url, max_monoid_size=3)
+    r = api.post("/v1/languages", json={"regex": "(ab)*", "alphabet": ["a", "b"]})  # monoid of 6 elements
+    assert r.status_code == 201, r.text
+    page = api.get(f"/languages/{r.json()['id']}")
+    assert page.status_code == 200 and "Not drawn" in page.text and "max_monoid_size" in page.text
+
+
+def test_eggbox_pages(api: Any) -> None:
+    lid = _add(api, {"regex": "(a|b)*a(a|b)(a|b)(a|b)", "alphabet": ["a", "b"]})  # 16 D-classes
+    first = api.get(f"/languages/{lid}").text
+    total = int(re.search(r"D-classes page 1 of (\d+)", first).group(1))
+    assert total >= 2
+    last = api.get(f"/languages/{lid}", params={"dpage": total - 1}).text
+    assert f"page {total} of {total}" in last and "← previous" in last
+
+
+@pytest.mark.parametrize("path", ["/docs", "/redoc"])
+def test_docs_load_no_cdn(api: Any, path: str) -> None:
+    html = api.get(path).text
+    assert "cdn." not in html and "fonts.googleapis" not in html
+    for src in re.findall(r'(?:src|href)="([^"]+)"', html):
+        assert src.startswith("/"), src
+        assert api.get(src).status_code == 200, src
+    assert api.get("/static/pages.js").status_code == 200 and api.get("/static/style.css").status_code == 200
