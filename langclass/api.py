@@ -139,6 +139,8 @@ class Classification:
         for key, r in self.classes.items():
             mem = {True: "yes", False: "no", None: "?"}[r.member]
             ev = r.certificate if r.member else r.witness
+            if ev is not None and hasattr(ev, "to_dict"):
+                ev = ev.to_dict()
             words = ""
             if isinstance(ev, Mapping):
                 shown = [f"{k}={word_text(v)}" for k, v in ev.items()

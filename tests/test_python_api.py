@@ -105,3 +105,5 @@ def test_repr_svg_is_well_formed_and_has_every_state() -> None:
     assert accepting == set(r.dfa.accepting_states)
     html = r._repr_html_()
     assert html.count("<tr>") == len(r.classes) + 1
+    ab = langclass.classify("(ab)*", alphabet="ab")._repr_html_()
+    assert "u=a, v=b" in ab  # the LTL[P] witness words, shown as words
