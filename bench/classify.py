@@ -6,6 +6,7 @@ Usage::
     python bench/classify.py --verify 25000  # SCC test vs brute-force A_k vs stable semigroup on random DFAs
     python bench/classify.py --skip-t7       # only the polynomial tests
     python bench/classify.py --local-only    # only the small-monoid family (a|b)*b(a|b){n}, n = 4..9
+    python bench/classify.py --memory        # peak RSS per step: 10^5-state DFA, T7 (--t8: also T8)
 
 Prints:
 
@@ -19,7 +20,10 @@ Prints:
    2^(n+2) - 1 elements, 2^(n+1) idempotents, all maximal, in one D-class) for n = 4..9 and
    ``(a|b|c)*a(a|b|c){6}``: analyze() per stage, then each local step on its own (multiplication
    table, maximal idempotents, LTL[P,Y], locally testable, LTT, extra facts, ltl_p_y_delay), ms;
-4. with ``--verify N``: on N distinct minimal DFAs (seeds alternate between uniform random DFAs
+4. with ``--memory`` (alone): each step run in a forked child with its time and peak RSS — a
+   10^5-state random DFA (minimization, automaton tests), T7 (closure, full classification), and
+   with ``--t8`` also T8 (16,777,216 elements);
+5. with ``--verify N``: on N distinct minimal DFAs (seeds alternate between uniform random DFAs
    with ≤ 6 states and structured ones — cycles and single states chained forward, some cycles with
    a chord — with ≤ 7 states; ≤ 3 letters), the number of
    agreements between the linear-time SCC test (least k), the brute-force k-automata A_k for every
@@ -151,6 +155,76 @@ def bench_t7() -> None:
     print(f"  libsemigroups enumeration + both Cayley graphs + idempotents ({ni}): {t_ls2:8.3f} s")
     print(f"  ratio closure / libsemigroups enumeration:           {t_closure / t_ls:8.2f}")
     print(f"  ratio full classification / libsemigroups enumeration: {t_full / t_ls:6.2f}")
+
+
+# ----------------------------------------------------------------------------- peak memory per step
+
+
+def _rss_mib(field: str) -> float:
+    """VmRSS / VmHWM (peak) of this process from /proc/self/status, in MiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def in_child(fn):
+    """Run ``fn()`` in a forked child; returns (its printable result, seconds, RSS at the start of the
+    step, peak RSS of the step) — the child's own high-water mark, so each step is measured alone."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(r)
+        try:
+            start = _rss_mib("VmRSS")
+            t0 = time.perf_counter()
+            out = fn()
+            msg = repr((str(out), time.perf_counter() - t0, start, _rss_mib("VmHWM")))
+        except BaseException as exc:  # report and leave
+            msg = repr((f"error: {exc!r}", float("nan"), float("nan"), float("nan")))
+        os.write(w, msg.encode())
+        os.close(w)
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    import ast
+
+    return ast.literal_eval(data.decode())
+
+
+def bench_memory(t8: bool = False) -> None:
+    """Peak RSS per step: a 10^5-state DFA (minimization, automaton tests), T7 and optionally T8
+    (closure, full classification), each step in its own forked child."""
+    rng = np.random.default_rng(0)
+    big = random_family(100_000, rng)
+    dfas = [("T7", t7_dfa(7), 1_000_000)]
+    if t8:
+        dfas.append(("T8", t7_dfa(8), 20_000_000))
+    print()
+    print("peak memory per step (each step in a forked child; RSS at its start = the parent's, peak = its high-water mark)")
+    print(f"{'step':<48}{'seconds':>9}{'RSS start MiB':>15}{'peak MiB':>10}{'step +MiB':>11}  result")
+
+    def show(name, res):
+        out, sec, start, peak = res
+        print(f"{name:<48}{sec:>9.2f}{start:>15.0f}{peak:>10.0f}{peak - start:>11.0f}  {out}")
+
+    show("10^5-state random DFA: canonical (minimize)", in_child(lambda: big.canonical().num_states))
+    d = big.canonical()
+
+    def automaton_tests():
+        ctx = Context(d)
+        return {k: DECIDERS[k](ctx).member for k in AUTOMATON_KEYS}
+
+    show("10^5-state DFA: automaton tests", in_child(automaton_tests))
+    for name, dfa, cap in dfas:
+        limits = Limits(max_monoid_size=cap, time_limit_s=None)
+        show(f"{name}: closure (transition monoid)", in_child(lambda: transition_monoid(dfa, limits).size))
+        show(f"{name}: build + full classification (analyze)", in_child(lambda: analyze(dfa, limits).monoid_summary["size"]))
 
 
 # ----------------------------------------------------------------------------- small monoids, many idempotents
@@ -311,7 +385,12 @@ def main(argv=None) -> None:
     ap.add_argument("--skip-poly", action="store_true")
     ap.add_argument("--skip-local", action="store_true", help="skip the (a|b)*b(a|b){n} family")
     ap.add_argument("--local-only", action="store_true", help="only the (a|b)*b(a|b){n} family")
+    ap.add_argument("--memory", action="store_true", help="peak RSS per step (10^5-state DFA, T7)")
+    ap.add_argument("--t8", action="store_true", help="with --memory: also T8 (16,777,216 elements)")
     args = ap.parse_args(argv)
+    if args.memory:
+        bench_memory(args.t8)
+        return
     if args.local_only:
         bench_local()
         return
