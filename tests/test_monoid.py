@@ -257,3 +257,25 @@ def test_group_elements_detect_aperiodicity(dfa):
         assert (M.nontrivial_group_elements & sub).any() == (M.aperiodic_violators & sub).any()
     for x in range(min(M.size, 30)):
         assert M.idempotent_of_group(x) == M.omega[x]
+
+
+def test_canonical_labels_and_table_components_agree_with_the_sorting_definitions():
+    """canonical_labels' O(m) first-occurrence ranking equals the np.unique definition (dense and
+    sparse labels, negative offsets); table_components equals strong_components on the edge list."""
+    from langclass.core.monoid.lookup import canonical_labels, strong_components, table_components
+
+    def by_sorting(labels):
+        _, first, inv = np.unique(labels, return_index=True, return_inverse=True)
+        rank = np.empty(first.size, dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+        return rank[inv.ravel()]
+
+    rng = np.random.default_rng(5)
+    for m, span, shift in ((1, 1, 0), (50, 7, -3), (1000, 40, 10**6), (500, 10**9, 0), (3000, 2500, -7)):
+        lab = rng.integers(0, span, size=m) + shift
+        assert np.array_equal(canonical_labels(lab), by_sorting(lab))
+    for m, k in ((1, 1), (30, 2), (400, 3), (2000, 1)):
+        table = rng.integers(0, m, size=(m, k))
+        table[np.arange(m - 1), 0] = np.arange(1, m)  # a path keeps some components large
+        src = np.repeat(np.arange(m), k)
+        assert np.array_equal(table_components(table), strong_components(m, src, table.ravel()))

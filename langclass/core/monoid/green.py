@@ -15,7 +15,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .lookup import canonical_labels, strong_components
+from .lookup import canonical_labels, table_components
 
 __all__ = ["GreenMixin"]
 
@@ -32,10 +32,9 @@ class GreenMixin:
         bipartite graph joining the R- and L-class of every element; H = R ∩ L. The relations on
         the semigroup η(Σ⁺) are the restrictions of those of M (S¹ = M).
         """
-        m, k = self.right.shape
-        src = np.repeat(np.arange(m, dtype=np.int64), k)
-        R = strong_components(m, src, self.right.ravel())
-        L = strong_components(m, src, self.left.ravel())
+        m = self.right.shape[0]
+        R = table_components(self.right)
+        L = table_components(self.left)
         # D = R ∘ L (= J, M finite): connected components of the bipartite graph R-classes — L-classes
         nr = int(R.max()) + 1
         nl = int(L.max()) + 1

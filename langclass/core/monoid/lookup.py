@@ -12,7 +12,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-__all__ = ["canonical_labels", "strong_components", "BytesLookup", "PackedLookup", "DenseLookup"]
+__all__ = ["canonical_labels", "strong_components", "table_components", "BytesLookup", "PackedLookup", "DenseLookup"]
 
 
 def canonical_labels(labels: np.ndarray) -> np.ndarray:
@@ -28,10 +28,23 @@ def canonical_labels(labels: np.ndarray) -> np.ndarray:
     labels = np.asarray(labels)
     if labels.size == 0:
         return labels.astype(np.int64)
-    _, first, inv = np.unique(labels, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-    return rank[inv.ravel()]
+    lab = labels.ravel().astype(np.int64, copy=False)
+    m = lab.size
+    lo, hi = int(lab.min()), int(lab.max())
+    span = hi - lo + 1
+    if span > 4 * m + 1024:  # sparse labels: sort
+        _, first, inv = np.unique(lab, return_index=True, return_inverse=True)
+        rank = np.empty(first.size, dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+        return rank[inv.ravel()]
+    # dense labels: first occurrence of each label in O(m + span), then rank the labels present by it
+    off = lab - lo
+    first = np.full(span, m, dtype=np.int64)
+    np.minimum.at(first, off, np.arange(m, dtype=np.int64))
+    present = np.flatnonzero(first < m)
+    rank = np.empty(span, dtype=np.int64)
+    rank[present[np.argsort(first[present], kind="stable")]] = np.arange(present.size)
+    return rank[off]
 
 
 def strong_components(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -43,6 +56,23 @@ def strong_components(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.nd
     if num_nodes == 0:
         return np.zeros(0, dtype=np.int64)
     g = csr_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(num_nodes, num_nodes))
+    _, labels = connected_components(g, directed=True, connection="strong")
+    return canonical_labels(labels)
+
+
+def table_components(table: np.ndarray) -> np.ndarray:
+    """Strongly connected components of the graph x → table[x, a] (every node has out-degree k), as
+    canonical component ids; the CSR matrix is built directly from the table (rows already sorted).
+
+    Args:
+        table: ``int`` array ``[m, k]`` with entries in ``0..m-1`` (a right or left Cayley graph).
+    """
+    m, k = table.shape
+    if m == 0:
+        return np.zeros(0, dtype=np.int64)
+    index_type = np.int32 if m * max(k, 1) < 2**31 else np.int64
+    indptr = np.arange(0, m * k + 1, k, dtype=index_type) if k else np.zeros(m + 1, dtype=index_type)
+    g = csr_matrix((np.ones(m * k, dtype=np.int8), table.ravel().astype(index_type), indptr), shape=(m, m))
     _, labels = connected_components(g, directed=True, connection="strong")
     return canonical_labels(labels)
 
