@@ -55,3 +55,17 @@ def test_classify_and_construct_n_max_agree_at_one_score_scale() -> None:
     assert default.exit_code == 0, default.output
     line = next(x for x in default.stdout.splitlines() if x.startswith("N_max"))
     assert "--target-length 300" in line and f"C = {DEFAULT_PARAMS.C:g}" in line
+
+
+def test_package_declares_the_pyproject_version_and_code_version_uses_it(monkeypatch) -> None:
+    import tomllib
+    from pathlib import Path
+
+    import langclass
+    from langclass.version import code_version, package_version
+
+    declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["version"]
+    assert langclass.__version__ == declared
+    assert package_version() == declared
+    monkeypatch.delenv("LANGCLASS_CODE_VERSION", raising=False)
+    assert code_version().split("+g")[0] == declared
