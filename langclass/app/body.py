@@ -29,7 +29,7 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
 from ..core.errors import DfaFormatError, InputError, LimitExceeded
-from .problems import MalformedJsonError, UnsupportedMediaTypeError
+from .errors import MalformedJsonError, UnsupportedMediaTypeError
 
 __all__ = ["JsonBodyRoute", "read_json_body", "decode_json_strict"]
 

@@ -132,7 +132,7 @@ def train(
     save: Annotated[Optional[Path], typer.Option("--save", help="also write the full JSON result to this file")] = None,
 ) -> None:
     """Train recognizers for one language in the foreground and print accuracy by length, N* and the verdict."""
-    from .routes.jobs import ExperimentRequest, build_train_spec, validate_train_spec
+    from .experiments import ExperimentRequest, build_train_spec, validate_train_spec
     from .settings import get_settings
 
     settings = get_settings()

@@ -392,17 +392,7 @@ class RayExecutor(_Supervisor):
                 self._inflight.pop(ref, None)
 
     def _expire(self, session: Any, held: jobrepo.Claim) -> None:
-        from sqlalchemy import update
-
-        from .orm import utcnow
-
-        session.execute(
-            update(jobrepo.JobRow)
-            .where(jobrepo.JobRow.id == held.job_id, jobrepo.JobRow.lease_owner == held.token, jobrepo.JobRow.status == "running")
-            .values(lease_expires_at=utcnow())
-            .execution_options(synchronize_session=False)
-        )
-        session.commit()
+        jobrepo.expire_lease(session, held)
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop dispatching. Tasks in flight are cancelled and their jobs released back to the

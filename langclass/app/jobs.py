@@ -1,4 +1,5 @@
-"""The jobs repository: the only module that reads or writes the ``jobs`` table.
+"""The jobs repository: the only module that writes the ``jobs`` table (the table itself is
+:class:`~langclass.app.orm.JobRow`; the executors and workers call the functions here).
 
 A job is one long computation on a stored language — kind ``train`` (train recognizers and compare
 with the predicted encoding, :func:`langclass.models.experiment.run_experiment`) or ``construct``
@@ -53,25 +54,12 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    Boolean,
-    CheckConstraint,
-    ForeignKey,
-    Index,
-    Integer,
-    String,
-    and_,
-    func,
-    or_,
-    select,
-    update,
-)
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy.orm import Session
 
 from ..core.errors import LangclassError, LimitExceeded
-from .orm import Base, UTCDateTime, utcnow
-from .repository import decode_cursor, encode_cursor
+from .orm import JobRow, utcnow
+from .pagination import decode_cursor, encode_cursor
 
 __all__ = [
     "JobRow",
@@ -90,6 +78,10 @@ __all__ = [
     "recover_expired",
     "expire_leases_of",
     "count_claimable",
+    "count_by_status",
+    "delete_of_language",
+    "release",
+    "expire_lease",
     "job_resource",
     "job_summary",
     "error_record",
@@ -107,60 +99,6 @@ JOB_KINDS: dict[str, str] = {
 """Job kind → ``"module:function"`` of the job function ``f(spec, *, progress, should_cancel) -> dict``.
 
 Workers import the function lazily (torch is loaded only in the process that runs a job)."""
-
-
-class JobRow(Base):
-    """One job (see the module docstring for the life cycle).
-
-    Columns:
-        id: UUID4 string.
-        language_id: the stored language (DELETE with ``?cascade=true`` deletes its jobs; without it a language that has jobs is kept, 409).
-        kind: ``train`` | ``construct``.
-        status: ``queued`` | ``running`` | ``succeeded`` | ``failed`` | ``cancelled``.
-        spec: the job function's input, complete (language DFA, encodings with their resolved
-            parameters, profile, seeds, learning rates, overrides, prediction).
-        attempts / max_attempts: claims so far / the most allowed.
-        lease_owner: the current (or last) lease token ``host:pid:random``.
-        lease_expires_at / heartbeat_at: end of the lease / last heartbeat (UTC).
-        progress: the job function's last progress report (step, total, last evaluation, …).
-        result: the job function's JSON result (``runs``, ``summary``, ``verdict``, …).
-        error: ``{"reason", "detail", …}`` when the job failed or was retried / cancelled.
-        cancel_requested: set by ``DELETE /v1/jobs/{id}`` while running.
-        created_at / started_at / finished_at: UTC timestamps (started = first claim).
-    """
-
-    __tablename__ = "jobs"
-
-    id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    language_id: Mapped[str] = mapped_column(
-        String(64), ForeignKey("languages.id", ondelete="CASCADE", name="fk_jobs_language_id"), nullable=False
-    )
-    kind: Mapped[str] = mapped_column(String(32), nullable=False)
-    status: Mapped[str] = mapped_column(String(16), nullable=False, default="queued")
-    spec: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
-    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    max_attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
-    lease_owner: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-    progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-    error: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-    cancel_requested: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
-    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-
-    __table_args__ = (
-        CheckConstraint(
-            "status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')", name="ck_jobs_status"
-        ),
-        CheckConstraint("attempts >= 0 AND max_attempts >= 1", name="ck_jobs_attempts"),
-        Index("ix_jobs_status_created_at", "status", "created_at"),
-        Index("ix_jobs_language_created_at", "language_id", "created_at", "id"),
-        Index("ix_jobs_created_at_id", "created_at", "id"),
-        Index("ix_jobs_status_lease", "status", "lease_expires_at"),
-    )
 
 
 class Claim:
@@ -544,6 +482,52 @@ def error_record(exc: BaseException, *, attempt: int | None = None) -> dict[str,
     if attempt is not None:
         out["attempt"] = attempt
     return out
+
+
+def count_by_status(session: Session, language_id: str) -> dict[str, int]:
+    """``{status: number of jobs}`` of one language (statuses without jobs left out)."""
+    rows = session.execute(
+        select(JobRow.status, func.count()).where(JobRow.language_id == language_id).group_by(JobRow.status)
+    ).all()
+    return {str(status): int(n) for status, n in rows}
+
+
+def delete_of_language(session: Session, language_id: str) -> int:
+    """Delete every job of a language (``DELETE /v1/languages/{id}?cascade=true``); the number deleted.
+    A running job's worker finds its row gone and drops its result."""
+    res = session.execute(delete(JobRow).where(JobRow.language_id == language_id))
+    return int(res.rowcount or 0)
+
+
+def release(session: Session, held: Claim, *, detail: str) -> bool:
+    """Put a held job back in the queue without counting the attempt (the worker is shutting
+    down, not the job failing); commits. Returns False when the lease was already lost."""
+    res = session.execute(
+        update(JobRow)
+        .where(JobRow.id == held.job_id, JobRow.lease_owner == held.token, JobRow.status == "running")
+        .values(
+            status="queued",
+            lease_owner=None,
+            lease_expires_at=None,
+            attempts=JobRow.attempts - 1,
+            error={"reason": "worker-stopped", "detail": detail, "retrying": True, "attempt": held.attempt},
+        )
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return bool(res.rowcount)
+
+
+def expire_lease(session: Session, held: Claim) -> None:
+    """End a held lease now (its task was lost), so :func:`recover_expired` requeues or fails the
+    job at once; conditional on the lease token; commits."""
+    session.execute(
+        update(JobRow)
+        .where(JobRow.id == held.job_id, JobRow.lease_owner == held.token, JobRow.status == "running")
+        .values(lease_expires_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
 
 
 def job_resource(row: JobRow) -> dict[str, Any]:

@@ -7,7 +7,8 @@
                       when undecided, e.g. monoid over its size cap), so ``?class=K&member=true``
                       is an indexed query on SQLite and PostgreSQL alike.
 
-Other tables (jobs) declare themselves on the same :class:`Base` in their own modules.
+``jobs``              one row per long computation (train / construct) on a stored language, with
+                      its life cycle; written only by :mod:`langclass.app.jobs`.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, TypeDecorator
+from sqlalchemy import JSON, Boolean, CheckConstraint, DateTime, ForeignKey, Index, Integer, String, TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-__all__ = ["Base", "LanguageRow", "LanguageClassRow", "UTCDateTime", "utcnow"]
+__all__ = ["Base", "LanguageRow", "LanguageClassRow", "JobRow", "UTCDateTime", "utcnow"]
 
 
 def utcnow() -> datetime:
@@ -105,3 +106,57 @@ class LanguageClassRow(Base):
     language: Mapped[LanguageRow] = relationship(back_populates="classes")
 
     __table_args__ = (Index("ix_language_classes_key_member", "class_key", "member"),)
+
+
+class JobRow(Base):
+    """One job (see the module docstring for the life cycle).
+
+    Columns:
+        id: UUID4 string.
+        language_id: the stored language (DELETE with ``?cascade=true`` deletes its jobs; without it a language that has jobs is kept, 409).
+        kind: ``train`` | ``construct``.
+        status: ``queued`` | ``running`` | ``succeeded`` | ``failed`` | ``cancelled``.
+        spec: the job function's input, complete (language DFA, encodings with their resolved
+            parameters, profile, seeds, learning rates, overrides, prediction).
+        attempts / max_attempts: claims so far / the most allowed.
+        lease_owner: the current (or last) lease token ``host:pid:random``.
+        lease_expires_at / heartbeat_at: end of the lease / last heartbeat (UTC).
+        progress: the job function's last progress report (step, total, last evaluation, …).
+        result: the job function's JSON result (``runs``, ``summary``, ``verdict``, …).
+        error: ``{"reason", "detail", …}`` when the job failed or was retried / cancelled.
+        cancel_requested: set by ``DELETE /v1/jobs/{id}`` while running.
+        created_at / started_at / finished_at: UTC timestamps (started = first claim).
+    """
+
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    language_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("languages.id", ondelete="CASCADE", name="fk_jobs_language_id"), nullable=False
+    )
+    kind: Mapped[str] = mapped_column(String(32), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="queued")
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
+    lease_owner: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')", name="ck_jobs_status"
+        ),
+        CheckConstraint("attempts >= 0 AND max_attempts >= 1", name="ck_jobs_attempts"),
+        Index("ix_jobs_status_created_at", "status", "created_at"),
+        Index("ix_jobs_language_created_at", "language_id", "created_at", "id"),
+        Index("ix_jobs_created_at_id", "created_at", "id"),
+        Index("ix_jobs_status_lease", "status", "lease_expires_at"),
+    )

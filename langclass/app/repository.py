@@ -1,24 +1,25 @@
 """The languages repository: the only module that queries the ``languages`` tables.
 
+Deleting a language with ``cascade`` deletes its jobs through :mod:`langclass.app.jobs` (the only
+writer of the jobs table); cursors come from :mod:`langclass.app.pagination`.
+
 Functions take an open :class:`~sqlalchemy.orm.Session` (the caller owns the transaction) and
 return ORM rows or plain dicts; routes turn them into resources.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, delete, exists, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from . import jobs
+from .errors import ConflictError
 from .orm import LanguageClassRow, LanguageRow, utcnow
-from .problems import InvalidCursorError
+from .pagination import decode_cursor, encode_cursor
 
 __all__ = [
     "class_memberships",
@@ -145,16 +146,7 @@ def delete_language(session: Session, language_id: str, *, cascade: bool = False
     Raises:
         ConflictError: the language has jobs and ``cascade`` is false (409; nothing is deleted).
     """
-    from sqlalchemy import func, select
-
-    from .jobs import JobRow
-    from .problems import ConflictError
-
-    counts = dict(
-        session.execute(
-            select(JobRow.status, func.count()).where(JobRow.language_id == language_id).group_by(JobRow.status)
-        ).all()
-    )
+    counts = jobs.count_by_status(session, language_id)
     total = sum(counts.values())
     if total and not cascade:
         summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
@@ -164,29 +156,10 @@ def delete_language(session: Session, language_id: str, *, cascade: bool = False
             field="cascade", jobs=total,
         )
     if total:
-        session.execute(delete(JobRow).where(JobRow.language_id == language_id))
+        jobs.delete_of_language(session, language_id)
     session.execute(delete(LanguageClassRow).where(LanguageClassRow.language_id == language_id))
     result = session.execute(delete(LanguageRow).where(LanguageRow.id == language_id))
     return bool(result.rowcount)
-
-
-def encode_cursor(row: LanguageRow) -> str:
-    """An opaque cursor pointing after ``row`` in the (created_at, id) order."""
-    raw = json.dumps([row.created_at.isoformat(), row.id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    """Inverse of :func:`encode_cursor`; raises :class:`InvalidCursorError` for anything else."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created, lid = json.loads(raw)
-        when = datetime.fromisoformat(created)
-        if not isinstance(lid, str) or when.tzinfo is None:
-            raise ValueError("bad cursor")
-        return when, lid
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, json.JSONDecodeError):
-        raise InvalidCursorError("the cursor is not one this service issued", field="cursor") from None
 
 
 def list_languages(

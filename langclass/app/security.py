@@ -21,7 +21,7 @@ import hmac
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from .problems import AuthenticationError
+from .errors import AuthenticationError
 from .settings import Settings
 
 __all__ = ["bearer_scheme", "require_api_key", "require_write_key", "check_key", "key_id"]

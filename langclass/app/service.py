@@ -1,7 +1,10 @@
 """Turning a request into a classified language: parse → canonical DFA → analysis → record.
 
-This is the only place the service calls ``core``; the API routes and the CLI both use it, so
-``langclass classify --json`` prints exactly the record ``POST /v1/classify`` returns.
+This is where a *classification* runs: the API routes, the CLI and batch classification all call
+it, so ``langclass classify --json`` prints exactly the record ``POST /v1/classify`` returns. Other
+modules use ``core`` for their own concerns (errors and limits everywhere; formulas and B-RASP in
+:mod:`langclass.app.experiments`; the census in ``cli_census``); the experiment use cases live in
+:mod:`langclass.app.experiments`.
 
 Every step runs under the :class:`~langclass.core.limits.Limits` built from the settings; heavy work
 runs off the event loop in :class:`~langclass.app.runner.ClassifyRunner` (admission control, one

@@ -29,7 +29,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import update
 
 from ..core.errors import LangclassError, LimitExceeded
 from . import jobs as jobrepo
@@ -109,23 +108,8 @@ def _json_safe(value: Any) -> Any:
     return clean(json.loads(json.dumps(value, default=str)))
 
 
-def release(session: Any, held: jobrepo.Claim, *, detail: str) -> bool:
-    """Put a held job back in the queue without counting the attempt (the worker is shutting
-    down, not the job failing); commits. Returns False when the lease was already lost."""
-    res = session.execute(
-        update(jobrepo.JobRow)
-        .where(jobrepo.JobRow.id == held.job_id, jobrepo.JobRow.lease_owner == held.token, jobrepo.JobRow.status == "running")
-        .values(
-            status="queued",
-            lease_owner=None,
-            lease_expires_at=None,
-            attempts=jobrepo.JobRow.attempts - 1,
-            error={"reason": "worker-stopped", "detail": detail, "retrying": True, "attempt": held.attempt},
-        )
-        .execution_options(synchronize_session=False)
-    )
-    session.commit()
-    return bool(res.rowcount)
+release = jobrepo.release
+"""Put a held job back in the queue (see :func:`langclass.app.jobs.release`)."""
 
 
 class _Heartbeat(threading.Thread):

@@ -1,0 +1,40 @@
+"""Opaque keyset cursors for any table listed newest or oldest first by ``(created_at, id)``.
+
+A cursor is the URL-safe base64 of ``[created_at ISO-8601, id]`` of the last row of a page; the
+next page starts strictly after it in the listing's order. Used by the languages and jobs listings.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import datetime
+from typing import Any
+
+from .errors import InvalidCursorError
+
+__all__ = ["encode_cursor", "decode_cursor"]
+
+
+def encode_cursor(row: Any) -> str:
+    """An opaque cursor pointing after ``row`` (any object with ``created_at`` and a string ``id``)."""
+    raw = json.dumps([row.created_at.isoformat(), row.id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """Inverse of :func:`encode_cursor`: ``(created_at, id)`` (timezone-aware).
+
+    Raises:
+        InvalidCursorError: anything this service did not issue (400, ``field`` = ``"cursor"``).
+    """
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created, lid = json.loads(raw)
+        when = datetime.fromisoformat(created)
+        if not isinstance(lid, str) or when.tzinfo is None:
+            raise ValueError("bad cursor")
+        return when, lid
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, json.JSONDecodeError):
+        raise InvalidCursorError("the cursor is not one this service issued", field="cursor") from None
