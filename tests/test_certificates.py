@@ -153,3 +153,35 @@ def test_table_prints_the_certificates_of_yes_answers():
     assert "certificate: k=2" in table  # LTL[P,MOD] yes
     assert "certificate: letters=a" in table  # group yes
     assert "witness: word=a" in table  # star-free no
+
+
+@pytest.mark.parametrize("rx,al", LANGS)
+def test_api_response_models_type_every_certificate_and_witness(rx, al):
+    from pydantic import TypeAdapter
+
+    from langclass.app.evidence_models import EVIDENCE_MODELS, EvidenceModel
+
+    typed = tuple(EVIDENCE_MODELS.values())
+    ta = TypeAdapter(EvidenceModel)
+    _, a = _analysis(rx, al)
+    for key, r in a.classes.items():
+        d = r.to_dict()
+        for field in ("certificate", "witness"):
+            if d[field] is None:
+                continue
+            v = ta.validate_python(d[field])
+            assert isinstance(v, typed), (key, field, type(v))  # a typed shape, not the plain-object fallback
+            assert ta.dump_python(v) == d[field]
+
+
+def test_beyond_is_typed_and_groups_of_ac0_languages_are_shown():
+    from langclass.app.schemas import Beyond
+
+    _, a = _analysis("(b*ab*a)*b*", "ab")  # even number of a: Z2 in the stable semigroup
+    assert a.classes["fo_mod"].member is False
+    b = Beyond.model_validate(a.beyond)
+    assert b.group is not None and b.group.order == 2 and b.all_groups_solvable
+    _, a = _analysis("((a|b)(a|b))*", "ab")  # Z2 in the monoid, none in η(Σ^2): in AC⁰
+    assert a.classes["fo_mod"].member is True and a.beyond is None
+    assert [g["name"] for g in a.monoid_summary["nontrivial_groups"]] == ["Z2"]
+    assert "groups: Z2 in the syntactic monoid, none in the stable semigroup" in format_table(a)

@@ -11,11 +11,15 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from ..core.classes.aperiodic import GroupEvidence
+from .evidence_models import EvidenceModel, evidence_model
+
 __all__ = [
     "ClassifyInput",
     "LanguageInput",
     "LanguagePatch",
     "ClassResult",
+    "Beyond",
     "Classification",
     "Language",
     "StoredLanguage",
@@ -138,8 +142,10 @@ class ClassResult(BaseModel):
     algebra: str | None = None
     member: bool | None = Field(description="true/false; null when undecided (a limit was hit)")
     reason: str | None = Field(None, description="one-line reason")
-    certificate: dict[str, Any] | None = Field(None, description="evidence as data (states, words)")
-    witness: dict[str, Any] | None = None
+    certificate: EvidenceModel | None = Field(
+        None, description="a member's evidence as data (states, words, the monoid as words) that "
+        "langclass.core.classes.replay checks on the DFA alone; a non-member's repeats the witness")
+    witness: EvidenceModel | None = Field(None, description="a non-member's counterexample as data (words, states)")
     source: str | None = Field(None, description="paper title and theorem")
     period: int | None = Field(None, description="for ltl_p_mod: the period k of the periodic encoding")
 
@@ -160,6 +166,24 @@ _CLASSIFICATION_EXAMPLE = {
 }
 
 
+GroupModel = evidence_model(GroupEvidence)
+
+
+class Beyond(BaseModel):
+    """For a language outside AC⁰ (not in FO[<,MOD]): the group in its stable semigroup and the
+    circuit-complexity consequence. Languages in AC⁰ have ``beyond: null`` even when their monoid
+    holds groups — those groups lie outside the stable semigroup; every language's groups are listed
+    in ``monoid.nontrivial_groups``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: GroupModel | None = Field(description="the largest group of the stable semigroup η(Σ^s), generators as words of length s; null when the monoid was over its cap")  # type: ignore[valid-type]
+    stable_semigroup_groups: list[GroupModel] | None = None  # type: ignore[valid-type]
+    all_groups_solvable: bool | None = None
+    complexity: str | None = Field(None, description="ACC⁰ (all groups solvable) or NC¹-complete")
+    reason: str
+
+
 class Classification(BaseModel):
     """The classification of one language (``POST /v1/classify``; stored records add labels)."""
 
@@ -172,6 +196,7 @@ class Classification(BaseModel):
     num_states: int
     monoid: dict[str, Any] = Field(description="syntactic monoid summary (size, idempotents, stability index, …)")
     classes: dict[str, ClassResult]
+    beyond: Beyond | None = Field(None, description="only for languages outside AC⁰; see Beyond")
     encodings: dict[str, Any] = Field(description="which positional encoding suffices, per attention family")
     code_version: str
 

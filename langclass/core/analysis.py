@@ -56,8 +56,11 @@ class Analysis:
         monoid_summary: JSON-ready summary (or ``{"error": {...}}``).
         classes: class key → :class:`~langclass.core.classes.ClassResult`.
         encodings: ``{"soft": {...}, "hard": {...}}`` (see :func:`~langclass.core.encoding_choice.choose_encodings`).
-        beyond: for languages outside FO[<,MOD]: the group found in the stable semigroup and the
-            circuit-complexity consequence; ``None`` otherwise.
+        beyond: for languages outside FO[<,MOD] (= outside AC⁰): the group found in the stable
+            semigroup and the circuit-complexity consequence (ACC⁰ or NC¹-complete); ``None`` for
+            languages in AC⁰ — also when their monoid holds groups, which then all lie outside the
+            stable semigroup. The groups of every language are in ``monoid_summary["nontrivial_groups"]``
+            (the table prints them).
         extra: further facts (ground-truth ``extra`` names where they exist).
         timings_ms: wall-clock milliseconds per stage.
     """
@@ -278,6 +281,11 @@ def format_table(analysis: Analysis) -> str:
         e = a.encodings[fam]
         thm = f" — {e['theorem']}" if e.get("theorem") else ""
         lines.append(f"  {fam}: {e['name']} [{e['length_guarantee']}]{thm}")
+    groups = ms.get("nontrivial_groups") or []
+    if groups and not a.beyond:
+        names = ", ".join(f"{g['name']}" for g in groups[:5]) + (" …" if len(groups) > 5 else "")
+        lines.append(f"groups: {names} in the syntactic monoid, none in the stable semigroup η(Σ^{ms['stability_index']}) "
+                     "(so the language is in AC⁰)" if a.classes["fo_mod"].member else f"groups: {names} in the syntactic monoid")
     if a.beyond:
         g = a.beyond.get("group")
         if g:
