@@ -200,7 +200,9 @@ def test_launch_watch_and_cancel_a_job(server: dict, browser: webdriver.Chrome) 
     status = browser.find_element(By.ID, "job-status")
     assert status.text.split()[0] in ("queued", "running")
     browser.find_element(By.ID, "cancel-job").click()
-    _wait(browser, 180).until(lambda d: d.find_element(By.ID, "job-status").text.startswith("cancelled"))
+    # the live status says cancelled, then the page reloads itself into its final (server-rendered) form
+    _wait(browser, 180).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#job-status[data-final=yes]"))
+    assert browser.find_element(By.ID, "job-status").text.startswith("cancelled")
     _image(browser.get_screenshot_as_png(), "job-cancelled")
     # the language page lists it
     browser.get(f"{server['base']}/languages/{server['ids']['even-a']}")
