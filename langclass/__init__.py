@@ -8,15 +8,7 @@ torch, FastAPI or SQLAlchemy)::
     r = langclass.classify("(ab)*", alphabet="ab")
 """
 
-from importlib.metadata import PackageNotFoundError as _NotInstalled
-from importlib.metadata import version as _dist_version
-
-try:
-    __version__: str = _dist_version("langclass")
-    """The package version (pyproject's ``version``, read from the installed metadata); the one
-    :func:`langclass.version.code_version` stamps on records and job results."""
-except _NotInstalled:  # pragma: no cover - a bare source tree that was never installed
-    __version__ = "0.0.0"
+from .version import __version__  # the package version, one declaration (langclass/version.py)
 
 _API = ("classify", "construct", "train", "Classification", "RunResult")
 

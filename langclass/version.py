@@ -1,8 +1,7 @@
 """The code version stamped on stored records and job results — one function for the whole package.
 
 ``code_version()`` = ``LANGCLASS_CODE_VERSION`` when set (e.g. at image build time), otherwise the
-package version (``langclass.__version__`` when the package declares one, else the installed
-distribution's metadata) followed by ``+g<commit>`` when the code runs from a git checkout. The
+package version (:data:`__version__`, re-exported as ``langclass.__version__``) followed by ``+g<commit>`` when the code runs from a git checkout. The
 service (records, OpenAPI ``version``), the CLI (``classify --json``) and the job functions
 (``result.code_version`` of train and construct jobs) all call it, so one build stamps one version.
 """
@@ -15,21 +14,24 @@ import os
 import subprocess
 from pathlib import Path
 
-__all__ = ["code_version", "package_version"]
+__all__ = ["__version__", "code_version", "package_version"]
+
+
+def _distribution_version() -> str:
+    try:
+        return importlib.metadata.version("langclass")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a bare source tree never installed
+        return "0.0.0"
+
+
+__version__: str = _distribution_version()
+"""The package version (pyproject's ``version``, from the installed metadata); ``langclass.__version__``
+re-exports it, so this module never imports the package root (it sits below every layer)."""
 
 
 def package_version() -> str:
-    """The package version without the commit: ``langclass.__version__`` if declared, else the
-    installed distribution's version, else ``0.0.0`` (a bare source tree)."""
-    import langclass
-
-    declared = getattr(langclass, "__version__", None)
-    if declared:
-        return str(declared)
-    try:
-        return importlib.metadata.version("langclass")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a bare tree
-        return "0.0.0"
+    """The package version without the commit: :data:`__version__`."""
+    return __version__
 
 
 @functools.lru_cache(maxsize=1)

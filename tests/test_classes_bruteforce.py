@@ -24,7 +24,7 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from langclass.core.analysis import analyze
@@ -219,8 +219,7 @@ def test_every_class_matches_brute_force(dfa):
     r = analyze(dfa)
     for res in r.classes.values():
         replay(dfa, res)
-    if len(b.M) > 60:  # the cubic brute force (J-classes, identities) stays for small monoids
-        return
+    assume(len(b.M) <= 60)  # the cubic brute force (J-classes, identities) stays for small monoids; hypothesis draws others
     expected = b.members(with_ltt=len(b.S) <= 8)
     for key, val in expected.items():
         assert r.classes[key].member == val, (key, dfa.to_canonical_dict())

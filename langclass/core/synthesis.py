@@ -34,16 +34,16 @@ names the missing classes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from .automaton import DFA
 from .errors import LimitExceeded, UnsupportedError
 from .formulas import (
-    BOTTOM, TOP, Formula, Mod, conj, disj, formula_size, formula_to_dfa, fragment, letters, neg, past, subformulas,
+    BOTTOM, TOP, Formula, Mod, conj, disj, formula_to_dfa, fragment, letters, neg, past,
 )
 from .limits import DEFAULT_LIMITS, Limits
+from .synthesis_result import MAX_TEXT_NODES, Synthesis
 
 __all__ = [
     "Synthesis", "synthesize", "synthesize_ltl_p", "synthesize_periodic_word", "synthesize_ltl_p_mod",
@@ -53,63 +53,11 @@ __all__ = [
 MAX_MONOMIALS = 10_000
 """Cap on the number of monomials (paths q0 → accepting state) of :func:`synthesize_ltl_p`."""
 
-MAX_TEXT_NODES = 200_000
-"""Formulas whose tree size exceeds this are reported without their text (the DAG is still used)."""
 
 SOURCE_MONOMIALS = ("Theory brief §3 (partially ordered DFA = union of left-deterministic monomials); "
                     "Disentangling the Expressivity of RoPE, Table 3 / App. A.6 (LTL[P] = PFO²[<] = R-trivial)")
 SOURCE_PROP_3_2 = "Disentangling the Expressivity of RoPE, Prop. 3.2"
 SOURCE_QR = "Disentangling the Expressivity of RoPE, Thm 3.3 ((3) A_k partially ordered ⇒ (5) LTL[P,MOD])"
-
-
-@dataclass(frozen=True)
-class Synthesis:
-    """A synthesized formula equivalent to a DFA.
-
-    Attributes:
-        formula: the formula (a DAG of shared subformulas).
-        alphabet: Σ.
-        method: ``"monomials"`` | ``"periodic-word"`` | ``"modular-states"``.
-        fragment: the formula's fragment (``"LTL[P]"``, ``"LTL[P,MOD]"`` …).
-        monomials: for ``"monomials"``, each monomial as text ``{a,b}* c {b}*``; else empty.
-        word: for ``"periodic-word"``, the word w of (w)*.
-        verified: the formula's DFA has the input's fingerprint (always True when returned).
-        fingerprint: the language's fingerprint.
-        source: paper and result the construction follows.
-    """
-
-    formula: Formula
-    alphabet: tuple[str, ...]
-    method: str
-    fragment: str
-    monomials: tuple[str, ...] = ()
-    word: tuple[str, ...] | None = None
-    verified: bool = False
-    fingerprint: str = ""
-    source: str = ""
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def text(self) -> str | None:
-        """The formula text, or None when its tree size exceeds :data:`MAX_TEXT_NODES`."""
-        return self.formula.text() if formula_size(self.formula) <= MAX_TEXT_NODES else None
-
-    def to_dict(self) -> dict:
-        size = formula_size(self.formula)
-        return {
-            "formula": self.text,
-            "formula_tree_size": size,
-            "formula_distinct_subformulas": len(subformulas(self.formula)),
-            "alphabet": list(self.alphabet),
-            "method": self.method,
-            "fragment": self.fragment,
-            "monomials": list(self.monomials),
-            "word": None if self.word is None else list(self.word),
-            "verified": self.verified,
-            "fingerprint": self.fingerprint,
-            "source": self.source,
-            "notes": list(self.notes),
-        }
 
 
 # ----------------------------------------------------------------------- helpers

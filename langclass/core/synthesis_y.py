@@ -131,7 +131,7 @@ def synthesize_ltl_p_y(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, k: int | No
     """
     from .classes import ltl_p_y_delay
     from .graph import strongly_connected_components
-    from .synthesis import Synthesis
+    from .synthesis_result import Synthesis
 
     A = dfa.canonical()
     deadline = limits.deadline()

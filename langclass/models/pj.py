@@ -47,7 +47,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .encodings import (COMPUTE_DTYPES, PositionalEncoding, _as_float, _as_int, _check_positions, _err, exact_cos_sin, register_family,
+from .encoding_base import (COMPUTE_DTYPES, PositionalEncoding, _as_float, _as_int, _check_positions, _err, exact_cos_sin, register_family,
                         rotate_pairs)
 
 __all__ = ["PJBias", "PJRotary", "SECTORS", "phi_l", "beta_l", "fold_frequency", "nearest_root", "MAX_LAGS"]

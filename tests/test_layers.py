@@ -1,0 +1,193 @@
+"""The import graph of langclass/ has no cycle and never runs up the layers (issue 12).
+
+Layers, lowest first (docs/architecture.md draws them):
+
+    version ← core ← models ← {orm, pagination, errors, settings, db, …} ← {repository, jobs}
+            ← {service, experiments, runner} ← {routes, pages, cli, worker, executor, api, …} ← main
+
+Every ``import`` / ``from … import`` of a langclass module is read from the source with ``ast`` —
+module-level and inside functions alike (a lazy import that runs upward is still a dependency that
+runs upward). A module may import from its own layer or any lower one; the graph of module-level
+imports must be acyclic, and so must the graph of all imports across different modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "langclass"
+
+# (layer number, module-name prefixes); the first matching prefix, longest first, decides
+LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
+    (0, "version", ("langclass.version",)),
+    (1, "core", ("langclass.core",)),
+    (2, "models", ("langclass.models",)),
+    (3, "app foundation: tables, cursors, errors, settings, database, response models",
+     ("langclass.app.orm", "langclass.app.pagination", "langclass.app.errors", "langclass.app.settings",
+      "langclass.app.db", "langclass.app.query", "langclass.app.isolation", "langclass.app.plot",
+      "langclass.app.evidence_models", "langclass.app.schemas")),
+    (4, "repositories", ("langclass.app.repository", "langclass.app.jobs")),
+    (5, "use cases", ("langclass.app.service", "langclass.app.experiments", "langclass.app.runner")),
+    (6, "interfaces", ("langclass.app.routes", "langclass.app.pages", "langclass.app.cli", "langclass.app.batch",
+                       "langclass.app.worker", "langclass.app.executor", "langclass.app.problems",
+                       "langclass.app.body", "langclass.app.security", "langclass.api")),
+    (7, "entry points", ("langclass.app.main", "langclass.app", "langclass")),
+]
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    out = {}
+    for p in sorted(PKG.rglob("*.py")):
+        parts = list(p.relative_to(ROOT).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        if is_pkg:
+            parts = parts[:-1]
+        out[".".join(parts)] = (p, is_pkg)
+    return out
+
+
+MODULES = _modules()
+
+
+def layer_of(module: str) -> int:
+    best = None
+    for num, _, prefixes in LAYERS:
+        for pre in prefixes:
+            if module == pre or module.startswith(pre + ".") or (pre.endswith("cli") and module.startswith(pre + "_")):
+                if best is None or len(pre) > best[1]:
+                    best = (num, len(pre))
+    assert best is not None, f"module {module} has no layer: add it to LAYERS (and docs/architecture.md)"
+    return best[0]
+
+
+def imports_of(module: str) -> list[tuple[str, int, bool]]:
+    """``(imported module, line, at module level)`` for every langclass import of ``module``."""
+    path, is_pkg = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(n) for n in tree.body}
+    for n in tree.body:  # imports under module-level if/try blocks run at import time too
+        if isinstance(n, (ast.If, ast.Try)):
+            top |= {id(c) for c in ast.walk(n)}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = module.split(".") if is_pkg else module.split(".")[:-1]
+            if node.level:
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("langclass"):
+                continue
+            for alias in node.names:
+                cand = f"{target}.{alias.name}"
+                out.append((cand if cand in MODULES else target, node.lineno, id(node) in top))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("langclass"):
+                    out.append((alias.name, node.lineno, id(node) in top))
+    return [(t, ln, lvl) for t, ln, lvl in out if t != module and t in MODULES]
+
+
+GRAPH = {m: imports_of(m) for m in MODULES}
+
+
+def test_every_module_has_a_layer() -> None:
+    for m in MODULES:
+        layer_of(m)
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    bad = []
+    for m, deps in GRAPH.items():
+        for t, line, _ in deps:
+            if layer_of(t) > layer_of(m):
+                bad.append(f"{m}:{line} imports {t} (layer {layer_of(m)} → {layer_of(t)})")
+    # a package's __init__ may re-export its own submodules
+    bad = [b for b in bad if not _is_own_package(b)]
+    assert not bad, "imports that run up the layers:\n" + "\n".join(bad)
+
+
+def _is_own_package(line: str) -> bool:
+    m, rest = line.split(":", 1)
+    t = rest.split(" imports ", 1)[1].split(" ", 1)[0]
+    return MODULES.get(m, (None, False))[1] and t.startswith(m + ".")
+
+
+def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    color: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(u: str) -> list[str] | None:
+        color[u] = 1
+        stack.append(u)
+        for v in sorted(edges.get(u, ())):
+            if color.get(v) == 1:
+                return stack[stack.index(v):] + [v]
+            if v not in color:
+                found = visit(v)
+                if found:
+                    return found
+        stack.pop()
+        color[u] = 2
+        return None
+
+    for u in sorted(edges):
+        if u not in color:
+            found = visit(u)
+            if found:
+                return found
+    return None
+
+
+def _edges(module_level_only: bool) -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for m, deps in GRAPH.items():
+        for t, _, top in deps:
+            if module_level_only and not top:
+                continue
+            if MODULES[m][1] and t.startswith(m + "."):
+                continue  # a package re-exporting its submodules
+            if MODULES[t][1] and m.startswith(t + "."):
+                continue  # a submodule importing a sibling through its package
+            edges.setdefault(m, set()).add(t)
+    return edges
+
+
+@pytest.mark.parametrize("module_level_only", [True, False], ids=["module-level", "all-imports"])
+def test_no_import_cycle(module_level_only: bool) -> None:
+    cyc = _cycle(_edges(module_level_only))
+    assert cyc is None, "import cycle: " + " → ".join(cyc)
+
+
+def test_the_walker_sees_cycles_and_upward_imports() -> None:
+    """The checks above are real: a planted cycle and a planted upward import are found."""
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}}) is None
+    assert layer_of("langclass.core.analysis") < layer_of("langclass.models.train") < layer_of("langclass.app.jobs")
+    assert layer_of("langclass.app.jobs") < layer_of("langclass.app.service") < layer_of("langclass.app.cli_jobs")
+    assert layer_of("langclass.app.worker") < layer_of("langclass.app.main")
+    assert any(t == "langclass.core.automaton" for t, _, _ in GRAPH["langclass.core.analysis"])
+
+
+def _loaded_after(module: str) -> set[str]:
+    code = f"import sys, {module}; print(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, check=True)
+    return set(out.stdout.split())
+
+
+def test_worker_loads_no_web_framework_and_analysis_no_torch() -> None:
+    worker = _loaded_after("langclass.app.worker")
+    assert "langclass.app.worker" in worker
+    assert not {"fastapi", "starlette"} & worker, sorted({"fastapi", "starlette"} & worker)
+    analysis = _loaded_after("langclass.core.analysis")
+    assert "langclass.core.analysis" in analysis
+    assert not {"torch", "fastapi", "sqlalchemy"} & analysis
+    root = _loaded_after("langclass")
+    assert not {"torch", "fastapi", "sqlalchemy", "numpy"} & root
