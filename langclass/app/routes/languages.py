@@ -222,8 +222,11 @@ def _known_class_keys() -> set[str] | None:
     "/languages",
     response_model=LanguagePage,
     tags=["languages"],
-    summary="Browse stored languages",
-    responses=problem_responses(400, 422),
+    summary="Browse stored languages (JSON, or CSV with ?format=csv)",
+    responses={200: {"content": {"application/json": {}, "text/csv": {"schema": {"type": "string"}}},
+                     "description": "A page of languages; with format=csv one CSV row each (header first) and the "
+                                    "next page in the `Link` header (rel=next)"},
+               **problem_responses(400, 422)},
 )
 async def list_languages(
     request: Request,
@@ -239,8 +242,11 @@ async def list_languages(
     tag: Annotated[str | None, Query(min_length=1, max_length=64, description="languages carrying exactly this tag")] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="page size")] = 50,
     cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page")] = None,
-) -> dict[str, Any]:
-    """Stored languages in a stable order (creation time, then id), filtered and paginated by cursor."""
+    format: Annotated[Literal["json", "csv"], Query(description="json (a page object) or csv (export)")] = "json",
+) -> Any:
+    """Stored languages in a stable order (creation time, then id), filtered and paginated by cursor.
+    ``format=csv`` exports the page as CSV (columns ``id, name, tags, kind, source, alphabet,
+    num_states, monoid_size``, one per class key, ``created_at``; the next page in ``Link``)."""
     if member is not None and class_key is None:
         raise InputError("'member' needs 'class' (which class to test membership of)", field="member")
     for label, value in (("name", name), ("tag", tag)):
@@ -269,7 +275,40 @@ async def list_languages(
             )
             return {"items": [repo.language_summary(r) for r in rows], "next_cursor": next_cursor, "limit": limit}
 
-    return await anyio.to_thread.run_sync(query)
+    page = await anyio.to_thread.run_sync(query)
+    if format == "csv":
+        return _csv_page(request, page)
+    return page
+
+
+def _iso(value: Any) -> str:
+    return value.isoformat() if hasattr(value, "isoformat") else ("" if value is None else str(value))
+
+
+def _csv_page(request: Request, page: dict[str, Any]) -> Response:
+    """A page of language summaries as CSV (booleans as true/false, undecided empty; lists joined by ';'
+    except the alphabet, whose symbols are joined by spaces)."""
+    import csv
+    import io
+    from urllib.parse import urlencode
+
+    from ...core.lattice import CLASS_KEYS
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["id", "name", "tags", "kind", "source", "alphabet", "num_states", "monoid_size", *CLASS_KEYS, "created_at"])
+    cell = {True: "true", False: "false", None: ""}
+    for it in page["items"]:
+        src = it.get("source") or {}
+        w.writerow([it["id"], it.get("name") or "", ";".join(it.get("tags") or []), src.get("kind", ""),
+                    src.get("regex") or src.get("formula") or "", " ".join(it["alphabet"]), it["num_states"],
+                    "" if it.get("monoid_size") is None else it["monoid_size"],
+                    *(cell[(it.get("classes") or {}).get(k)] for k in CLASS_KEYS), _iso(it.get("created_at"))])
+    headers = {}
+    if page["next_cursor"]:
+        query = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor"] + [("cursor", page["next_cursor"])]
+        headers["Link"] = f'<{request.url.path}?{urlencode(query)}>; rel="next"'
+    return Response(buf.getvalue(), media_type="text/csv; charset=utf-8", headers=headers)
 
 
 @router.get(
