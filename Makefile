@@ -8,7 +8,7 @@
 
 PYTHON ?= python3
 VENV ?= .venv
-EXTRAS ?= test,ray,bench
+EXTRAS ?= test,ray,bench,automata
 HOST ?= $(or $(LANGCLASS_HOST),127.0.0.1)
 PORT ?= $(or $(LANGCLASS_PORT),8000)
 PYTEST_ARGS ?=

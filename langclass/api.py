@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .core.analysis import Analysis
     from .core.classes import ClassResult
 
-__all__ = ["Classification", "RunResult", "classify", "construct", "train", "read_alphabet", "user_state_names"]
+__all__ = ["Classification", "RunResult", "classify", "construct", "train", "read_alphabet", "from_automata_lib",
+           "to_automata_lib"]
 
 
 def read_alphabet(alphabet: str | Sequence[str]) -> list[str]:
@@ -327,3 +328,78 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
     if prediction is not None:
         spec["prediction"] = dict(prediction)
     return RunResult("train", run_experiment(spec))
+
+
+# ============================================================================ automata-lib interop
+
+
+def from_automata_lib(adfa: Any) -> DFA:
+    """The canonical minimal complete DFA of an automata-lib ``automata.fa.dfa.DFA`` (optional extra
+    ``langclass[automata]``; automata-lib 8 or later).
+
+    automata-lib states may be any hashable values (``frozenset`` states come from
+    ``DFA.from_nfa``); they are numbered here, so names never collide (``2`` and ``"2"`` stay two
+    states). A partial DFA (``allow_partial=True``) gets an explicit sink for its missing
+    transitions. The alphabet is ``sorted(input_symbols)``; symbols must be non-empty strings.
+
+    Raises:
+        DfaFormatError: not an automata-lib DFA (an NFA, say: determinize it with ``DFA.from_nfa``),
+            or a transition to an unknown state.
+        AlphabetError: a symbol that is not a non-empty string (the shared alphabet rules apply).
+        LimitExceeded: ``max_states`` / ``max_alphabet``.
+    """
+    needed = ("states", "input_symbols", "transitions", "initial_state", "final_states")
+    if not all(hasattr(adfa, a) for a in needed) or type(adfa).__name__ != "DFA":
+        raise DfaFormatError(f"expected an automata-lib DFA (automata.fa.dfa.DFA), got {type(adfa).__name__}", field="dfa")
+    symbols = list(adfa.input_symbols)
+    if not all(isinstance(s, str) for s in symbols):
+        raise AlphabetError("automata-lib input symbols must be strings to become a langclass alphabet", field="alphabet")
+    alphabet = sorted(symbols)
+    order: list[Any] = [adfa.initial_state]
+    index = {adfa.initial_state: 0}
+    rows: list[list[int]] = []
+    sink: int | None = None
+    for state in order:  # breadth-first from the initial state: unreachable states never matter
+        row = []
+        out = adfa.transitions.get(state, {})
+        for sym in alphabet:
+            if sym in out:
+                target = out[sym]
+                if target not in adfa.states:
+                    raise DfaFormatError(f"transition {state!r} --{sym}--> {target!r}: unknown state", field="dfa.transitions")
+                if target not in index:
+                    index[target] = len(order)
+                    order.append(target)
+                row.append(index[target])
+            else:  # partial DFA: the missing transition goes to a sink
+                if sink is None:
+                    sink = -1
+                row.append(sink)
+        rows.append(row)
+    n = len(order)
+    if sink is not None:
+        rows = [[n if t == -1 else t for t in row] for row in rows] + [[n] * len(alphabet)]
+    accepting = [index[s] for s in adfa.final_states if s in index]
+    DEFAULT_LIMITS.check("max_states", len(rows))
+    return DFA.from_table(alphabet, rows, 0, accepting).canonical()
+
+
+def to_automata_lib(dfa: "DFA | Classification") -> Any:
+    """An automata-lib ``automata.fa.dfa.DFA`` of the same language (states ``0..n-1`` of the
+    canonical DFA, complete, input symbols the alphabet). Needs the optional extra
+    ``langclass[automata]``.
+
+    Raises:
+        ImportError: automata-lib is not installed.
+    """
+    from automata.fa.dfa import DFA as AutomataDFA
+
+    machine = dfa.dfa if isinstance(dfa, Classification) else dfa
+    table = machine.transitions.tolist()
+    return AutomataDFA(
+        states=set(range(machine.num_states)),
+        input_symbols=set(machine.alphabet),
+        transitions={q: {s: int(r) for s, r in zip(machine.alphabet, row)} for q, row in enumerate(table)},
+        initial_state=int(machine.initial),
+        final_states=set(machine.accepting_states),
+    )
