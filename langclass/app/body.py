@@ -31,7 +31,7 @@ from fastapi.routing import APIRoute
 from ..core.errors import DfaFormatError, InputError, LimitExceeded
 from .errors import MalformedJsonError, UnsupportedMediaTypeError
 
-__all__ = ["JsonBodyRoute", "read_json_body", "decode_json_strict"]
+__all__ = ["JsonBodyRoute", "read_json_body", "decode_json_strict", "refuse_nul_parameters"]
 
 _JSON_MEDIA = re.compile(r"^application/(?:[a-z0-9!#$&^_.+-]+\+)?json$")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -53,6 +53,22 @@ def _child(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
+MAX_INT_DIGITS = 4300
+"""Longest integer literal read from a body (Python's own bound for decimal conversion)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise MalformedJsonError(f"the request body is not valid JSON: {name} is not a JSON number (RFC 8259 has no NaN or Infinity)",
+                             constant=name)
+
+
+def _parse_int(digits: str) -> int:
+    n = len(digits.lstrip("-"))
+    if n > MAX_INT_DIGITS:
+        raise MalformedJsonError(f"the request body holds an integer of {n} digits; at most {MAX_INT_DIGITS} are read", digits=n)
+    return int(digits)
+
+
 def decode_json_strict(text: str, max_depth: int) -> Any:
     """Parse ``text`` as JSON, refusing repeated keys, lone surrogates and deep nesting.
 
@@ -64,13 +80,14 @@ def decode_json_strict(text: str, max_depth: int) -> Any:
         the value with plain ``dict``/``list`` containers.
 
     Raises:
-        MalformedJsonError: not JSON (``position`` = character offset).
+        MalformedJsonError: not JSON (``position`` = character offset), ``NaN`` / ``Infinity``
+            (not JSON numbers), or an integer longer than :data:`MAX_INT_DIGITS` digits.
         LimitExceeded: ``max_json_depth``.
         InputError: a repeated key or a lone surrogate (``field`` = its path); ``DfaFormatError``
             for a repeated key inside ``dfa``.
     """
     try:
-        tree = json.loads(text, object_pairs_hook=_Pairs)
+        tree = json.loads(text, object_pairs_hook=_Pairs, parse_constant=_refuse_constant, parse_int=_parse_int)
     except RecursionError:
         raise LimitExceeded(
             "max_json_depth", max_depth, f"the JSON body nests arrays/objects deeper than max_json_depth={max_depth}"
@@ -169,3 +186,18 @@ class JsonBodyRoute(APIRoute):
             return await handler(request)
 
         return strict_handler
+
+
+def refuse_nul_parameters(request: Request) -> None:
+    """Application-wide dependency: a path or query parameter holding NUL (U+0000, ``%00``) is
+    refused with 422 naming it — no id contains one, and PostgreSQL text cannot hold it (the
+    query would fail with a 500).
+
+    Raises:
+        InputError: 422 ``invalid-input`` with ``field`` the parameter's name.
+    """
+    bad = [("path", k) for k, v in request.path_params.items() if isinstance(v, str) and "\x00" in v]
+    bad += [("query", k) for k, v in request.query_params.multi_items() if "\x00" in v or "\x00" in k]
+    if bad:
+        where, name = bad[0]
+        raise InputError(f"{where} parameter {_show(name)!r}: NUL (U+0000) is not allowed", field=_show(name), location=where)

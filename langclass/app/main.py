@@ -29,6 +29,7 @@ from .executor import executor_lifespan
 from .query import strict_query
 from .problems import HeadAsGetMiddleware, PayloadTooLarge, install_problem_handlers, problem_response
 from .routes import ROUTERS
+from .body import refuse_nul_parameters
 from .runner import ClassifyRunner
 from .service import code_version
 from .settings import Settings, get_settings
@@ -158,7 +159,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=_DESCRIPTION,
         openapi_tags=_TAGS,
         lifespan=lifespan,
-        dependencies=[Depends(strict_query)],  # unknown / repeated query parameters → 422 on every route
+        # unknown / repeated query parameters, and NUL in any parameter → 422 on every route
+        dependencies=[Depends(strict_query), Depends(refuse_nul_parameters)],
     )
     app.state.settings = settings
     app.state.db = db

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from .errors import InvalidCursorError
@@ -33,8 +33,9 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         created, lid = json.loads(raw)
         when = datetime.fromisoformat(created)
-        if not isinstance(lid, str) or when.tzinfo is None:
+        if not isinstance(lid, str) or "\x00" in lid or when.tzinfo is None:
             raise ValueError("bad cursor")
+        when.astimezone(timezone.utc)  # 0001-01-01T00:00:00+14:00 lies before year 1 in UTC (OverflowError)
         return when, lid
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, json.JSONDecodeError):
+    except (ValueError, TypeError, OverflowError, binascii.Error, UnicodeDecodeError, json.JSONDecodeError):
         raise InvalidCursorError("the cursor is not one this service issued", field="cursor") from None

@@ -310,6 +310,31 @@ class HeadAsGetMiddleware:
         await self.app(scope, receive, send_headers_only)
 
 
+def database_unavailable(exc: BaseException) -> str | None:
+    """Why ``exc`` means the database cannot serve now (unreachable, or its schema behind the
+    code), or None for any other error. Used to answer 503 instead of 500."""
+    from sqlalchemy import exc as sa
+
+    if isinstance(exc, (sa.OperationalError, sa.InterfaceError)) or (isinstance(exc, sa.DBAPIError) and exc.connection_invalidated):
+        text = str(getattr(exc, "orig", exc) or exc).lower()
+        if "no such table" in text or "no such column" in text:
+            return "the database schema is behind this version; run `langclass db upgrade`"
+        return f"the database is unreachable ({type(getattr(exc, 'orig', exc) or exc).__name__}); retry later"
+    if isinstance(exc, sa.ProgrammingError):
+        text = str(getattr(exc, "orig", exc) or exc).lower()
+        if "does not exist" in text and ("relation" in text or "column" in text) or "undefinedtable" in text:
+            return "the database schema is behind this version; run `langclass db upgrade`"
+    return None
+
+
+async def _database_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    why = database_unavailable(exc)
+    if why is None:
+        return await _internal_error_handler(request, exc)
+    log.warning("database unavailable on %s %s: %s", request.method, request.url.path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    return problem_response(503, NotReadyError.code, NotReadyError.title, why, instance=request.url.path, headers={"Retry-After": "5"})
+
+
 async def _internal_error_handler(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return problem_response(500, "internal-error", "Internal error", "an unexpected error occurred; it has been logged", instance=request.url.path)
@@ -320,6 +345,9 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(LangclassError, _langclass_error_handler)
     app.add_exception_handler(RequestValidationError, _validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, _http_error_handler)
+    from sqlalchemy.exc import DBAPIError
+
+    app.add_exception_handler(DBAPIError, _database_error_handler)  # unreachable / schema behind → 503
     app.add_exception_handler(Exception, _internal_error_handler)
 
 

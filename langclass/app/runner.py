@@ -44,8 +44,8 @@ T = TypeVar("T")
 
 def kill_grace_s(remaining: float) -> float:
     """Seconds past the cooperative deadline before a worker process is killed: enough for the
-    deadline to fire and its error to come back (0.25 s … 2 s, 5 % of the budget)."""
-    return min(2.0, max(0.25, 0.05 * remaining))
+    deadline to fire and its error to come back, even on a loaded machine (1 s … 2 s, 5 % of the budget)."""
+    return min(2.0, max(1.0, 0.05 * remaining))
 
 
 def _with_time_limit(args: tuple[Any, ...], kwargs: dict[str, Any], seconds: float | None) -> tuple[tuple[Any, ...], dict[str, Any]]:
