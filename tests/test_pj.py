@@ -520,3 +520,18 @@ def test_parameters_move_with_the_model_keep_float32_and_skip_weight_decay():
     for name in ("pj_bias", "pj_rotary"):
         r = Recognizer(RecognizerConfig(alphabet=("a", "b"), d_model=16, n_heads=2, n_layers=1, encoding={"name": name}))
         assert torch.isfinite(r.logits_for(["ab", "", "abba" * 10])).all()
+
+
+def test_expanded_positions_give_the_same_bias_and_sdpa_agrees():
+    enc = random_bias(6, H=2, R=1, F=1, dtype="float32")
+    pos = torch.arange(12).unsqueeze(0)
+    full = enc.score_bias(pos.repeat(3, 1))
+    view = enc.score_bias(pos.expand(3, 12))
+    assert view.shape == (3, 2, 12, 12) and torch.equal(full, view)
+    cfg = dict(alphabet=("a", "b"), d_model=16, n_heads=2, n_layers=1, encoding={"name": "pj_bias"})
+    torch.manual_seed(0)
+    exact = Recognizer(RecognizerConfig(**cfg))
+    fused = Recognizer(RecognizerConfig(**cfg, attention_impl="sdpa"))
+    fused.load_state_dict(exact.state_dict())
+    words = ["ab", "", "abba" * 5]
+    assert torch.allclose(exact.logits_for(words), fused.logits_for(words), atol=1e-5)

@@ -29,15 +29,15 @@ from typing import Annotated, Optional
 import typer
 
 from ..core.errors import InputError, LangclassError
-from . import cli_census, cli_construct, cli_jobs
+from . import cli_census, cli_construct, cli_jobs, cli_sectors
 from .cli_common import fail as _fail
 from .cli_common import parse_alphabet
 from .settings import Settings, SettingsError, get_settings
 
 __all__ = ["app", "main", "SUBCOMMAND_MODULES", "parse_alphabet"]
 
-SUBCOMMAND_MODULES = (cli_jobs, cli_construct, cli_census)
-"""Modules whose ``register(app)`` adds commands to :data:`app` (worker, train; construct; census)."""
+SUBCOMMAND_MODULES = (cli_jobs, cli_construct, cli_census, cli_sectors)
+"""Modules whose ``register(app)`` adds commands to :data:`app` (worker, train; construct; census; sectors)."""
 
 app = typer.Typer(
     name="langclass",

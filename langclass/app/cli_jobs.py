@@ -200,8 +200,9 @@ def train(
         raise typer.Exit(code=130)
 
 
-def _run_with_progress(spec: dict[str, Any], *, quiet: bool, limits: Any = None) -> tuple[dict[str, Any] | None, bool]:
-    """Run the experiment under a rich progress bar; Ctrl-C cancels cooperatively.
+def _run_with_progress(spec: dict[str, Any], *, quiet: bool, limits: Any = None, runner: Any = None) -> tuple[dict[str, Any] | None, bool]:
+    """Run the experiment (``runner``, default :func:`~langclass.models.experiment.run_experiment`)
+    under a rich progress bar; Ctrl-C cancels cooperatively.
 
     Returns:
         ``(result, cancelled)`` — the partial result when cancelled (None if nothing finished).
@@ -234,7 +235,8 @@ def _run_with_progress(spec: dict[str, Any], *, quiet: bool, limits: Any = None)
                 if run != current["run"]:
                     current["run"] = run
                     bar.reset(task, total=p.get("total"), completed=0)
-                label = f"run {int(run) + 1}/{runs} {p.get('encoding', '')} seed {p.get('seed')} lr {p.get('learning_rate')}" if run is not None else "run"
+                what = p.get("encoding", "") if "sparsity" not in p else f"λ {p['sparsity']:g}"
+                label = f"run {int(run) + 1}/{runs} {what} seed {p.get('seed')} lr {p.get('learning_rate')}" if run is not None else "run"
                 info = []
                 if isinstance(p.get("loss"), (int, float)):
                     info.append(f"loss {p['loss']:.3f}")
@@ -248,7 +250,7 @@ def _run_with_progress(spec: dict[str, Any], *, quiet: bool, limits: Any = None)
                 bar.update(task, total=p.get("total"), completed=p.get("step") or 0, label=label, info="  ".join(info))
 
             try:
-                return run_experiment(spec, progress=on_progress, should_cancel=stop.is_set, limits=limits), False
+                return (runner or run_experiment)(spec, progress=on_progress, should_cancel=stop.is_set, limits=limits), False
             except LangclassError as err:
                 where = f" [{err.field}]" if err.field else ""
                 console.print(f"error ({err.code}){where}: {err.detail}")

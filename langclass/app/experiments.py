@@ -25,6 +25,9 @@ __all__ = [
     "validate_train_spec",
     "build_construct_spec",
     "validate_construct_spec",
+    "sector_prediction",
+    "build_sectors_spec",
+    "validate_sectors_spec",
 ]
 
 PERIODIC_FAMILIES = ("rope_periodic", "sinusoidal_periodic")
@@ -46,6 +49,11 @@ class ExperimentRequest(BaseModel):
     encoding with the prediction (*Disentangling the Expressivity of RoPE*, App. E).
     ``kind = "construct"``: build a transformer by construction and verify it; further fields (e.g.
     ``formula``) go to the construction unchanged.
+    ``kind = "sectors"``: train PJ-bias recognizers (*PJ-RoPE: A Fourier–Jet–Affine Position Space
+    for Relative Attention*) and compare the sectors they select with the classification
+    (:mod:`langclass.models.sectors`); further fields: ``pj`` (pj_bias parameters), ``sparsity``
+    (λ values), ``max_root_order``, ``root_tolerance``, ``energy_threshold``
+    (:class:`~langclass.models.specs.SectorsSpec`).
     """
 
     model_config = ConfigDict(
@@ -54,10 +62,11 @@ class ExperimentRequest(BaseModel):
             "examples": [
                 {"kind": "train", "encodings": ["nope", "rope_periodic"], "profile": "quick", "seeds": [0], "learning_rates": [3e-4]},
                 {"kind": "construct", "formula": "MOD_2^0"},
+                {"kind": "sectors", "profile": "quick", "seeds": [0], "pj": {"max_order": 2}},
             ]
         },
     )
-    kind: Literal["train", "construct"] = "train"
+    kind: Literal["train", "construct", "sectors"] = "train"
     encodings: list[EncodingItem] | None = Field(
         None, min_length=1, max_length=MAX_ENCODINGS,
         description="encoding names or {name, params, label}; periodic encodings get periods = the language's period k unless given",
@@ -193,6 +202,60 @@ def validate_train_spec(spec: Mapping[str, Any], limits: JobLimits | None = None
     from ..models.specs import DEFAULT_JOB_LIMITS
 
     validate_spec(spec, limits or DEFAULT_JOB_LIMITS)
+
+
+SECTORS_FIELDS = ("pj", "sparsity", "max_root_order", "root_tolerance", "energy_threshold")
+
+
+def sector_prediction(analysis: Mapping[str, Any]) -> dict[str, Any]:
+    """The sector the classification predicts (docs/pjrope.md, ours): ``ltl_p`` (no positional
+    sector), else ``ltl_p_mod`` with its least period k (roots of order dividing k), else ``ltl_p_y``
+    (an affine/recency head), else None (no prediction)."""
+    src = "classification of this language; LTL[P] -> no sector, LTL[P,MOD] -> roots of order dividing k, LTL[P,Y] -> affine (docs/pjrope.md)"
+    if _member(analysis, "ltl_p"):
+        return {"class": "ltl_p", "period": None, "source": src}
+    if _member(analysis, "ltl_p_mod"):
+        return {"class": "ltl_p_mod", "period": _period(analysis) or 1, "source": src}
+    if _member(analysis, "ltl_p_y"):
+        return {"class": "ltl_p_y", "period": None, "source": src}
+    return {"class": None, "period": None, "source": src}
+
+
+def build_sectors_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> dict[str, Any]:
+    """The :func:`langclass.models.sectors.run_sectors` spec of a sectors request on a stored
+    language, with the prediction from its stored classification.
+
+    Raises:
+        InputError: ``encodings`` given (the encoding is pj_bias), or an unknown field.
+    """
+    if body.encodings is not None:
+        raise InputError("a sectors experiment always trains pj_bias; configure it with 'pj', not 'encodings'", field="encodings")
+    spec: dict[str, Any] = {"language": language["dfa"], "profile": body.profile or "quick",
+                            "prediction": sector_prediction(language.get("analysis") or {})}
+    for key, value in (body.model_extra or {}).items():
+        if key not in SECTORS_FIELDS:
+            raise InputError(f"unknown field {key!r} for a sectors experiment; expected one of {list(SECTORS_FIELDS)}", field=key)
+        spec[key] = value
+    for key in ("seeds", "learning_rates"):
+        if getattr(body, key) is not None:
+            spec[key] = list(getattr(body, key))
+    if body.eval_seed is not None:
+        spec["eval_seed"] = body.eval_seed
+    if body.overrides is not None:
+        spec["overrides"] = body.overrides.model_dump(mode="json", exclude_none=True)
+    return spec
+
+
+def validate_sectors_spec(spec: Mapping[str, Any], limits: JobLimits | None = None) -> None:
+    """The checks :func:`langclass.models.sectors.run_sectors` makes first (shape, named limits,
+    the pj_bias parameters built once).
+
+    Raises:
+        InputError / LimitExceeded: naming the field or limit.
+    """
+    from ..models.sectors import validate_sectors_spec as check
+
+    check(spec, limits)
 
 
 CONSTRUCT_FIELDS = ("formula", "program", "options")

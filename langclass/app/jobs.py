@@ -95,6 +95,7 @@ TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 JOB_KINDS: dict[str, str] = {
     "train": "langclass.models.experiment:run_experiment",
     "construct": "langclass.models.verify:run_construction",
+    "sectors": "langclass.models.sectors:run_sectors",
 }
 """Job kind → ``"module:function"`` of the job function ``f(spec, *, progress, should_cancel) -> dict``.
 

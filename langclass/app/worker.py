@@ -219,7 +219,7 @@ def run_claim(
         ckpt = os.path.join(config.checkpoint_root, held.job_id)
         spec = {**spec, "checkpoint_dir": ckpt}
     extra: dict[str, Any] = {}
-    if config.job_limits is not None and held.kind == "train":
+    if config.job_limits is not None and held.kind in ("train", "sectors"):
         from ..models.specs import job_limits_from
 
         extra["limits"] = job_limits_from(config.job_limits)

@@ -58,6 +58,8 @@ MAX_FREQS = 16
 MAX_ROOT_ORDER = 10_000
 MAX_LAGS = 1_000_000
 """Longest lag table :class:`PJBias` builds in one call (limit on T)."""
+MAX_INIT = 1e4
+"""Bound on the magnitude of initial values (slopes, amplitude std, gate logits, frequencies)."""
 
 
 def phi_l(d: torch.Tensor, L: float) -> torch.Tensor:
@@ -175,7 +177,8 @@ class PJBias(PositionalEncoding):
         F = self.n_freqs = _as_int(n_freqs, "n_freqs", 1)
         if F > MAX_FREQS:
             raise _err(f"n_freqs must be ≤ {MAX_FREQS}, got {F}", "n_freqs")
-        if isinstance(sectors, str) or not isinstance(sectors, (list, tuple)) or not sectors or any(s not in SECTORS for s in sectors) or len(set(sectors)) != len(sectors):
+        if (isinstance(sectors, str) or not isinstance(sectors, (list, tuple)) or not sectors or not all(isinstance(s, str) for s in sectors)
+                or any(s not in SECTORS for s in sectors) or len(set(sectors)) != len(sectors)):
             raise _err(f"sectors must be a non-empty list of distinct names from {list(SECTORS)}, got {sectors!r}", "sectors")
         self.sectors = tuple(s for s in SECTORS if s in sectors)
         for key, val in (("learn_omega", learn_omega), ("damping", damping)):
@@ -184,13 +187,19 @@ class PJBias(PositionalEncoding):
         if affine_rho not in ("linear", "lightcone"):
             raise _err(f"affine_rho must be 'linear' or 'lightcone', got {affine_rho!r}", "affine_rho")
         self.affine_rho = affine_rho
+        if self.train_length > MAX_LAGS:
+            raise _err(f"train_length must be ≤ {MAX_LAGS}", "train_length")
         self.slope_init = _as_float(slope_init, "slope_init")
-        if self.slope_init < 0:
-            raise _err("slope_init must be ≥ 0", "slope_init")
+        if not 0 <= self.slope_init <= MAX_INIT:
+            raise _err(f"slope_init must lie in [0, {MAX_INIT:g}]", "slope_init")
         self.zeta_init_std = _as_float(zeta_init_std, "zeta_init_std")
+        if not 0 <= self.zeta_init_std <= MAX_INIT:
+            raise _err(f"zeta_init_std must lie in [0, {MAX_INIT:g}]", "zeta_init_std")
         if not isinstance(gate_init, (list, tuple)) or len(gate_init) != 3:
             raise _err("gate_init must be a list of 3 numbers [fj, affine, lc]", "gate_init")
         self.gate_init = tuple(_as_float(g, "gate_init") for g in gate_init)
+        if any(abs(g) > MAX_INIT for g in self.gate_init):
+            raise _err(f"gate_init values must lie in [-{MAX_INIT:g}, {MAX_INIT:g}]", "gate_init")
         self.roots = None if roots is None else _roots(roots, H, F)
         if self.roots is not None:
             if self.max_order != 0:
@@ -210,6 +219,8 @@ class PJBias(PositionalEncoding):
             if flat is None or len(flat) != H * F:
                 raise _err(f"omega_init list must hold H·F = {H * F} numbers", "omega_init")
             self.omega_init = tuple(_as_float(x, "omega_init") for x in flat)
+            if any(abs(x) > MAX_INIT for x in self.omega_init):
+                raise _err(f"omega_init values must lie in [-{MAX_INIT:g}, {MAX_INIT:g}] radians", "omega_init")
 
         cdt = COMPUTE_DTYPES[compute_dtype]
         L, R = float(self.train_length), self.max_order
@@ -354,7 +365,8 @@ class PJBias(PositionalEncoding):
             self.ablate = old
 
     def score_bias(self, positions: torch.Tensor) -> torch.Tensor:
-        """``[batch, heads, seq, seq]`` bias K_h(p_i − p_j) (0 where p_i < p_j) in the compute dtype.
+        """``[batch, heads, seq, seq]`` bias K_h(p_i − p_j) (0 where p_i < p_j) in the compute dtype
+        (an expanded view of one row's bias when ``positions`` is one row expanded over the batch).
 
         The [H, D] table is computed once (float64, autocast off) and gathered as a Toeplitz matrix.
 
@@ -365,13 +377,18 @@ class PJBias(PositionalEncoding):
         _check_positions(positions)
         cdt = COMPUTE_DTYPES[self.compute_dtype]
         pos = positions.long()
-        lag = pos[..., :, None] - pos[..., None, :]  # [batch, seq, seq]
+        batch = pos.shape[0] if pos.dim() == 2 else None
+        if batch is not None and batch > 1 and pos.stride(0) == 0:
+            pos = pos[:1]  # one row expanded over the batch: gather once, return an expanded view
+        lag = pos[..., :, None] - pos[..., None, :]  # [batch or 1, seq, seq]
         n = int(lag.max().item()) + 1 if lag.numel() else 1
         table = self.kernel(max(n, 1)).to(cdt)  # [H, D]
         idx = lag.clamp(min=0)
         bias = table[:, idx]  # [H, batch, seq, seq]
-        bias = bias.masked_fill((lag < 0).unsqueeze(0), 0.0)
-        return bias.transpose(0, 1)
+        bias = bias.masked_fill((lag < 0).unsqueeze(0), 0.0).transpose(0, 1)
+        if batch is not None and bias.shape[0] != batch:
+            bias = bias.expand(batch, *bias.shape[1:])
+        return bias
 
     # -- snapping to roots -----------------------------------------------------------------
     def snapped(self, max_root_order: int = 12, sectors: Sequence[str] | None = None) -> "PJBias":
@@ -457,9 +474,11 @@ class PJRotary(PositionalEncoding):
         if self.order > MAX_ORDER:
             raise _err(f"order must be ≤ {MAX_ORDER}", "order")
         self.eta = _as_float(eta, "eta")
-        if self.eta < 0:
-            raise _err("eta must be ≥ 0", "eta")
+        if not 0 <= self.eta <= MAX_INIT:
+            raise _err(f"eta must lie in [0, {MAX_INIT:g}]", "eta")
         self.train_length = _as_int(train_length, "train_length", 1)
+        if self.train_length > MAX_LAGS:
+            raise _err(f"train_length must be ≤ {MAX_LAGS}", "train_length")
         self.base = _as_float(base, "base", positive=True)
         block = 2 * self.order
         self.rotary_dim = (self.d_head // block) * block if rotary_dim is None else _as_int(rotary_dim, "rotary_dim", 0)

@@ -47,6 +47,9 @@ __all__ = [
     "Prediction",
     "TrainSpec",
     "parse_train_spec",
+    "SectorPrediction",
+    "SectorsSpec",
+    "parse_sectors_spec",
     "field_path",
     "length_count",
     "length_max",
@@ -356,3 +359,57 @@ def job_limits_from(values: Mapping[str, Any] | None) -> JobLimits:
     if not values:
         return DEFAULT_JOB_LIMITS
     return JobLimits(**{k: values[k] for k in JobLimits.names() if k in values and values[k] is not None})
+
+
+class SectorPrediction(BaseModel):
+    """The sector the classification predicts for a ``sectors`` job (see :mod:`langclass.models.sectors`)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    class_: Literal["ltl_p", "ltl_p_mod", "ltl_p_y"] | None = Field(None, alias="class")
+    period: Annotated[int, Strict(), Field(ge=1, le=1_000_000)] | None = None
+
+
+class SectorsSpec(_Frozen):
+    """The input of :func:`langclass.models.sectors.run_sectors` (a ``sectors`` job's ``spec``):
+    the train protocol's fields with one fixed encoding, ``pj_bias`` (parameters in ``pj``), the
+    prediction, the sparsity sweep and the reading thresholds."""
+
+    language: dict[str, Any] | str
+    profile: Literal["quick", "paper"] = "quick"
+    seeds: list[Seed] | None = Field(None, min_length=1, max_length=10_000)
+    learning_rates: list[LearningRate] | None = Field(None, min_length=1, max_length=1_000)
+    overrides: TrainOverrides | None = None
+    eval_seed: Seed | None = None
+    pj: dict[str, Any] = Field(default_factory=dict, description="pj_bias parameters (max_order, n_freqs, sectors, omega_init, …)")
+    prediction: SectorPrediction | None = None
+    sparsity: list[Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)]] | None = Field(None, min_length=1, max_length=8)
+    max_root_order: Annotated[int, Strict(), Field(ge=1, le=1000)] = 12
+    root_tolerance: Annotated[float, Field(ge=0, le=math.pi, allow_inf_nan=False)] = 0.05
+    energy_threshold: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 1.0
+
+    @field_validator("pj")
+    @classmethod
+    def _pj(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in ("name", "n_heads"):
+            if key in v:
+                raise ValueError(f"pj holds pj_bias parameters; {key!r} is fixed by the experiment")
+        try:
+            return EncodingSpec(name="pj_bias", params=v).params  # the same depth/size checks as any encoding's params
+        except ValidationError as exc:
+            raise ValueError(str(exc.errors(include_url=False)[0].get("msg", "invalid pj parameters"))) from None
+
+
+def parse_sectors_spec(data: Any) -> SectorsSpec:
+    """Validate the shape of a sectors spec (like :func:`parse_train_spec`).
+
+    Raises:
+        InputError: the first problem, with ``field`` naming where it is.
+    """
+    if isinstance(data, SectorsSpec):
+        return data
+    if not isinstance(data, Mapping):
+        raise InputError("a sectors spec is a JSON object", field="spec")
+    try:
+        return SectorsSpec.model_validate(dict(data))
+    except ValidationError as exc:
+        raise _input_error(exc) from None

@@ -330,6 +330,7 @@ def train_recognizer(
     *,
     progress: Callable[[dict[str, Any]], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
+    extra_loss: Callable[[torch.nn.Module], torch.Tensor] | None = None,
 ) -> TrainResult:
     """Train a fresh :class:`~langclass.models.recognizer.Recognizer` on the sampler's language.
 
@@ -340,6 +341,8 @@ def train_recognizer(
         progress: called every ``config.progress_every`` steps with
             ``{"phase": "train", "step", "total", "loss", "train_accuracy"}``.
         should_cancel: polled every step; True stops training promptly.
+        extra_loss: optional penalty ``f(model) -> scalar`` added to the loss every step (the
+            sparsity prior of the ``sectors`` experiments); the reported loss includes it.
 
     Raises:
         TrainingCancelled: ``should_cancel()`` returned True.
@@ -424,6 +427,8 @@ def train_recognizer(
         with _autocast(device, precision):
             logits = _logits(model, tensors)
         loss = loss_fn(logits, target)
+        if extra_loss is not None:
+            loss = loss + extra_loss(model)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if config.grad_clip is not None:

@@ -25,9 +25,11 @@ from ..db import Database
 from ..experiments import (  # noqa: F401 - the use cases; re-exported for callers of the old place
     ExperimentRequest,
     build_construct_spec,
+    build_sectors_spec,
     build_train_spec,
     predicted_sufficient,
     validate_construct_spec,
+    validate_sectors_spec,
     validate_train_spec,
 )
 from ..problems import ConflictError, NotFoundError, problem_responses
@@ -106,7 +108,7 @@ def _notify(request: Request) -> None:
     status_code=202,
     response_model=Job,
     tags=["jobs"],
-    summary="Queue an experiment (train recognizers or verify a construction) as a job",
+    summary="Queue an experiment (train recognizers, find PJ-RoPE sectors, or verify a construction) as a job",
     responses=problem_responses(400, 401, 404, 413, 415, 422),
 )
 async def create_experiment(
@@ -129,6 +131,9 @@ async def create_experiment(
     if body.kind == "train":
         spec = build_train_spec(body, language)
         await anyio.to_thread.run_sync(validate_train_spec, spec, settings.job_limits())
+    elif body.kind == "sectors":
+        spec = build_sectors_spec(body, language)
+        await anyio.to_thread.run_sync(validate_sectors_spec, spec, settings.job_limits())
     else:
         spec = build_construct_spec(body, language)
         await anyio.to_thread.run_sync(validate_construct_spec, spec, language["dfa"], settings.limits())
@@ -167,7 +172,7 @@ async def list_jobs(
     request: Request,
     language_id: Annotated[str | None, Query(max_length=200, description="only this language's jobs")] = None,
     status: Annotated[Literal["queued", "running", "succeeded", "failed", "cancelled"] | None, Query()] = None,
-    kind: Annotated[Literal["train", "construct"] | None, Query()] = None,
+    kind: Annotated[Literal["train", "construct", "sectors"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="page size")] = 50,
     cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page")] = None,
 ) -> dict[str, Any]:
@@ -226,18 +231,19 @@ def _no_plot_reason(job_id: str, resource: Mapping[str, Any]) -> str:
 @router.get(
     "/jobs/{job_id}/plot.png",
     tags=["jobs"],
-    summary="Accuracy by test length, one curve per encoding (PNG)",
+    summary="Accuracy by test length, one curve per encoding (train jobs); K_h(d) per head and gates (sectors jobs) (PNG)",
     responses={200: {"content": {"image/png": {}}, "description": "the plot"}, **problem_responses(404, 409, 422)},
 )
 async def job_plot(job_id: JobId, request: Request) -> Response:
     """Mean accuracy per test length for each encoding (band: min–max over seeds and learning rates),
-    the training range and N* marked. A cancelled or failed job is drawn from the runs it finished
+    the training range and N* marked; for a sectors job K_h(d) per head with the predicted roots and
+    the gates (:func:`langclass.app.plot_sectors.plot_sectors`). A cancelled or failed job is drawn from the runs it finished
     (the title says "partial"). 409 while no run has finished, or when the job ended before one did
     (the detail says which)."""
     resource = await anyio.to_thread.run_sync(_load_job, _db(request), job_id)
     result = resource.get("result")
-    if resource["kind"] != "train":
-        raise ConflictError("only train jobs have accuracy-by-length plots", field="id")
+    if resource["kind"] not in ("train", "sectors"):
+        raise ConflictError("only train and sectors jobs have plots", field="id")
     if not result or not result.get("runs"):
         raise ConflictError(_no_plot_reason(job_id, resource), field="id", job_status=resource["status"])
     from ..plot import language_label, plot_accuracy_by_length
@@ -249,7 +255,12 @@ async def job_plot(job_id: JobId, request: Request) -> Response:
 
     name = language_label(await anyio.to_thread.run_sync(load_language))
     try:
-        png = await anyio.to_thread.run_sync(functools.partial(plot_accuracy_by_length, result, language=name))
+        if resource["kind"] == "sectors":
+            from ..plot_sectors import plot_sectors
+
+            png = await anyio.to_thread.run_sync(plot_sectors, result)
+        else:
+            png = await anyio.to_thread.run_sync(functools.partial(plot_accuracy_by_length, result, language=name))
     except LangclassError:
         raise
     return Response(content=png, media_type="image/png", headers={"Cache-Control": "no-store" if resource["status"] not in jobrepo.TERMINAL else "max-age=3600"})
