@@ -30,7 +30,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (2, "models", ("langclass.models",)),
     (3, "app foundation: tables, cursors, errors, settings, database, response models",
      ("langclass.app.orm", "langclass.app.pagination", "langclass.app.errors", "langclass.app.settings",
-      "langclass.app.db", "langclass.app.query", "langclass.app.isolation", "langclass.app.plot",
+      "langclass.app.db", "langclass.app.query", "langclass.app.isolation", "langclass.app.plot", "langclass.app.plot_sectors",
       "langclass.app.evidence_models", "langclass.app.schemas")),
     (4, "repositories", ("langclass.app.repository", "langclass.app.jobs")),
     (5, "use cases", ("langclass.app.service", "langclass.app.experiments", "langclass.app.runner")),
