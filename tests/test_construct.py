@@ -233,3 +233,27 @@ def test_every_ltl_p_y_ground_truth_language_builds_from_its_dfa(entry):
     assert r["synthesis"]["method"] == "window-product" and r["fragment"] == "LTL[P,Y]"
     assert r["encoding"] == "rope" and r["attention"] == "soft"
     assert r["exact"] and r["agrees_with_dfa"] and r["all_words_up_to"] == n, r["first_failure"]
+
+
+# --------------------------------------------------------------- recency heads: Y at every length
+@pytest.mark.parametrize("spec", [
+    {"regex": "(a|b)*a", "alphabet": ["a", "b"]},
+    {"regex": "(a|b|c)*ab(a|b|c)*", "alphabet": ["a", "b", "c"], "all_words_up_to": 6},
+    {"regex": "(a|b)*a(a|b)(a|b)", "alphabet": ["a", "b"], "all_words_up_to": 10},      # Y^3 = Y Y Y
+    {"formula": "MOD(2,1) & Y b", "alphabet": ["a", "b"], "all_words_up_to": 10},       # LTL[P,Y,MOD]
+], ids=["sigma-a", "sigma-ab-sigma", "third-last-a", "odd-length-ends-b"])
+def test_recency_heads_are_exact_past_conventional_n_max(spec):
+    """y_mode='recency': the ALiBi head with slope ≥ f_large puts weight exactly 1 on i − 1, so no
+    N_max applies; checked on all short words and random words to 1000 (> N_max = 332 of RoPE)."""
+    r = run_construction({**spec, "y_mode": "recency", "random_words": 2, "random_max_length": 1000})
+    assert r["n_max"] is None and r["beyond_n_max"] is None
+    assert r["encoding"] in ("alibi", "rope_periodic+alibi") and r["model"]["constants"]["recency_slope"] >= f_large("float32")
+    assert r["exact"] and r["agrees_with_dfa"] and r["random_words_up_to"] == 1000, r["first_failure"]
+    assert r["all_words_up_to"] == spec.get("all_words_up_to", 12)
+
+
+def test_recency_slope_below_f_large_is_refused():
+    with pytest.raises(InputError, match="recency_slope"):
+        ConstructionOptions(y_mode="recency", recency_slope=50.0)
+    model = build_formula_transformer("Y a", ("a", "b"), ConstructionOptions(y_mode="recency"))
+    assert model.describe()["constants"]["recency_slope"] == 128.0  # power of two ≥ f_large(float32) ≈ 103.3

@@ -7,6 +7,7 @@ Examples::
     langclass construct --formula 'P(b & Y a)' --alphabet abc --all-words 7
     langclass construct --program dyck.brasp --alphabet ab --regex '(a(ab)*b)*'   # hard attention
     langclass construct --formula 'Y a' --alphabet ab --dtype bfloat16 --target-length 20
+    langclass construct --regex '(a|b)*a' --alphabet ab --y-mode recency --random-max-length 10000
 
 The result record is the one the job API stores for experiments of kind ``construct``
 (:func:`langclass.models.verify.run_construction`).
@@ -83,6 +84,7 @@ def construct(
     random_words: Annotated[int, typer.Option(help="random words (half accepted, half rejected)")] = 32,
     random_max_length: Annotated[int, typer.Option(help="longest random word")] = 2000,
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    y_mode: Annotated[str, typer.Option("--y-mode", help="Y heads: rope (conventional RoPE, exact up to N_max) | recency (ALiBi slope ≥ f_large, exact at every length)")] = "rope",
     g: Annotated[float, typer.Option(help="RoPE angle of the Y^k heads (radians per position)")] = 1.0,
     c_y: Annotated[Optional[float], typer.Option("--c-y", help="score scale of the Y^k heads (overrides --target-length)")] = None,
     target_length: Annotated[int, typer.Option(help="length the Y^k scale C_Y is chosen to certify")] = 300,
@@ -97,7 +99,7 @@ def construct(
             program_text=_read(program, "program") if program is not None else None,
             alphabet=parse_alphabet(alphabet) if alphabet is not None else None,
             options={"attention": attention, "dtype": dtype, "all_words_up_to": all_words, "random_words": random_words,
-                     "random_max_length": random_max_length, "seed": seed, "g": g, "C_y": c_y,
+                     "random_max_length": random_max_length, "seed": seed, "y_mode": y_mode, "g": g, "C_y": c_y,
                      "target_length": target_length},
         )
         from ..models.verify import run_construction

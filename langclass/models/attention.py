@@ -34,7 +34,8 @@ from torch import nn
 
 from .encodings import NoPE, PositionalEncoding
 
-__all__ = ["MASKS", "ATTENTIONS", "TIES", "IMPLS", "visibility", "stable_softmax", "hard_attention_weights", "MultiHeadAttention", "AttentionTrace"]
+__all__ = ["MASKS", "ATTENTIONS", "TIES", "IMPLS", "visibility", "stable_softmax", "hard_attention_weights", "MultiHeadAttention",
+           "AttentionTrace", "KVCache"]
 
 MASKS = ("strict", "nonstrict", "none")
 IMPLS = ("exact", "sdpa")
@@ -143,6 +144,27 @@ class AttentionTrace:
     weights: torch.Tensor
     visible: torch.Tensor
     heads: torch.Tensor
+
+
+@dataclass
+class KVCache:
+    """Keys and values of the positions already processed by one attention layer (incremental evaluation).
+
+    Attributes:
+        k: ``[batch, heads, t, d_head]`` keys after the encoding's rotation.
+        v: ``[batch, heads, t, d_head]`` values.
+        positions: ``int64 [batch, t]`` position ids of the cached keys.
+        valid: ``bool [batch, t]`` False on padding.
+    """
+
+    k: torch.Tensor
+    v: torch.Tensor
+    positions: torch.Tensor
+    valid: torch.Tensor
+
+    @property
+    def length(self) -> int:
+        return int(self.k.shape[2])
 
 
 class MultiHeadAttention(nn.Module):
@@ -259,6 +281,66 @@ class MultiHeadAttention(nn.Module):
             mask = allowed
         heads = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.score_scale)
         return heads * has_key.to(heads.dtype)  # [B, H, T, d_head]; no data-dependent branch (vmap)
+
+    def step(self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache | None = None,
+             valid: torch.Tensor | None = None, encoding: PositionalEncoding | None = None) -> tuple[torch.Tensor, KVCache]:
+        """Incremental evaluation with a key/value cache: the outputs at ``t_new`` further positions.
+
+        Prefill is one call with the whole prefix (``cache=None``), decoding one call per token;
+        any split gives the outputs of :meth:`forward` on the whole sequence (the same scores,
+        visibility and weights per query row; only the matmul blocking differs). Memory is
+        O(t·H·d_head) for the cache plus ``[batch, H, t_new, t]`` scores, never a t×t matrix when
+        queries come in blocks (*Transformer System M3.4 — Rotary Position Embedding*: the
+        prefill/decode/cache invariant; rotated keys are cached, values never rotated).
+
+        Args:
+            x: ``[batch, t_new, d_model]`` the new positions' inputs.
+            positions: ``int64 [batch or 1, t_new]`` their position ids.
+            cache: the cache of the earlier positions (None = empty).
+            valid: ``bool [batch, t_new]`` (None = all valid).
+            encoding: the layer's positional encoding.
+
+        Returns:
+            ``(out [batch, t_new, d_model], cache)`` with the new keys and values appended.
+
+        Raises:
+            ValueError: mask ``"none"`` with a non-empty cache (a query would need later keys).
+        """
+        encoding = encoding if encoding is not None else _NOPE
+        B, T, _ = x.shape
+        if positions.shape[0] != B:
+            positions = positions.expand(B, T)
+        if valid is None:
+            valid = torch.ones(B, T, dtype=torch.bool, device=x.device)
+        if cache is not None and cache.length and self.mask == "none":
+            raise ValueError("mask 'none' cannot be evaluated incrementally (queries see later keys)")
+        q = self._split(self.q_proj(x))  # [B, H, T, d_head]
+        k = self._split(self.k_proj(x))
+        v = self._split(self.v_proj(x))
+        q, k = encoding.rotate(q, k, positions)
+        if cache is not None and cache.length:
+            cache = KVCache(torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2),
+                            torch.cat([cache.positions, positions], dim=1), torch.cat([cache.valid, valid], dim=1))
+        else:
+            cache = KVCache(k, v, positions, valid)
+        t_all = cache.length
+        t0 = t_all - T
+        i = torch.arange(t0, t_all, device=x.device)[:, None]
+        j = torch.arange(t_all, device=x.device)[None, :]
+        vis = (j < i) if self.mask == "strict" else (j <= i) if self.mask == "nonstrict" else torch.ones_like(j < i)
+        vis = vis[None, None] & cache.valid[:, None, None, :]  # [B, 1, T, t_all]
+        scores = torch.matmul(q, cache.k.transpose(-2, -1))  # [B, H, T, t_all]
+        if self.score_scale != 1.0:
+            scores = scores.mul_(self.score_scale)
+        bias = encoding.score_bias_block(positions, cache.positions)
+        if bias is not None:
+            scores = scores + bias.to(scores.dtype)
+        if self.attention == "soft":
+            w = stable_softmax(scores, vis)
+        else:
+            w = hard_attention_weights(scores, vis, self.tie)
+        heads = torch.matmul(w.to(cache.v.dtype), cache.v)  # [B, H, T, d_head]
+        return self.out_proj(heads.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head)), cache
 
     # -- exact-weight helpers --------------------------------------------------------------
     def head_slice(self, h: int) -> slice:

@@ -62,7 +62,7 @@ from ..core.brasp import AttentionOp, BAnd, BConst, BNot, BOr, BVar, PositionOp,
 from ..core.errors import InputError, LimitExceeded, UnsupportedError
 from ..core.numerics import certified_length, delta_L, f_large, float_format
 from .attention import MultiHeadAttention, hard_attention_weights
-from .encodings import NoPE, PeriodicRoPE, PositionalEncoding, RoPE
+from .encodings import ALiBi, NoPE, PeriodicRoPE, PositionalEncoding, RoPE
 from .tokens import BOS, EOS, NUM_SPECIAL, PAD
 
 __all__ = [
@@ -94,6 +94,11 @@ class ConstructionOptions:
         C_p: explicit scale of P heads (default the power of two ≥ 2.5·f_large).
         mod_safety: C_m = mod_safety · 2 f_large / δ_m (≥ 1 required by App. C.3).
         n_max_cap: the largest length examined when computing N_max.
+        y_mode: ``"rope"`` — Y^k by conventional RoPE, exact up to N_max (Cor. 4.1) — or
+            ``"recency"`` — Y by a recency-bias (ALiBi) head with a large slope, exact at every
+            length (docs/recency.md); Y^k is then k stacked Y heads.
+        recency_slope: slope s of the recency heads (default the power of two ≥ f_large(dtype));
+            must be ≥ f_large.
     """
 
     dtype: str = "float32"
@@ -103,6 +108,8 @@ class ConstructionOptions:
     C_p: float | None = None
     mod_safety: float = 1.25
     n_max_cap: int = 2000
+    y_mode: str = "rope"
+    recency_slope: float | None = None
 
     def __post_init__(self) -> None:
         if self.dtype not in TORCH_DTYPES:
@@ -117,6 +124,12 @@ class ConstructionOptions:
             raise InputError("C_p must be a positive number", field="C_p")
         if not self.mod_safety >= 1:
             raise InputError("mod_safety must be ≥ 1 (App. C.3 needs C ≥ 2 f_large/δ_m)", field="mod_safety")
+        if self.y_mode not in ("rope", "recency"):
+            raise InputError(f"y_mode must be 'rope' or 'recency', got {self.y_mode!r}", field="y_mode")
+        if self.recency_slope is not None and not (math.isfinite(self.recency_slope)
+                                                   and self.recency_slope >= f_large(self.dtype)):
+            raise InputError(f"recency_slope must be a finite number ≥ f_large({self.dtype}) = {f_large(self.dtype):.6g} "
+                             "(a smaller slope leaves weight on j < i − 1)", field="recency_slope")
 
 
 # ============================================================================ soft: formulas
@@ -182,6 +195,9 @@ class FormulaTransformer(nn.Module):
                                    "build it with attention='hard' (B-RASP)", field="formula")
         fl = f_large(self.options.dtype)
         self.f_large = fl
+        self.recency = self.options.y_mode == "recency"
+        self.recency_slope = (float(self.options.recency_slope) if self.options.recency_slope is not None
+                              else float(2 ** math.ceil(math.log2(fl)))) if self.recency else None
         self.C_p = float(self.options.C_p) if self.options.C_p is not None else float(2 ** math.ceil(math.log2(2.5 * fl)))
         self.coord_names: list[str] = []
 
@@ -274,6 +290,18 @@ class FormulaTransformer(nn.Module):
                     return _Lit(raw), 1
                 pt = need(F.Past(F.TOP))  # P⊤: false exactly at position 1
                 return gate("and", [(_Lit(raw), 1), pt], f"MOD({node.m},{node.r}) gated")
+            if isinstance(node, F.Yesterday) and self.recency:
+                if node.k > 1:  # Y^k ψ = Y(Y^{k−1} ψ): i > k and ψ(i − k)
+                    return need(F.Yesterday(F.Yesterday(node.arg, node.k - 1), 1))
+                lit, t = need(node.arg)
+                l = head_layer(t)
+                if self.has_mod:
+                    l = max(l, 1)  # layer 0 carries the periodic table of the MOD heads
+                raw = new(f"head:Y {node.arg.text()[:50]}")
+                layer(l).heads.append(_Head("Y", node, lit, raw, k=1))
+                self.heads_by_kind["Y"] += 1
+                # no gate: at i = 1 the head reads BOS, where every literal is 0 (Y ψ false there)
+                return _Lit(raw), 2 * l + 1
             if isinstance(node, F.Yesterday):
                 lit, t = need(node.arg)
                 l = head_layer(t)
@@ -309,8 +337,13 @@ class FormulaTransformer(nn.Module):
         n_pairs = self.pair_flat + 1
         self.d_head = 2 * n_pairs
         self.encodings = nn.ModuleList()
+        has_recency = self.recency and self.heads_by_kind["Y"] > 0
         if self.moduli and self.offsets:
             self.encoding_name = "rope_periodic+rope"
+        elif self.moduli and has_recency:
+            self.encoding_name = "rope_periodic+alibi"
+        elif has_recency:
+            self.encoding_name = "alibi"
         elif self.moduli:
             self.encoding_name = "rope_periodic"
         elif self.offsets:
@@ -353,6 +386,12 @@ class FormulaTransformer(nn.Module):
         def encoding_for(layer_index: int) -> int:
             """Layer 0 carries the periodic tables when there are MOD heads; every other layer uses
             conventional RoPE when there are Y heads; otherwise the formula's single encoding."""
+            plan = self.layers_plan[layer_index]
+            if has_recency and any(hd.kind == "Y" for hd in plan.heads):
+                # per-head slopes: s on the recency (Y) heads, 0 (NoPE) on the P heads
+                enc = ALiBi(len(plan.heads), slopes=[self.recency_slope if hd.kind == "Y" else 0.0 for hd in plan.heads])
+                self.encodings.append(enc)
+                return len(self.encodings) - 1
             if self.moduli and (layer_index == 0 or not self.offsets):
                 key = "rope_periodic"
             elif self.offsets:
@@ -411,6 +450,8 @@ class FormulaTransformer(nn.Module):
                         bq[flat0] = 1.0
                         Wk[flat0, self.c_notbos] = C * (1 - _mod_delta(m) / 2)  # C·b_m at non-BOS keys
                         Wv[flat0, self.c_bos] = 1.0
+                    elif self.recency:  # Y: zero content score, the ALiBi bias −s·(i − j) picks j = i − 1
+                        Wv[flat0] = lit_row(hd.operand)
                     else:  # Y^k
                         k = hd.k
                         p0 = base + 2 * self.pair_y
@@ -496,6 +537,42 @@ class FormulaTransformer(nn.Module):
             if ffn is not None:
                 x = x + ffn(x)
         return (x, traces) if return_traces else x
+
+    def extend(self, ids: torch.Tensor, caches: list | None = None, valid: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, list]:
+        """Incremental evaluation: hidden states ``[batch, t_new, d_model]`` of ``t_new`` further tokens
+        ``ids int64 [batch, t_new]`` given the per-layer key/value caches of the tokens before them
+        (``None`` = start of the sequence). Prefill + decode in any split equals :meth:`forward`
+        (see :meth:`MultiHeadAttention.step`); memory O(t·d) plus ``t_new × t`` scores per head.
+
+        Returns:
+            ``(hidden, caches)`` with the caches extended by the new tokens.
+        """
+        caches = list(caches) if caches is not None else [None] * len(self.layers)
+        start = next((c.length for c in caches if c is not None), 0)
+        T = ids.shape[1]
+        x = self.embed(ids)
+        for l, (attn, enc_i, ffn) in enumerate(zip(self.layers, self.layer_encoding_index, self.ffns)):
+            if attn is not None:
+                enc = self.encodings[enc_i]
+                pos = enc.position_ids(start + T, device=ids.device)[:, start:]
+                out, caches[l] = attn.step(x, pos, caches[l], valid, enc)
+                x = x + out
+            if ffn is not None:
+                x = x + ffn(x)
+        return x, caches
+
+    def forward_incremental(self, ids: torch.Tensor, valid: torch.Tensor | None = None, chunk: int = 256) -> torch.Tensor:
+        """:meth:`forward` computed ``chunk`` query positions at a time through :meth:`extend`:
+        ``[batch, seq, d_model]`` without any seq × seq matrix (long words)."""
+        if chunk < 1:
+            raise ValueError("chunk must be ≥ 1")
+        caches = None
+        outs = []
+        for s0 in range(0, ids.shape[1], chunk):
+            h, caches = self.extend(ids[:, s0:s0 + chunk], caches, None if valid is None else valid[:, s0:s0 + chunk])
+            outs.append(h)
+        return torch.cat(outs, dim=1)
 
     def decide(self, ids: torch.Tensor, valid: torch.Tensor, eos_index: torch.Tensor) -> torch.Tensor:
         """Accept logits ``[batch]`` read at each row's EOS (> 0 ⇔ accept)."""
@@ -595,7 +672,9 @@ class FormulaTransformer(nn.Module):
                 "C_Y": self.C_y,
                 "g": self.options.g if self.offsets else None,
                 "target_length": self.options.target_length if (self.offsets and self.options.C_y is None) else None,
+                "recency_slope": self.recency_slope if self.heads_by_kind["Y"] and self.recency else None,
             },
+            "y_mode": self.options.y_mode,
             "encoding": self.encoding_name,
             "encodings": encs,
             "source": SOURCE_SOFT,

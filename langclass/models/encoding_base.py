@@ -148,6 +148,20 @@ class PositionalEncoding(nn.Module):
         """Additive score bias ``[batch, heads, seq, seq]`` (float32) or None."""
         return None
 
+    def score_bias_block(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor | None:
+        """The score bias between ``t_q`` query positions and ``t_k`` key positions,
+        ``[batch, heads, t_q, t_k]``, for incremental evaluation (the queries are the last ``t_q``
+        keys). This default slices :meth:`score_bias` of the key positions (O(t_k²) memory); bias
+        families override it with an O(t_q·t_k) formula.
+
+        Args:
+            q_positions: ``int64 [batch or 1, t_q]``; k_positions: ``int64 [batch or 1, t_k]``.
+        """
+        if type(self).score_bias is PositionalEncoding.score_bias:
+            return None
+        full = self.score_bias(k_positions)
+        return None if full is None else full[..., full.shape[-2] - q_positions.shape[-1]:, :]
+
     # -- identity --------------------------------------------------------------------------
     def params(self) -> dict[str, Any]:
         """Family-specific manifest fields (JSON-ready)."""

@@ -500,6 +500,13 @@ class ALiBi(PositionalEncoding):
         dist = (positions[..., :, None] - positions[..., None, :]).abs().to(self.slope_t.dtype)  # [batch, seq, seq]
         return -self.slope_t[:, None, None] * dist.unsqueeze(-3)
 
+    def score_bias_block(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
+        """``[batch, heads, t_q, t_k]`` bias −s_h·|q_i − k_j| (same values as :meth:`score_bias`)."""
+        _check_positions(q_positions)
+        _check_positions(k_positions)
+        dist = (q_positions[..., :, None] - k_positions[..., None, :]).abs().to(self.slope_t.dtype)
+        return -self.slope_t[:, None, None] * dist.unsqueeze(-3)
+
     def params(self) -> dict[str, Any]:
         return {"n_heads": self.n_heads, "slopes": list(self.slopes), "bias": "-slope_h * |i - j| added to scores"}
 

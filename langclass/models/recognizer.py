@@ -222,6 +222,24 @@ class Block(nn.Module):
             x = x + self.drop(self.ff(x))
         return (x, trace) if return_trace else x  # [batch, seq, d_model]
 
+    def step(self, x: torch.Tensor, positions: torch.Tensor, cache, valid: torch.Tensor | None,
+             encoding: PositionalEncoding):
+        """:meth:`forward` for ``t_new`` further positions ``x [batch, t_new, d_model]`` with the key/value
+        cache of the earlier ones (:meth:`MultiHeadAttention.step`); returns ``(x, cache)``."""
+        if self.norm == "pre":
+            a, cache = self.attn.step(self.ln1(x), positions, cache, valid, encoding)
+            x = x + self.drop(a)
+            x = x + self.drop(self.ff(self.ln2(x)))
+        elif self.norm == "post":
+            a, cache = self.attn.step(x, positions, cache, valid, encoding)
+            x = self.ln1(x + self.drop(a))
+            x = self.ln2(x + self.drop(self.ff(x)))
+        else:
+            a, cache = self.attn.step(x, positions, cache, valid, encoding)
+            x = x + self.drop(a)
+            x = x + self.drop(self.ff(x))
+        return x, cache
+
 
 @dataclass
 class ForwardTrace:
@@ -319,6 +337,28 @@ class Recognizer(nn.Module):
         if return_trace:
             return logits, ForwardTrace(states=states, attention=traces, final=final, logits=logits)
         return logits
+
+    def extend(self, ids: torch.Tensor, caches: list | None = None, valid: torch.Tensor | None = None):
+        """Incremental evaluation with per-layer key/value caches: the final states
+        ``[batch, t_new, d_model]`` (after the final norm) of ``t_new`` further tokens ``ids``
+        given the caches of the tokens before them (None = start). Prefill + token-by-token decode
+        gives the states of :meth:`forward` (the prefill/decode/cache invariant of *Transformer
+        System M3.4 — Rotary Position Embedding*); read a decision with ``self.readout(states[:, -1])``
+        at EOS. Memory O(t·d) for the caches plus ``t_new × t`` scores per head.
+
+        Returns:
+            ``(states, caches)``.
+        """
+        caches = list(caches) if caches is not None else [None] * len(self.layers)
+        start = caches[0].length if caches and caches[0] is not None else 0
+        T = ids.shape[1]
+        if valid is None:
+            valid = ids != 0
+        positions = self.encoding.position_ids(start + T, device=ids.device)[:, start:]  # [1, T]
+        x = self.encoding.embed(self.embedding(ids), positions)
+        for l, layer in enumerate(self.layers):
+            x, caches[l] = layer.step(x, positions, caches[l], valid, self.encoding)
+        return self.final_norm(x), caches
 
     def forward_batch(self, batch: Batch, return_trace: bool = False):
         """:meth:`forward` on a :class:`Batch` (moved to the model's device)."""

@@ -47,7 +47,11 @@ __all__ = ["run_construction", "validate_spec", "ConstructionCancelled", "verify
 MAX_VERIFY_WORDS = 3_000_000
 """Most words the exhaustive phase may check (Σ_{L ≤ n} |Σ|^L)."""
 
-MAX_RANDOM_LENGTH = 5000
+INCREMENTAL_ABOVE = 1 << 24
+"""Score entries (batch × heads × query rows × keys) above which a formula model is evaluated with its
+key/value cache in query blocks of at most this many entries (:meth:`FormulaTransformer.extend`)."""
+
+MAX_RANDOM_LENGTH = 100_000
 """Longest random word a verification may use."""
 
 _SCORE_BUDGET = 60_000_000  # batch · heads · T² entries per forward chunk
@@ -145,7 +149,11 @@ class _FormulaChecker:
         ids_t = torch.from_numpy(ids)
         valid = torch.ones_like(ids_t, dtype=torch.bool)
         with torch.no_grad():
-            hidden = self.model(ids_t, valid)  # [B, T, D]
+            if B * self.heads * (N + 2) ** 2 <= INCREMENTAL_ABOVE:
+                hidden = self.model(ids_t, valid)  # [B, T, D]
+            else:  # long words: key/value cache, query blocks, no (N+2)² score matrix
+                chunk = max(1, INCREMENTAL_ABOVE // (B * self.heads * (N + 2)))
+                hidden = self.model.forward_incremental(ids_t, valid, chunk=chunk)
             logits = self.model.readout(hidden[:, N + 1])[:, 0].double().numpy()
         produced = logits > 0
         table = F.truth_table(self.aux, self.alphabet, words)
@@ -290,7 +298,7 @@ def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | Non
 
 
 # ============================================================================ job entry point
-_OPTION_KEYS = {"dtype", "attention", "all_words_up_to", "random_words", "random_max_length", "seed", "g", "C_y",
+_OPTION_KEYS = {"y_mode", "dtype", "attention", "all_words_up_to", "random_words", "random_max_length", "seed", "g", "C_y",
                 "C_p", "target_length", "mod_safety", "beyond_n_max", "n_max_cap", "threads"}
 
 
@@ -406,8 +414,8 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         copt = ConstructionOptions(
             dtype=dtype, g=_float_opt(opts, "g", 1.0), target_length=_int_opt(opts, "target_length", 300, 1, 1_000_000),
             C_y=_float_opt(opts, "C_y", None), C_p=_float_opt(opts, "C_p", None),
-            mod_safety=_float_opt(opts, "mod_safety", 1.25),
-            n_max_cap=_int_opt(opts, "n_max_cap", max(random_max, n_all, 1), 1, MAX_RANDOM_LENGTH),
+            mod_safety=_float_opt(opts, "mod_safety", 1.25), y_mode=opts.get("y_mode", "rope"),
+            n_max_cap=_int_opt(opts, "n_max_cap", min(max(random_max, n_all, 1), 4000), 1, MAX_RANDOM_LENGTH),
         )
     elif dtype not in ("float32", "float64", "bfloat16", "float16"):
         raise InputError(f"dtype must be float32, float64, bfloat16 or float16, got {dtype!r}", field="options.dtype")
@@ -500,9 +508,11 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel) -> dict
         "language": None if dfa is None else {"fingerprint": dfa.fingerprint(), "num_states": dfa.canonical().num_states},
     }
     n_max_info: dict[str, Any] = {"n_max": None}
+    t_build = time.monotonic()
     if attention == "soft":
         copt = prep["copt"]
         model = build_formula_transformer(formula, alphabet, copt)
+        build_seconds = time.monotonic() - t_build
         if model.offsets:
             n_max_info = model.certified_lengths()
         n_max = n_max_info["n_max"]
@@ -519,6 +529,7 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel) -> dict
         result["mod_margins"] = model.mod_margins()
     else:
         model = build_brasp_transformer(program, dtype)
+        build_seconds = time.monotonic() - t_build
         n_checked = n_all
         rand_lengths = _lengths(n_all + 1, random_max, random_words)
         checks = verify_brasp_model(model, program, dfa, all_words_up_to=n_all, random_lengths=rand_lengths, seed=seed,
@@ -551,6 +562,8 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel) -> dict
         },
         "checks": {"all_words": _public(aw), "random": _public(rw), "beyond_n_max": _public(bw)},
         "seconds": round(time.monotonic() - t0, 3),
+        "build_seconds": round(build_seconds, 4),
+        "verify_seconds": round(time.monotonic() - t_build - build_seconds, 3),
         "dtype": dtype,
     })
     if progress:

@@ -1,0 +1,108 @@
+"""Constructions from the automaton alone: per ground-truth language, the class, the encoding, the
+model size, build time, verify time and the longest verified length; then the recency (ALiBi,
+slope ≥ f_large) construction of Y side by side with conventional RoPE past its N_max.
+
+Usage:
+    .venv/bin/python bench/construct.py                          # all ground-truth languages, short checks
+    .venv/bin/python bench/construct.py --long 10000 --long-words 4   # the side-by-side table to 10^4
+    .venv/bin/python bench/construct.py --only sigma_star_a --json out.json
+
+Every row runs :func:`langclass.models.verify.run_construction` on the language's DFA (a formula is
+synthesized: LTL[P] monomials, Prop. 3.2, LTL[P,MOD] state formulas, or the LTL[P,Y] window
+product); "verified ≤" is the longest word checked (all words up to ``--all-words``, random words
+up to ``--max-length``, capped at N_max for conventional RoPE). Languages without a construction
+print the 422 detail (which class is missing). Single thread (torch.set_num_threads(1)).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from langclass.core.errors import LangclassError  # noqa: E402
+from langclass.models.verify import run_construction  # noqa: E402
+
+GROUND_TRUTH = Path(__file__).resolve().parents[1] / "tests" / "ground_truth.json"
+
+
+def _row(entry: dict, args, y_mode: str) -> dict:
+    spec = {"dfa": entry["dfa"], "alphabet": entry["alphabet"], "y_mode": y_mode, "beyond_n_max": False,
+            "all_words_up_to": args.all_words if len(entry["alphabet"]) <= 2 else max(3, args.all_words - 4),
+            "random_words": args.random_words, "random_max_length": args.max_length}
+    t = time.perf_counter()
+    try:
+        r = run_construction(spec)
+    except LangclassError as err:
+        return {"id": entry["id"], "y_mode": y_mode, "error": f"{err.status} {err.code}: {err.detail}"}
+    m = r["model"]
+    return {"id": entry["id"], "y_mode": y_mode, "class": r["fragment"], "encoding": r["encoding"],
+            "attention": r["attention"], "layers": m["layers"], "heads": m["heads"], "exact": r["exact"],
+            "build_s": r["build_seconds"], "verify_s": r["verify_seconds"], "total_s": round(time.perf_counter() - t, 2),
+            "verified_up_to": max(r["all_words_up_to"], r["random_words_up_to"]), "n_max": r["n_max"]}
+
+
+def _side_by_side(regex: str, alphabet: list[str], args) -> list[dict]:
+    rows = []
+    for y_mode in ("recency", "rope"):
+        t = time.perf_counter()
+        r = run_construction({"regex": regex, "alphabet": alphabet, "y_mode": y_mode, "all_words_up_to": 8,
+                              "random_words": args.long_words, "random_max_length": args.long, "seed": 1})
+        b = r["beyond_n_max"] or {}
+        rows.append({"language": regex, "y_mode": y_mode, "encoding": r["encoding"], "n_max": r["n_max"],
+                     "exact_in_range": r["exact"], "verified_up_to": max(r["all_words_up_to"], r["random_words_up_to"]),
+                     "beyond_checked": b.get("words_checked", 0), "beyond_longest": b.get("longest"),
+                     "beyond_wrong": b.get("wrong", 0), "beyond_inexact": b.get("inexact", 0),
+                     "seconds": round(time.perf_counter() - t, 1)})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--all-words", type=int, default=8, help="all words up to this length (|Σ| ≤ 2; 4 less otherwise)")
+    ap.add_argument("--random-words", type=int, default=4)
+    ap.add_argument("--max-length", type=int, default=1000, help="longest random word per language")
+    ap.add_argument("--long", type=int, default=2000, help="longest word of the side-by-side table")
+    ap.add_argument("--long-words", type=int, default=4, help="random words per row of the side-by-side table")
+    ap.add_argument("--only", nargs="*", help="ground-truth ids")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    langs = json.loads(GROUND_TRUTH.read_text())["languages"]
+    if args.only:
+        langs = [e for e in langs if e["id"] in set(args.only)]
+    rows = []
+    print(f"{'language':<30} {'class':<10} {'encoding':<20} {'attn':<5} {'L/H':>6} {'build s':>8} {'verify s':>9} "
+          f"{'verified ≤':>10} {'N_max':>6} exact")
+    for e in langs:
+        modes = ["rope", "recency"] if (e["expected"]["lr_or_ltl_p_y"] and not e["expected"]["qr"]) else ["rope"]
+        for y_mode in modes:
+            r = _row(e, args, y_mode)
+            rows.append(r)
+            if "error" in r:
+                print(f"{e['id']:<30} {r['error'][:150]}")
+                continue
+            print(f"{e['id']:<30} {r['class']:<10} {r['encoding']:<20} {r['attention']:<5} "
+                  f"{str(r['layers']) + '/' + str(r['heads']):>6} {r['build_s']:>8.3f} {r['verify_s']:>9.2f} "
+                  f"{r['verified_up_to']:>10} {str(r['n_max'] or '-'):>6} {r['exact']}")
+    print()
+    print(f"Y by recency heads vs conventional RoPE (float32, g = 1, C_Y for L = 300), random words to {args.long}:")
+    side = _side_by_side("(a|b)*a", ["a", "b"], args) + _side_by_side("(a|b|c)*ab(a|b|c)*", ["a", "b", "c"], args)
+    print(f"{'language':<22} {'Y heads':<8} {'encoding':<9} {'N_max':>6} {'exact ≤':>8} {'beyond N_max: words / longest / wrong / inexact':>50} {'s':>6}")
+    for r in side:
+        beyond = (f"{r['beyond_checked']} / {r['beyond_longest']} / {r['beyond_wrong']} / {r['beyond_inexact']}"
+                  if r["beyond_checked"] else "— (no N_max)")
+        print(f"{r['language']:<22} {r['y_mode']:<8} {r['encoding']:<9} {str(r['n_max'] or '∞'):>6} "
+              f"{r['verified_up_to']:>8} {beyond:>50} {r['seconds']:>6}")
+    if args.json:
+        args.json.write_text(json.dumps({"languages": rows, "side_by_side": side}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
