@@ -86,10 +86,13 @@ def test_encoding_choice_table():
     e = choose_encodings(dict(base, ltl_p_mod=True, fo_mod=True), period=3, stability_index=3)
     assert e["soft"]["encoding"] == "rope_periodic" and e["soft"]["parameters"]["period"] == 3
     assert e["soft"]["alternatives"][0]["encoding"] == "sinusoidal_periodic"
-    assert e["hard"]["encoding"] == "sinusoidal" and e["hard"]["parameters"]["modulus"] == 3
+    assert e["hard"]["encoding"] == "sinusoidal_periodic" and e["hard"]["parameters"]["modulus"] == 3
+    assert e["hard"]["build"] == {"name": "sinusoidal_periodic", "periods": 3}  # a finite-image PE (Thm 19)
     e = choose_encodings(dict(base, ltl_p_y=True, star_free=True, fo_mod=True), delay=1)
     assert e["soft"]["encoding"] == "rope" and e["soft"]["parameters"]["n_max"] >= 1
     assert e["soft"]["parameters"]["f_large"] > 100  # float32
+    rec = e["soft"]["alternatives"][0]  # the recency construction: all lengths
+    assert rec["encoding"] == "alibi" and rec["length_guarantee"].startswith("all lengths")
     assert e["hard"]["parameters"]["mask"] == "strict"
     e = choose_encodings(base)
     assert e["soft"]["encoding"] is None and e["hard"]["encoding"] is None
@@ -100,7 +103,7 @@ def test_encoding_choice_table():
 def test_catalogue():
     cat = encoding_catalogue()
     names = {c["encoding"] for c in cat}
-    assert {"nope", "rope_periodic", "sinusoidal_periodic", "rope", "sinusoidal"} <= names
+    assert {"nope", "rope_periodic", "sinusoidal_periodic", "rope", "alibi"} <= names
     for c in cat:
         assert c["class"] in CLASS_INFO and c["source"] and c["attention"] in ("soft", "hard")
     json.dumps(cat)

@@ -10,13 +10,17 @@ class                       model                                           sour
 LTL[P]                      soft, strict future mask, BOS, NoPE             Disentangling the Expressivity of RoPE §2.2
 LTL[P,MOD], period k        soft + periodic RoPE (table indexed by i mod k) ibid. Thm 3.1 (periodic sinusoidal: Thm 3.2)
 LTL[P,Y], Y-offsets ≤ k     soft + conventional RoPE (irrational angle g)   ibid. Cor 4.1, Eq. 9–10 (only up to N_max)
+                            or soft + recency heads (ALiBi slope ≥ f_large) all lengths: docs/recency.md
 star-free ∩ stutter-inv.    hard, non-strict mask, NoPE                     Masked Hard-Attention … Thm 18
 star-free                   hard, strict future mask, rightmost, NoPE       ibid. Thm 17
-FO[<,MOD] (AC⁰)             hard + rational sinusoidal PE                   ibid. Cor 20
+FO[<,MOD] (AC⁰)             hard + periodic sinusoidal PE (finite image,    ibid. Thm 19, Cor 20
+                            period s = the stability index)
 ==========================  ==============================================  =====================================
 
 The encoding names are those of ``langclass.models.encodings.make_encoding`` (``"nope"``,
-``"rope_periodic"``, ``"sinusoidal_periodic"``, ``"rope"``, ``"sinusoidal"``).
+``"rope_periodic"``, ``"sinusoidal_periodic"``, ``"rope"``, ``"alibi"``), and every answer and
+catalogue entry carries ``build``: the ``make_encoding`` arguments of one instance (the model's
+d_model / d_head / n_heads added by the caller), so every named encoding exists.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ __all__ = [
 
 _RoPE = "Disentangling the Expressivity of RoPE"
 _HARD = "Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages"
+_RECENCY = ("recency construction (this project, docs/recency.md): an ALiBi head with slope s ≥ f_large and zero "
+            "content score puts weight exactly 1 on position i − 1 at every length; with P heads (slope 0) it "
+            "simulates every LTL[P,Y] formula")
+RECENCY_SLOPE_FLOAT32 = 128.0
+"""The recency slope of the constructions in float32: the power of two ≥ f_large(float32) ≈ 103.97."""
 
 
 @dataclass(frozen=True)
@@ -97,9 +106,24 @@ def _entry(encoding: str | None, name: str, cls: str | None, parameters: dict[st
            theorem: str | None, reason: str, alternatives: list[dict[str, Any]] | None = None, **extra) -> dict[str, Any]:
     out = {"encoding": encoding, "name": name, "class": cls, "parameters": parameters,
            "length_guarantee": guarantee, "theorem": theorem, "reason": reason,
-           "alternatives": alternatives or []}
+           "alternatives": [a if "build" in a else dict(a, build=_build(a["encoding"], a.get("parameters", {})))
+                            for a in alternatives or []],
+           "build": _build(encoding, parameters)}
     out.update(extra)
     return out
+
+
+def _build(encoding: str | None, parameters: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``make_encoding`` arguments of one instance of an answer's encoding (None for no encoding)."""
+    if encoding is None:
+        return None
+    if encoding in ("rope_periodic", "sinusoidal_periodic"):
+        return {"name": encoding, "periods": int(parameters.get("period") or parameters.get("modulus") or 1)}
+    if encoding == "rope":  # base 10 000: the first pair turns by θ_1 = base^0 = 1 rad = g
+        return {"name": "rope", "base": 10_000.0}
+    if encoding == "alibi":  # one P head (slope 0) and one recency head
+        return {"name": "alibi", "n_heads": 2, "slopes": [0.0, float(parameters.get("slope", RECENCY_SLOPE_FLOAT32))]}
+    return {"name": encoding}
 
 
 def choose_encodings(members: Mapping[str, bool | None], *, period: int | None = None, delay: int | None = None,
@@ -144,7 +168,7 @@ def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, p
                           "unknown (the Y-offset k was not determined within limits)",
                           f"{_RoPE}, Cor 4.1 and App. D (Eq. 9–10)",
                           "the language is in LTL[P,Y] but in no periodic class; conventional RoPE simulates Y^k only "
-                          "up to a certified length, which needs k", undecided=False)
+                          "up to a certified length, which needs k", [_recency_alternative(None)], undecided=False)
         k = max(1, int(delay))
         try:
             cert = conventional_rope_length(k, params.g, params.C, params.dtype, params.max_length)
@@ -160,7 +184,8 @@ def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, p
                            f_large=cert.get("f_large"), construct_note=CONSTRUCT_SCALE_NOTE),
                       guarantee, f"{_RoPE}, Cor 4.1 and App. D (Y^k via C·cos(g(i−k−j)), certified by Eq. 10)",
                       f"the language is in LTL[P,Y] (Y-offsets up to {k}) but not in LTL[P,MOD]; conventional RoPE is not "
-                      "periodic (Prop 4.1), so Y^k is exact only while C·δ_L(g) ≥ f_large")
+                      "periodic (Prop 4.1), so Y^k is exact only while C·δ_L(g) ≥ f_large",
+                      [_recency_alternative(k)])
     undecided = any(m.get(k) is None for k in ("ltl_p", "ltl_p_mod", "ltl_p_y"))
     if undecided:
         return _entry(None, "undecided", None, {}, "—", None,
@@ -168,6 +193,14 @@ def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, p
     return _entry(None, "none known", None, {}, "—", None,
                   "the language is outside LTL[P,MOD] and LTL[P,Y]: no soft-attention encoding of this catalogue is "
                   "known to recognize it exactly at all lengths")
+
+
+def _recency_alternative(k: int | None) -> dict[str, Any]:
+    parameters = {"slope": RECENCY_SLOPE_FLOAT32, "dtype": "float32", "y_heads": "slope s on each Y head, 0 on the P heads",
+                  "layers_for_y_k": "Y^k = k stacked Y heads" + (f" (k = {k})" if k else "")}
+    return {"encoding": "alibi", "name": "recency heads (ALiBi, slope ≥ f_large) — all lengths", "parameters": parameters,
+            "length_guarantee": "all lengths (while −s·n is finite in the score dtype)", "theorem": _RECENCY,
+            "build": _build("alibi", parameters)}
 
 
 def _hard(m: Mapping[str, bool | None], s: int | None) -> dict[str, Any]:
@@ -187,9 +220,12 @@ def _hard(m: Mapping[str, bool | None], s: int | None) -> dict[str, Any]:
         params: dict[str, Any] = {"mask": "strict", "tie": "rightmost"}
         if s is not None:
             params["modulus"] = int(s)
+            params["period"] = int(s)
             params["frequencies"] = [f"{j}/{s}" for j in range(1, int(s))] if s > 1 else []
-        return _entry("sinusoidal", "rational sinusoidal PE (unique hard attention)", "fo_mod", params, "all lengths",
-                      f"{_HARD}, Cor 20 (rational sinusoidal PE = regular languages in AC⁰ = FO[<,MOD])",
+        return _entry("sinusoidal_periodic", f"periodic sinusoidal PE, period {s} (finite image; unique hard attention)",
+                      "fo_mod", params, "all lengths",
+                      f"{_HARD}, Thm 19 (finite-image PE: the position marks i mod m) and Cor 20 (rational sinusoidal "
+                      "PE = regular languages in AC⁰ = FO[<,MOD])",
                       "the language is in FO[<,MOD] (quasi-aperiodic) but not star-free, so hard attention needs "
                       "modular position information" + (f"; MOD predicates of modulus s = {s} (the stability index) suffice" if s else ""))
     if sf is None or (sf is False and fm is None):
@@ -202,8 +238,12 @@ def _hard(m: Mapping[str, bool | None], s: int | None) -> dict[str, Any]:
 
 def encoding_catalogue() -> list[dict[str, Any]]:
     """Every encoding family the service reasons about: name, attention family, class captured,
-    parameters, length guarantee and source (for ``GET /v1/encodings``)."""
-    return [
+    parameters, length guarantee, source and ``build`` (``make_encoding`` arguments of one instance;
+    for ``GET /v1/encodings``)."""
+    return [dict(e, build=_build(e["encoding"], {"period": 2})) for e in _CATALOGUE]
+
+
+_CATALOGUE: list[dict[str, Any]] = [
         {"encoding": "nope", "attention": "soft", "mask": "strict", "class": "ltl_p", "captures": "LTL[P]",
          "parameters": [], "length_guarantee": "all lengths",
          "source": f"{_RoPE}, §2.2 (Li & Cotterell: softmax transformers without PE = LTL[P])"},
@@ -221,7 +261,11 @@ def encoding_catalogue() -> list[dict[str, Any]]:
         {"encoding": "nope", "attention": "hard", "mask": "nonstrict", "class": "star_free",
          "captures": "stutter-invariant star-free", "parameters": [], "length_guarantee": "all lengths",
          "source": f"{_HARD}, Thm 18"},
-        {"encoding": "sinusoidal", "attention": "hard", "mask": "strict", "class": "fo_mod",
-         "captures": "FO[<,MOD] = regular ∩ AC⁰", "parameters": ["rational frequencies r/m"],
-         "length_guarantee": "all lengths", "source": f"{_HARD}, Cor 20 (Barrington, Compton, Straubing & Thérien 1992)"},
+        {"encoding": "sinusoidal_periodic", "attention": "hard", "mask": "strict", "class": "fo_mod",
+         "captures": "FO[<,MOD] = regular ∩ AC⁰", "parameters": ["period m (frequencies r/m: a finite image)"],
+         "length_guarantee": "all lengths",
+         "source": f"{_HARD}, Thm 19 and Cor 20 (Barrington, Compton, Straubing & Thérien 1992)"},
+        {"encoding": "alibi", "attention": "soft", "mask": "strict", "class": "ltl_p_y", "captures": "LTL[P,Y] at all lengths",
+         "parameters": ["slope s ≥ f_large(dtype) on the Y heads, 0 on the P heads"], "length_guarantee": "all lengths",
+         "source": _RECENCY},
     ]

@@ -1,0 +1,57 @@
+"""Every encoding the service names exists (issue 13 item 5): each catalogue entry and each answer
+(primary and alternatives) for the ground-truth languages builds through ``make_encoding``; the
+FO[<,MOD] hard answer is a finite-image encoding whose period is the stability index."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from langclass.core.analysis import analyze
+from langclass.core.automaton import DFA
+from langclass.core.encoding_choice import encoding_catalogue
+from langclass.models.encodings import make_encoding
+
+from _ground_truth import LANGUAGES as GT
+
+CONTEXT = {"d_model": 16, "d_head": 8, "n_heads": 2}
+
+
+def build(spec: dict):
+    params = {k: v for k, v in spec.items() if k != "name"}
+    context = {k: v for k, v in CONTEXT.items() if k not in params}
+    return make_encoding(spec["name"], **context, **params)
+
+
+@pytest.mark.parametrize("entry", encoding_catalogue(), ids=lambda e: f"{e['encoding']}-{e['attention']}-{e['class']}")
+def test_every_catalogue_entry_builds(entry):
+    enc = build(entry["build"])
+    assert enc.family == entry["encoding"] == entry["build"]["name"]
+
+
+def gt_dfa(entry) -> DFA:
+    d = entry["dfa"]
+    idx = {s: i for i, s in enumerate(d["states"])}
+    table = [[idx[d["transitions"][s][a]] for a in entry["alphabet"]] for s in d["states"]]
+    return DFA.from_table(entry["alphabet"], table, idx[d["initial"]], [idx[s] for s in d["accepting"]])
+
+
+@pytest.mark.parametrize("entry", GT, ids=lambda e: e["id"])
+def test_every_answer_builds(entry):
+    a = analyze(gt_dfa(entry))
+    for family in ("soft", "hard"):
+        ans = a.encodings[family]
+        for option in [ans, *ans["alternatives"]]:
+            if option["encoding"] is None:
+                assert option["build"] is None
+                continue
+            enc = build(option["build"])
+            assert enc.family == option["encoding"]
+    hard = a.encodings["hard"]
+    if hard["class"] == "fo_mod":  # finite image: i mod period; the table repeats with the period
+        s = hard["parameters"]["modulus"]
+        enc = build(hard["build"])
+        assert hard["encoding"] == "sinusoidal_periodic" and enc.periods == (s,) * len(enc.periods)
+        x = torch.zeros(1, 3 * s + 1, CONTEXT["d_model"])
+        pe = enc.embed(x, enc.position_ids(3 * s + 1))[0]
+        assert torch.equal(pe[:s], pe[s:2 * s]) and len({tuple(r.tolist()) for r in pe}) == s
