@@ -811,76 +811,96 @@ def formula_to_dfa(formula: Union[str, Formula], alphabet: Sequence[str], limits
             nbits += n.k
     k = len(alpha)
 
-    # compiled evaluation program over python ints/bools for speed
-    def values_at(counter_next: int, bits: tuple[bool, ...], letter: int) -> list[bool]:
-        v = [False] * len(nodes)
+    # Breadth-first over the reachable states, a whole frontier at a time: every node is evaluated as
+    # a boolean vector over the frontier (numpy), states are deduplicated by their packed bytes.
+    sym_index = {a: i for i, a in enumerate(alpha)}
+
+    def values_at(counter_next: np.ndarray, bits: np.ndarray, letter: int) -> list[np.ndarray]:
+        """Node values ``[len(nodes)]`` of bool arrays ``[S]`` at the next position, given the states'
+        counters ``[S]`` (already advanced) and bits ``[S, nbits]``; ``letter = -1`` at the readout."""
+        S = bits.shape[0]
+        false = np.zeros(S, dtype=bool)
+        true = np.ones(S, dtype=bool)
+        v: list[np.ndarray] = [false] * len(nodes)
         for i, n in enumerate(nodes):
             t = type(n)
             if t is Atom:
-                v[i] = letter >= 0 and alpha[letter] == n.symbol
+                v[i] = true if letter >= 0 and sym_index.get(n.symbol) == letter else false
             elif t is Top:
-                v[i] = True
+                v[i] = true
             elif t is Bottom:
-                v[i] = False
+                v[i] = false
             elif t is Mod:
                 v[i] = counter_next % n.m == n.r
             elif t is Not:
-                v[i] = not v[pos_of[n.arg]]
+                v[i] = ~v[pos_of[n.arg]]
             elif t is And:
-                v[i] = v[pos_of[n.left]] and v[pos_of[n.right]]
+                v[i] = v[pos_of[n.left]] & v[pos_of[n.right]]
             elif t is Or:
-                v[i] = v[pos_of[n.left]] or v[pos_of[n.right]]
+                v[i] = v[pos_of[n.left]] | v[pos_of[n.right]]
             elif t is Implies:
-                v[i] = (not v[pos_of[n.left]]) or v[pos_of[n.right]]
+                v[i] = ~v[pos_of[n.left]] | v[pos_of[n.right]]
             elif t is Iff:
                 v[i] = v[pos_of[n.left]] == v[pos_of[n.right]]
             elif t is Past or t is Since:
-                v[i] = bits[slots[n][0]]
+                v[i] = bits[:, slots[n][0]]
             elif t is Yesterday:
-                s, kk = slots[n]
-                v[i] = bits[s + kk - 1]
+                s0, kk = slots[n]
+                v[i] = bits[:, s0 + kk - 1]
         return v
 
-    def step(counter: int, bits: tuple[bool, ...], letter: int) -> tuple[int, tuple[bool, ...]]:
+    def step(counter: np.ndarray, bits: np.ndarray, letter: int) -> tuple[np.ndarray, np.ndarray]:
         nxt = (counter + 1) % M
         v = values_at(nxt, bits, letter)
-        nb = list(bits)
-        for n, (s, kk) in slots.items():
+        nb = bits.copy()
+        for n, (s0, kk) in slots.items():
             if isinstance(n, Past):
-                nb[s] = bits[s] or v[pos_of[n.arg]]
+                nb[:, s0] = bits[:, s0] | v[pos_of[n.arg]]
             elif isinstance(n, Since):
-                nb[s] = v[pos_of[n.right]] or (v[pos_of[n.left]] and bits[s])
+                nb[:, s0] = v[pos_of[n.right]] | (v[pos_of[n.left]] & bits[:, s0])
             else:  # shift register: nb[s] = ψ(t+1), nb[s+1] = ψ(t), ...
-                nb[s + 1:s + kk] = bits[s:s + kk - 1]
-                nb[s] = v[pos_of[n.arg]]
-        return nxt, tuple(nb)
+                nb[:, s0 + 1:s0 + kk] = bits[:, s0:s0 + kk - 1]
+                nb[:, s0] = v[pos_of[n.arg]]
+        return nxt, nb
 
-    start = (0, tuple([False] * nbits))
-    index = {start: 0}
-    order = [start]
-    rows: list[list[int]] = []
-    head = 0
+    def keys(counter: np.ndarray, bits: np.ndarray) -> list[bytes]:
+        packed = np.packbits(bits, axis=1) if nbits else np.zeros((bits.shape[0], 0), dtype=np.uint8)
+        both = np.concatenate([counter.astype(">i8").view(np.uint8).reshape(-1, 8), packed], axis=1)
+        return [r.tobytes() for r in both]
+
+    counters = [np.zeros(1, dtype=np.int64)]
+    bitrows = [np.zeros((1, nbits), dtype=bool)]
+    index = {keys(counters[0], bitrows[0])[0]: 0}
+    n_states = 1
     root = pos_of[f]
-    accepting: list[bool] = []
-    while head < len(order):
-        if head % 256 == 0:
-            deadline.check("formula_to_dfa")
-        counter, bits = order[head]
-        head += 1
-        accepting.append(values_at((counter + 1) % M, bits, -1)[root])
-        row = []
+    accepting_parts: list[np.ndarray] = []
+    row_parts: list[np.ndarray] = []
+    f_counter, f_bits = counters[0], bitrows[0]
+    while f_counter.size:
+        deadline.check("formula_to_dfa")
+        accepting_parts.append(values_at((f_counter + 1) % M, f_bits, -1)[root])
+        rows_here = np.empty((f_counter.size, k), dtype=np.int64)
+        new_c: list[np.ndarray] = []
+        new_b: list[np.ndarray] = []
         for a in range(k):
-            nxt = step(counter, bits, a)
-            j = index.get(nxt)
-            if j is None:
-                j = index[nxt] = len(order)
-                order.append(nxt)
-                if len(order) > limits.max_states:
-                    raise LimitExceeded("max_states", limits.max_states,
-                                        f"the formula's state automaton exceeds max_states={limits.max_states}")
-            row.append(j)
-        rows.append(row)
-    dfa = DFA(alpha, np.asarray(rows, dtype=np.int32).reshape(len(rows), k), 0, np.asarray(accepting, dtype=bool))
+            nc, nb = step(f_counter, f_bits, a)
+            for r, key in enumerate(keys(nc, nb)):
+                j = index.get(key)
+                if j is None:
+                    j = index[key] = n_states
+                    n_states += 1
+                    if n_states > limits.max_states:
+                        raise LimitExceeded("max_states", limits.max_states,
+                                            f"the formula's state automaton exceeds max_states={limits.max_states}")
+                    new_c.append(nc[r:r + 1])
+                    new_b.append(nb[r:r + 1])
+                rows_here[r, a] = j
+        row_parts.append(rows_here)
+        f_counter = np.concatenate(new_c) if new_c else np.zeros(0, dtype=np.int64)
+        f_bits = np.concatenate(new_b) if new_b else np.zeros((0, nbits), dtype=bool)
+    rows = np.concatenate(row_parts) if row_parts else np.zeros((0, k), dtype=np.int64)
+    accepting = np.concatenate(accepting_parts)
+    dfa = DFA(alpha, rows.astype(np.int32).reshape(len(rows), k), 0, accepting.astype(bool))
     return dfa.canonical()
 
 

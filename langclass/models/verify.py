@@ -382,7 +382,23 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         source_input = "regex" if "regex" in spec else "dfa"
         dfa = parse_language({k: spec[k] for k in ("regex", "alphabet") if k in spec} if "regex" in spec
                              else {"dfa": spec["dfa"]}, limits)
-        synthesis = synthesize(dfa, limits)
+        try:
+            synthesis = synthesize(dfa, limits)
+        except UnsupportedError as soft_err:
+            if attention == "soft":
+                raise
+            from ..core.starfree import synthesize_star_free
+
+            try:
+                synthesis = synthesize_star_free(dfa, limits)  # past LTL with S: hard attention (Thm 5, 24)
+            except UnsupportedError as hard_err:
+                raise UnsupportedError(
+                    f"no construction from this automaton: {soft_err.detail}; and for hard attention: "
+                    f"{hard_err.detail}. (FO[<,MOD] languages would need position marks i mod m, Thm 19 / Cor 20 "
+                    "of Masked Hard-Attention Transformers…, whose construction from automata is not implemented)",
+                    certificate=soft_err.extra.get("certificate"), source=hard_err.extra.get("source"),
+                ) from None
+            attention = "hard"
         formula = synthesis.formula
     else:
         raise InputError("give one of 'formula' (with 'alphabet'), 'program' (with 'alphabet'), 'regex' (with "
@@ -395,7 +411,9 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         if attention == "auto":
             attention = "hard" if "S" in ops else "soft"
         if attention == "hard":
-            program = formula_to_brasp(formula, alphabet, limits)
+            from ..core.brasp_width import narrow_program
+
+            program = narrow_program(formula_to_brasp(formula, alphabet, limits))  # compiler fan-in ≤ 14
         elif "S" in ops:
             raise UnsupportedError("the since operator S has no soft-attention construction here (star-free "
                                    "languages need rightmost hard attention); use attention='hard'",

@@ -1,0 +1,124 @@
+"""Star-free languages from their automata (issue 13 item 3): past-LTL formulas with S by the local
+divisor induction (checked against the DFA by an independent evaluator and, where feasible, by
+formula → DFA equivalence), B-RASP narrowing, and the hard-attention construction end to end."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from langclass.core.analysis import analyze
+from langclass.core.automaton import DFA
+from langclass.core.brasp import formula_to_brasp, run_program
+from langclass.core.brasp_width import ATTENTION_COST, narrow_program
+from langclass.core.errors import UnsupportedError
+from langclass.core.formulas import evaluate_batch, operators
+from langclass.core.parse import parse_regex
+from langclass.core.starfree import synthesize_star_free
+from langclass.models.verify import run_construction
+
+from _ground_truth import LANGUAGES as GT
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def all_words(k: int, n: int) -> np.ndarray:
+    return np.array(list(itertools.product(range(k), repeat=n)), dtype=np.int64).reshape(k ** n, n)
+
+
+def agrees(formula, A: DFA, max_len: int) -> bool:
+    """The vectorized formula semantics against running the DFA on every word ≤ max_len."""
+    for n in range(max_len + 1):
+        w = all_words(len(A.alphabet), n)
+        want = np.array([A.accepting[A.run_indices(x)] for x in w.tolist()])
+        if not np.array_equal(evaluate_batch(formula, A.alphabet, w), want):
+            return False
+    return True
+
+
+def gt_dfa(entry) -> DFA:
+    d = entry["dfa"]
+    idx = {s: i for i, s in enumerate(d["states"])}
+    table = [[idx[d["transitions"][s][a]] for a in entry["alphabet"]] for s in d["states"]]
+    return DFA.from_table(entry["alphabet"], table, idx[d["initial"]], [idx[s] for s in d["accepting"]])
+
+
+@st.composite
+def random_dfas(draw):
+    n = draw(st.integers(1, 5))
+    k = draw(st.integers(1, 3))
+    table = [[draw(st.integers(0, n - 1)) for _ in range(k)] for _ in range(n)]
+    acc = [q for q in range(n) if draw(st.booleans())]
+    return DFA.from_table("abc"[:k], table, 0, acc).canonical()
+
+
+@settings(max_examples=80, deadline=None)
+@given(random_dfas())
+def test_random_dfas_star_free_synthesis_iff_aperiodic(A):
+    """Synthesis succeeds ⇔ the classifier says star-free; the formula uses only P, Y, S and agrees
+    with the DFA on all words ≤ 6 (≤ 4 over three letters); a proved result has the DFA's fingerprint."""
+    sf = analyze(A).classes["star_free"].member
+    try:
+        s = synthesize_star_free(A)
+    except UnsupportedError:
+        assert not sf
+        return
+    assert sf and operators(s.formula) <= {"P", "Y", "S"}
+    assert agrees(s.formula, A, 6 if len(A.alphabet) <= 2 else 4)
+    if s.verified:
+        assert s.fingerprint == A.fingerprint()
+
+
+@pytest.mark.parametrize("entry", [e for e in GT if e["expected"]["star_free"] and len(e["dfa"]["states"]) <= 5],
+                         ids=lambda e: e["id"])
+def test_star_free_ground_truth_languages_get_formulas(entry):
+    A = gt_dfa(entry)
+    s = synthesize_star_free(A)
+    assert s.method == "local-divisors" and operators(s.formula) <= {"P", "Y", "S"}
+    assert agrees(s.formula, A, 6 if len(A.alphabet) <= 2 else 3)
+
+
+@pytest.mark.parametrize("entry", [e for e in GT if not e["expected"]["star_free"]][:4], ids=lambda e: e["id"])
+def test_non_star_free_is_refused(entry):
+    with pytest.raises(UnsupportedError, match="not star-free"):
+        synthesize_star_free(gt_dfa(entry))
+
+
+def test_narrowing_keeps_every_vector():
+    A = parse_regex("(ab|ba)*", ["a", "b"])
+    prog = formula_to_brasp(synthesize_star_free(A).formula, ["a", "b"])
+    narrow = narrow_program(prog)
+    assert len(narrow.ops) > len(prog.ops) and narrow.output == prog.output
+    rng = np.random.default_rng(0)
+    words = np.concatenate([all_words(2, 7), rng.integers(0, 2, (64, 7))])
+    a, b = run_program(prog, words), run_program(narrow, words)
+    assert all(np.array_equal(a[name], b[name]) for name in a)  # same value for every original vector
+    small = formula_to_brasp("P(b & Y a)", ["a", "b"])
+    assert narrow_program(small) is small  # nothing wide: unchanged
+    with pytest.raises(ValueError):
+        narrow_program(prog, ATTENTION_COST)
+
+
+@pytest.mark.parametrize("regex,alphabet", [("(0|1|2)*02*", "012"), ("c*a((a|b|c)*a)?c*", "abc")])
+def test_star_free_languages_build_with_hard_attention_from_the_regex(regex, alphabet):
+    r = run_construction({"regex": regex, "alphabet": list(alphabet), "all_words_up_to": 6, "random_words": 2,
+                          "random_max_length": 100})
+    assert r["attention"] == "hard" and r["synthesis"]["method"] == "local-divisors"
+    assert r["exact"] and r["agrees_with_dfa"] and r["all_words_up_to"] == 6, r["first_failure"]
+
+
+def test_outside_every_constructible_class_names_the_missing_classes():
+    with pytest.raises(UnsupportedError) as e:
+        run_construction({"regex": "((a|b)(a|b))*a", "alphabet": ["a", "b"]})  # FO[<,MOD] only
+    assert "LTL[P,MOD]" in e.value.detail and "LTL[P,Y]" in e.value.detail and "star-free" in e.value.detail
