@@ -4,7 +4,7 @@ Commands::
 
     langclass serve [--host 127.0.0.1] [--port 8000]    migrate, then serve the API (uvicorn)
     langclass db upgrade [REVISION]                     apply migrations (default: head)
-    langclass db downgrade REVISION                     revert migrations (e.g. base)
+    langclass db downgrade REVISION [--force]           revert migrations (e.g. base; --force when rows would be lost)
     langclass db current                                the database's revision and the head
     langclass classify --regex '(ab)*' --alphabet ab    classes, certificates, encodings (table)
     langclass classify --dfa dfa.json --json            the same record POST /v1/classify returns
@@ -111,12 +111,20 @@ def db_upgrade(revision: Annotated[str, typer.Argument(help="target revision")] 
 
 
 @db_app.command("downgrade")
-def db_downgrade(revision: Annotated[str, typer.Argument(help="target revision, e.g. base")]) -> None:
-    """Revert migrations down to REVISION."""
+def db_downgrade(
+    revision: Annotated[str, typer.Argument(help="target revision, e.g. base")],
+    force: Annotated[bool, typer.Option("--force", help="go ahead although stored rows will be deleted")] = False,
+) -> None:
+    """Revert migrations down to REVISION. Refused (exit 2) while the database holds rows, which
+    the dropped tables would take with them, unless --force is given."""
+    from ..core.errors import LangclassError
     from .db import downgrade
 
     settings = get_settings()
-    downgrade(settings.database_url, revision)
+    try:
+        downgrade(settings.database_url, revision, force=force)
+    except LangclassError as err:
+        _fail(err, False)
     typer.echo(f"database at {revision} ({_safe_url(settings)})")
 
 

@@ -159,10 +159,39 @@ def upgrade(url: str, revision: str = "head") -> None:
     command.upgrade(alembic_config(url), revision)
 
 
-def downgrade(url: str, revision: str) -> None:
-    """Revert migrations down to ``revision`` (``"base"`` removes every table)."""
+def stored_rows(url: str) -> dict[str, int]:
+    """Rows in each of the service's tables that exist at ``url`` (``alembic_version`` left out):
+    what a downgrade that drops tables would delete."""
+    from sqlalchemy import MetaData, create_engine, func, select
+
+    engine = create_engine(url)
+    try:
+        meta = MetaData()
+        meta.reflect(engine)
+        with engine.connect() as conn:
+            return {t.name: int(conn.execute(select(func.count()).select_from(t)).scalar_one())
+                    for t in meta.sorted_tables if t.name != "alembic_version"}
+    finally:
+        engine.dispose()
+
+
+def downgrade(url: str, revision: str, *, force: bool = False) -> None:
+    """Revert migrations down to ``revision`` (``"base"`` removes every table).
+
+    Raises:
+        InputError: the database holds rows (a downgrade drops tables and their data) and
+            ``force`` is False; ``extra["rows"]`` counts them per table.
+    """
     from alembic import command
 
+    if not force:
+        rows = {k: v for k, v in stored_rows(url).items() if v}
+        if rows:
+            from ..core.errors import InputError
+
+            held = ", ".join(f"{n} row(s) in {t}" for t, n in rows.items())
+            raise InputError(f"the database holds {held}; a downgrade drops tables and deletes their rows — "
+                             "back it up and pass --force to go ahead", field="revision", rows=rows)
     command.downgrade(alembic_config(url), revision)
 
 

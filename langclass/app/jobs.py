@@ -225,7 +225,9 @@ def request_cancel(session: Session, job_id: str) -> JobRow | None:
     left as it is.
 
     Both transitions are conditional updates, so a job claimed between the read and the write is
-    handled by the second one (never a cancelled status on a job that keeps running unseen).
+    handled by the second one (never a cancelled status on a job that keeps running unseen). A
+    running job whose worker missed two heartbeats is cancelled at once (its worker is presumed
+    lost, e.g. after a whole-service kill), not a lease later.
 
     Returns:
         The job after the change (None when there is no such job).
@@ -249,8 +251,35 @@ def request_cancel(session: Session, job_id: str) -> JobRow | None:
             .values(cancel_requested=True)
             .execution_options(synchronize_session=False)
         )
+        _cancel_if_orphaned(session, job_id, now)
     session.expire_all()
     return session.get(JobRow, job_id)
+
+
+def _cancel_if_orphaned(session: Session, job_id: str, now: datetime) -> None:
+    """A running job whose holder missed two heartbeats (half its lease; heartbeats come every
+    quarter) is presumed orphaned — e.g. the whole service was killed — and is cancelled now rather
+    than when its lease runs out. Conditional on the exact lease seen: a holder that is alive after
+    all finds the job cancelled at its next heartbeat, stops, and stores nothing."""
+    r = session.execute(
+        select(JobRow.lease_owner, JobRow.lease_expires_at, JobRow.heartbeat_at, JobRow.attempts).where(
+            JobRow.id == job_id, JobRow.status == "running"
+        )
+    ).one_or_none()
+    if r is None or r.lease_expires_at is None or r.heartbeat_at is None:
+        return
+    lease = r.lease_expires_at - r.heartbeat_at
+    if now - r.heartbeat_at < lease / 2:
+        return
+    session.execute(
+        update(JobRow)
+        .where(JobRow.id == job_id, JobRow.status == "running", JobRow.lease_owner == r.lease_owner,
+               JobRow.lease_expires_at == r.lease_expires_at)
+        .values(status="cancelled", finished_at=now, lease_expires_at=None,
+                error={"reason": "cancelled", "detail": f"cancelled; its worker had not heartbeaten since {r.heartbeat_at.isoformat()} (presumed lost)",
+                       "attempt": int(r.attempts), "lease_owner": r.lease_owner})
+        .execution_options(synchronize_session=False)
+    )
 
 
 # --- claiming and holding a lease -----------------------------------------------------------------

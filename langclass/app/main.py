@@ -14,6 +14,8 @@ Extension points for later issues (append one entry each):
 
 from __future__ import annotations
 
+import anyio
+
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -31,6 +33,7 @@ from .problems import HeadAsGetMiddleware, PayloadTooLarge, install_problem_hand
 from .routes import ROUTERS
 from .body import refuse_nul_parameters
 from .runner import ClassifyRunner
+from .security import install_access_log_redaction
 from .service import code_version
 from .settings import Settings, get_settings
 
@@ -60,16 +63,22 @@ _TAGS = [
 ]
 
 
+class _BodyStalled(Exception):
+    """The client declared more body than it sent and stopped sending."""
+
+
 class BodySizeLimitMiddleware:
-    """Answers 413 (problem+json) for request bodies over ``max_bytes``.
+    """Answers 413 (problem+json) for request bodies over ``max_bytes``, and 408 when the client
+    stops sending its body for ``read_timeout_s`` seconds (a stalled body would hold the request open).
 
     Checks ``Content-Length`` up front and also counts streamed (chunked) bodies while the app reads
     them, so a missing or false length header does not get around the cap.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, read_timeout_s: float | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.read_timeout_s = read_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,12 +98,21 @@ class BodySizeLimitMiddleware:
                     return
         received = 0
         started = False
+        body_done = False
 
         async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, body_done
+            if body_done or self.read_timeout_s is None:
+                message = await receive()  # after the body: waiting for a disconnect is no stall
+            else:
+                try:
+                    with anyio.fail_after(self.read_timeout_s):
+                        message = await receive()
+                except TimeoutError:
+                    raise _BodyStalled() from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
+                body_done = not message.get("more_body", False)
                 if received > self.max_bytes:
                     raise PayloadTooLarge(self.max_bytes)
             return message
@@ -111,6 +129,12 @@ class BodySizeLimitMiddleware:
             if started:
                 raise
             await self._too_large(scope, send)
+        except _BodyStalled:
+            if started:
+                raise
+            await self._reject(scope, send, 408, "request-timeout", "Request timeout",
+                               f"the request body stalled: no data for {self.read_timeout_s:g} s (LANGCLASS_BODY_READ_TIMEOUT_S)",
+                               timeout_s=self.read_timeout_s)
 
     async def _too_large(self, scope: Scope, send: Send) -> None:
         await self._reject(
@@ -141,6 +165,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        install_access_log_redaction()  # after uvicorn configured its loggers
         if settings.classify_isolation == "process":
             app.state.runner.pool.prestart()
         async with AsyncExitStack() as stack:
@@ -170,7 +195,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_rss_bytes=settings.classify_worker_max_rss_mb * 2**20,
     )
     install_problem_handlers(app)
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes, read_timeout_s=settings.body_read_timeout_s)
     app.add_middleware(HeadAsGetMiddleware)
     for router in ROUTERS:
         app.include_router(router)

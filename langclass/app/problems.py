@@ -120,6 +120,7 @@ _HTTP_PROBLEMS: dict[str, tuple[int, str, str]] = {
     "not-found": (404, "Not found", "No resource at this address."),
     "method-not-allowed": (405, "Method not allowed", "The resource exists but not with this HTTP method; see the Allow header."),
     "payload-too-large": (413, "Payload too large", "The request body exceeds LANGCLASS_MAX_BODY_BYTES."),
+    "request-timeout": (408, "Request timeout", "The client stopped sending its request body for LANGCLASS_BODY_READ_TIMEOUT_S seconds."),
     "internal-error": (500, "Internal error", "A bug on our side; the log has the traceback."),
 }
 _STATUS_CODES = {400: "bad-request", 404: "not-found", 405: "method-not-allowed", 413: "payload-too-large", 415: "unsupported-media-type"}

@@ -15,6 +15,10 @@ without early exit) and never logged; :func:`key_id` gives a short non-reversibl
 
 from __future__ import annotations
 
+import logging
+
+import re
+
 import hashlib
 import hmac
 
@@ -85,3 +89,34 @@ def require_write_key(
     if not settings.require_key_for_writes:
         return None
     return check_key(settings, credentials.credentials if credentials else None)
+
+
+SECRET_QUERY_PARAMETERS = ("api_key", "apikey", "key", "token", "access_token")
+"""Query parameters whose values never reach a log (a key sent as ``?api_key=`` is redacted)."""
+
+_SECRET_QUERY = re.compile(r"([?&](?:" + "|".join(SECRET_QUERY_PARAMETERS) + r")=)[^&\s\"]*", re.IGNORECASE)
+
+
+def redact_query_secrets(text: str) -> str:
+    """``text`` with the values of :data:`SECRET_QUERY_PARAMETERS` in any URL query replaced by ``***``."""
+    return _SECRET_QUERY.sub(r"\1***", text)
+
+
+class RedactQuerySecrets(logging.Filter):
+    """A logging filter that redacts secret query parameters in a record's message and arguments
+    (uvicorn's access log passes the request path with its query as an argument)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact_query_secrets(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact_query_secrets(a) if isinstance(a, str) else a for a in record.args)
+        return True
+
+
+def install_access_log_redaction() -> None:
+    """Add :class:`RedactQuerySecrets` to uvicorn's access and error loggers (once)."""
+    for name in ("uvicorn.access", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactQuerySecrets) for f in logger.filters):
+            logger.addFilter(RedactQuerySecrets())

@@ -55,6 +55,7 @@ class Settings(BaseSettings):
             (storing a language). Classification without storing (``POST /v1/classify``) and reads
             stay open.
         max_body_bytes: largest accepted request body; larger bodies get 413.
+        body_read_timeout_s: a client that stops sending its request body for this long gets 408.
         max_json_depth: deepest nesting of arrays/objects in a JSON request body (422
             ``limit-exceeded`` naming ``max_json_depth`` beyond it).
         max_regex_length ... max_monoid_entries, time_limit_s: the :class:`~langclass.core.limits.Limits` of one
@@ -102,6 +103,7 @@ class Settings(BaseSettings):
     # --- request size and classification limits -----------------------------------------
     max_body_bytes: int = Field(1_000_000, ge=1_024)
     max_json_depth: int = Field(64, ge=2, le=500)
+    body_read_timeout_s: float | None = Field(30.0, gt=0)
     # one declaration: the defaults are those of core.limits.Limits (the library's)
     max_regex_length: int = Field(DEFAULT_LIMITS.max_regex_length, ge=1)
     max_nesting_depth: int = Field(DEFAULT_LIMITS.max_nesting_depth, ge=1)

@@ -35,7 +35,7 @@ from . import jobs as jobrepo
 from .db import Database
 from .orm import utcnow
 
-__all__ = ["WorkerConfig", "Worker", "run_claim", "release", "resolve_job_function", "worker_process_main"]
+__all__ = ["WorkerConfig", "Worker", "run_claim", "release", "resolve_job_function", "worker_process_main", "LogThrottle"]
 
 log = logging.getLogger("langclass.worker")
 
@@ -83,6 +83,64 @@ class WorkerConfig:
         return self.poll_s if self.poll_s is not None else min(1.0, self.heartbeat_interval)
 
 
+FINISH_RETRY_FIRST_S = 0.5
+FINISH_RETRY_MAX_S = 8.0
+"""Backoff of the final write during a database outage (doubling, capped), while the lease lasts."""
+
+_now = time.monotonic  # injectable clock and sleep (tests)
+_sleep = time.sleep
+
+
+class LogThrottle:
+    """Log a repeating failure once with its traceback, then at most one line per ``interval_s``
+    per key saying how many were left out (a database outage otherwise logs a traceback every
+    poll)."""
+
+    def __init__(self, interval_s: float = 60.0) -> None:
+        self.interval_s = interval_s
+        self._last: dict[str, float] = {}
+        self._skipped: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def _admit(self, key: str) -> tuple[bool, int, bool]:
+        now = _now()
+        with self._lock:
+            first = key not in self._last
+            if first or now - self._last[key] >= self.interval_s:
+                self._last[key] = now
+                return True, self._skipped.pop(key, 0), first
+            self._skipped[key] = self._skipped.get(key, 0) + 1
+            return False, 0, False
+
+    def exception(self, logger: logging.Logger, key: str, msg: str, *args: Any) -> None:
+        """``logger.exception`` the first time, then one line without traceback per interval."""
+        ok, skipped, first = self._admit(key)
+        if not ok:
+            return
+        suffix = f" ({skipped} more like it in the last {self.interval_s:g} s)" if skipped else ""
+        if first:
+            logger.exception(msg + suffix, *args)
+        else:
+            import sys
+
+            exc = sys.exc_info()[1]
+            logger.error(msg + suffix + (f": {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}" if exc else ""), *args)
+
+    def warning(self, logger: logging.Logger, key: str, msg: str, *args: Any) -> None:
+        ok, skipped, _ = self._admit(key)
+        if ok:
+            logger.warning(msg + (f" ({skipped} more like it in the last {self.interval_s:g} s)" if skipped else ""), *args)
+
+    def clear(self, key: str) -> None:
+        """The failure stopped: the next one is logged in full again."""
+        with self._lock:
+            self._last.pop(key, None)
+            self._skipped.pop(key, None)
+
+
+_THROTTLE = LogThrottle()
+
+
 def resolve_job_function(path: str) -> Callable[..., dict[str, Any]]:
     """Import ``"module:function"``.
 
@@ -122,6 +180,7 @@ class _Heartbeat(threading.Thread):
         self.interval = interval
         self.progress_interval = min(interval, progress_interval)
         self._last_beat = time.monotonic()
+        self.last_ok = _now()  # last time the lease was known extended (the claim, then each beat)
         self.cancel = threading.Event()
         self.lost = threading.Event()
         self._stop_evt = threading.Event()
@@ -145,14 +204,18 @@ class _Heartbeat(threading.Thread):
         with self._lock:
             progress = self._progress if self._dirty else None
             self._dirty = False
+        started = _now()
         try:
             with self.db.session_scope() as session:
                 held, cancel = jobrepo.heartbeat(session, self.held, progress=progress)
         except Exception:  # a transient database error: the lease outlasts several beats
-            log.exception("job %s: heartbeat failed", self.held.job_id)
+            _THROTTLE.exception(log, "heartbeat", "job %s: heartbeat failed", self.held.job_id)
             with self._lock:
                 self._dirty = self._dirty or progress is not None
             return
+        _THROTTLE.clear("heartbeat")
+        if held:
+            self.last_ok = started
         if not held:
             log.warning("job %s: lease %s lost", self.held.job_id, self.held.token)
             self.lost.set()
@@ -206,9 +269,25 @@ def run_claim(
         return hb.cancel.is_set() or hb.lost.is_set() or stopping.is_set() or over_budget.is_set()
 
     def store(status: str, **kw: Any) -> str:
-        with db.session_scope() as session:
-            ok = jobrepo.finish(session, held, status=status, progress=hb.progress, **kw)
-        return status if ok else "lost"
+        """Write the outcome; during a database outage retry with backoff while the lease lasts
+        (a result computed during an outage is kept, not rerun)."""
+        from sqlalchemy.exc import DBAPIError
+
+        delay = FINISH_RETRY_FIRST_S
+        while True:
+            try:
+                with db.session_scope() as session:
+                    ok = jobrepo.finish(session, held, status=status, progress=hb.progress, **kw)
+                return status if ok else "lost"
+            except DBAPIError as exc:
+                lease_end = hb.last_ok + held.lease_s
+                if _now() + delay >= lease_end - min(1.0, held.lease_s / 10):
+                    log.error("job %s: could not store the outcome before the lease ends; it will be retried", held.job_id)
+                    raise
+                _THROTTLE.warning(log, "finish", "job %s: storing the outcome failed (%s); retrying in %.1f s while the lease lasts",
+                                  held.job_id, type(exc).__name__, delay)
+                _sleep(delay)
+                delay = min(delay * 2, FINISH_RETRY_MAX_S)
 
     path = config.kinds.get(held.kind)
     if path is None:
@@ -321,8 +400,9 @@ class Worker:
         while not self.stop.is_set():
             try:
                 outcome = self.run_once()
+                _THROTTLE.clear("loop")
             except Exception:
-                log.exception("worker %s: loop error; retrying", self.owner)
+                _THROTTLE.exception(log, "loop", "worker %s: loop error; retrying", self.owner)
                 outcome = None
                 self.stop.wait(self.config.poll_interval)
             if outcome is None:
