@@ -72,3 +72,31 @@ def test_docs_load_no_cdn(api: Any, path: str) -> None:
         assert src.startswith("/"), src
         assert api.get(src).status_code == 200, src
     assert api.get("/static/pages.js").status_code == 200 and api.get("/static/style.css").status_code == 200
+
+
+@pytest.mark.slow
+def test_finished_train_job_pages_show_plot_and_runs(make_client: Any, sqlite_url: str) -> None:
+    """A succeeded training job (its result from a real, tiny run in this process, stored as the
+    worker stores it) shows its plot and run table on the job page and its plot on the language page."""
+    import torch
+
+    import langclass
+    from langclass.app import jobs as jobrepo
+    from langclass.app.db import upgrade
+
+    torch.set_num_threads(1)
+    upgrade(sqlite_url)
+    api = make_client(sqlite_url, worker_slots=0)
+    lid = _add(api, {"regex": "(aa)*", "alphabet": ["a"]})
+    result = langclass.train("(aa)*", alphabet="a", encodings=["nope"], seeds=[0], overrides={
+        "max_steps": 5, "train_lengths": [1, 8], "test_lengths": [9, 10], "eval_per_length": 8,
+        "d_model": 8, "d_ff": 16, "n_heads": 2, "n_layers": 1}).to_dict()
+    with api.app.state.db.session_scope() as session:
+        row = jobrepo.create_job(session, language_id=lid, kind="train", spec=result["spec"], max_attempts=1)
+        row.status, row.result, row.attempts = "succeeded", result, 1
+        jid = row.id
+    page = api.get(f"/jobs/{jid}").text
+    assert f'src="/v1/jobs/{jid}/plot.png"' in page and 'id="runs"' in page and 'data-final="yes"' in page
+    assert page.count("<tr>") == 2  # header + the one run
+    assert api.get(f"/v1/jobs/{jid}/plot.png").headers["content-type"] == "image/png"
+    assert f"/v1/jobs/{jid}/plot.png" in api.get(f"/languages/{lid}").text  # the plot on the language page

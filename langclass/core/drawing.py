@@ -216,9 +216,9 @@ class EggBox:
     """The egg-box diagram of a monoid, possibly summarized.
 
     Attributes:
-        d_classes: one dict per D-class shown, largest-first among regular ones is *not* imposed:
-            they are in the order of their least element (so the identity's class comes first).
-            Each: ``{"id", "size", "regular", "rows": [[cell, ...], ...]}`` where a cell is
+        d_classes: one dict per D-class shown, in the order of their least element (the
+            shortlex-least word; the identity's class first). Each: ``{"id", "size", "regular",
+            "r_classes", "l_classes", "rows": [[cell, ...], ...]}`` where a cell is
             ``{"elements": [{"id", "word", "idempotent"}], "more": int, "group": str | None}``
             (``more`` counts elements left out of a large cell).
         total_d_classes: the number of D-classes of the monoid.
