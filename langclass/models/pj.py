@@ -353,7 +353,7 @@ class PJBias(PositionalEncoding):
     @contextmanager
     def ablated(self, *keys: tuple[str, int | None]) -> Iterator["PJBias"]:
         """Context in which the given components — (sector, order) or (sector, None) for a whole
-        sector — are zeroed (task-level leave-one-out, PJROPE readouts)."""
+        sector — are zeroed (task-level leave-one-out, docs/pjrope.md)."""
         for k in keys:
             if not (isinstance(k, tuple) and len(k) == 2 and k[0] in SECTORS):
                 raise ValueError(f"ablation keys are (sector, order|None) with sector in {SECTORS}, got {k!r}")

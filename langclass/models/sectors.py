@@ -4,7 +4,7 @@ with the classifier's prediction.
 The position space is the PJ-bias kernel of *PJ-RoPE: A Fourier–Jet–Affine Position Space for
 Relative Attention* (Definition 1; diagnostics of §6), trained inside the length-generalization
 protocol of *Disentangling the Expressivity of RoPE* (App. E.2, the ``quick``/``paper`` profiles of
-:mod:`langclass.models.experiment`). The three predictions tested (PJROPE digest §3.3; ours):
+:mod:`langclass.models.experiment`). The three predictions tested (ours; docs/pjrope.md):
 
 * **LTL[P,MOD] with least period k** — the energetic heads (centred kernel range ΔK_h ≥
   ``energy_threshold``, FJ the largest sector energy) sit within ``root_tolerance`` of roots
