@@ -1,8 +1,12 @@
 """Throughput and latency of ``POST /v1/classify`` for small languages, against uvicorn on loopback.
 
-Starts ``langclass serve`` on 127.0.0.1 (a free port, a throw-away SQLite database), sends a bounded
-number of requests with a fixed number of concurrent clients, cycling through small languages
-(2–6 state minimal DFAs), then stops the server. Prints requests/s and latency percentiles.
+Starts ``langclass serve`` on 127.0.0.1 (a free port, a throw-away SQLite database) and sends, with
+the same client and a fixed number of concurrent clients, a bounded number of requests of three
+kinds: ``GET /healthz`` (the framework's own speed), ``POST /v1/classify`` cycling through 12 small
+languages (2–6 state minimal DFAs; after the first round they are answered by the per-process
+classification cache), and ``POST /v1/classify`` of as many *different* random 2–6 state DFAs (every
+one a cache miss that goes to a worker process). Prints requests/s and latency percentiles of each
+and the classify / healthz throughput ratios.
 
     .venv/bin/python bench/api.py                      # 400 requests, 8 concurrent clients
     .venv/bin/python bench/api.py --requests 1000 --concurrency 16
@@ -75,17 +79,41 @@ def _start_server(port: int, db_path: str, isolation: str) -> subprocess.Popen[b
     raise SystemExit("the server did not become ready within 60 s")
 
 
-async def _run(base: str, total: int, concurrency: int) -> tuple[list[float], int, float]:
+def _distinct_dfas(total: int, seed: int = 0) -> list[dict]:
+    """``total`` different DFA JSON bodies (2–6 states over {a, b}, seeded): every one a cache miss."""
+    import random
+
+    rng = random.Random(seed)
+    seen: set[str] = set()
+    out: list[dict] = []
+    while len(out) < total:
+        n = rng.randint(2, 6)
+        dfa = {"alphabet": ["a", "b"], "states": [str(q) for q in range(n)], "initial": "0",
+               "accepting": [str(q) for q in range(n) if rng.random() < 0.5],
+               "transitions": {str(q): {"a": str(rng.randrange(n)), "b": str(rng.randrange(n))} for q in range(n)}}
+        key = repr(dfa)
+        if key not in seen:
+            seen.add(key)
+            out.append({"dfa": dfa})
+    return out
+
+
+async def _run(base: str, total: int, concurrency: int, kind: str) -> tuple[list[float], int, float]:
+    """``kind``: ``healthz`` (GET /healthz), ``repeat`` (POST /v1/classify cycling through LANGUAGES,
+    all classified once before timing) or ``distinct`` (POST /v1/classify of ``total`` different DFAs)."""
     latencies: list[float] = []
     errors = 0
     counter = iter(range(total))
+    bodies = _distinct_dfas(total) if kind == "distinct" else [{"regex": r, "alphabet": a} for r, a in LANGUAGES]
 
     async def worker(client: httpx.AsyncClient) -> None:
         nonlocal errors
         for i in counter:
-            regex, alphabet = LANGUAGES[i % len(LANGUAGES)]
             t0 = time.perf_counter()
-            r = await client.post(f"{base}/v1/classify", json={"regex": regex, "alphabet": alphabet})
+            if kind == "healthz":
+                r = await client.get(f"{base}/healthz")
+            else:
+                r = await client.post(f"{base}/v1/classify", json=bodies[i % len(bodies)])
             latencies.append(time.perf_counter() - t0)
             if r.status_code != 200:
                 errors += 1
@@ -126,8 +154,10 @@ def main() -> None:
         port = _free_port()
         proc = _start_server(port, os.path.join(tmp.name, "bench.db"), args.isolation)
         base = f"http://127.0.0.1:{port}"
+    results = {}
     try:
-        latencies, errors, wall = asyncio.run(_run(base, total, args.concurrency))
+        for kind in ("healthz", "repeat", "distinct"):
+            results[kind] = asyncio.run(_run(base, total, args.concurrency, kind))
     finally:
         if proc is not None:
             proc.send_signal(signal.SIGINT)
@@ -137,15 +167,20 @@ def main() -> None:
                 proc.kill()
         tmp.cleanup()
 
-    lat = sorted(latencies)
     where = args.url or f"uvicorn 1 worker, classify isolation {args.isolation}"
-    print(f"POST /v1/classify  {len(LANGUAGES)} small languages (2-6 DFA states), {where}, {os.cpu_count()} CPUs")
-    print(f"requests {len(lat)}  concurrency {args.concurrency}  errors {errors}  wall {wall:.2f} s")
-    print(f"throughput {len(lat) / wall:.1f} requests/s")
-    print(
-        f"latency ms  p50 {1000 * _pct(lat, 0.50):.1f}  p90 {1000 * _pct(lat, 0.90):.1f}  "
-        f"p99 {1000 * _pct(lat, 0.99):.1f}  max {1000 * lat[-1]:.1f}  mean {1000 * statistics.fmean(lat):.1f}"
-    )
+    print(f"{where}, {os.cpu_count()} CPUs, {total} requests per line, {args.concurrency} concurrent clients, one httpx client")
+    print(f"{'requests':<58}{'req/s':>8}{'p50 ms':>8}{'p90 ms':>8}{'p99 ms':>8}{'max ms':>8}{'p99/p50':>8}{'errors':>7}")
+    labels = {"healthz": "GET /healthz",
+              "repeat": f"POST /v1/classify, {len(LANGUAGES)} small languages repeated (cache hits)",
+              "distinct": "POST /v1/classify, distinct 2-6 state DFAs (cache misses)"}
+    rps = {}
+    for kind, (latencies, errors, wall) in results.items():
+        lat = sorted(latencies)
+        rps[kind] = len(lat) / wall
+        print(f"{labels[kind]:<58}{rps[kind]:>8.1f}{1000 * _pct(lat, 0.5):>8.1f}{1000 * _pct(lat, 0.9):>8.1f}"
+              f"{1000 * _pct(lat, 0.99):>8.1f}{1000 * lat[-1]:>8.1f}{_pct(lat, 0.99) / _pct(lat, 0.5):>8.1f}{errors:>7}")
+    print(f"ratio classify / healthz throughput: repeated {rps['repeat'] / rps['healthz']:.2f}, "
+          f"distinct {rps['distinct'] / rps['healthz']:.2f}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ from ..core.limits import Limits
 from ..version import code_version  # one function for records, CLI and job results
 
 __all__ = [
+    "CLASSIFICATION_CACHE",
+    "ClassificationCache",
     "ParsedLanguage",
     "parse_language",
     "analyze_language",
@@ -299,6 +301,61 @@ def monoid_page(fingerprint: str, dfa_json: Mapping[str, Any], limits: Limits, o
                 _, (_, dropped) = _MONOID_CACHE.popitem(last=False)
                 total -= dropped
     return monoid.describe(offset, limit)
+
+
+class ClassificationCache:
+    """Per-process LRU of finished classifications, keyed by the exact request and the limits.
+
+    ``POST /v1/classify`` of a language already classified by this process answers from here
+    without a round trip to a worker: the same text (regex, DFA JSON or formula), alphabet and
+    :class:`~langclass.core.limits.Limits` always give the same canonical DFA (fingerprint) and
+    analysis, so the stored ``(parsed, analysis)`` pair is the answer (its ``timings_ms`` are those
+    of the computation that produced it). Only successes are stored — an error or a time limit is
+    computed again — and only languages of at most ``max_states`` minimal-DFA states.
+    """
+
+    def __init__(self, size: int = 512, max_states: int = 1000) -> None:
+        self.size = size
+        self.max_states = max_states
+        self._items: "OrderedDict[tuple[Any, ...], tuple[ParsedLanguage, dict[str, Any]]]" = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(*, regex: str | None, dfa: Any, formula: str | None, alphabet: Sequence[str] | None,
+            limits: Limits) -> tuple[Any, ...] | None:
+        """The cache key of a request, or ``None`` when the DFA JSON cannot be keyed canonically."""
+        try:
+            dfa_key = None if dfa is None else json.dumps(dfa, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            return None
+        return (regex, dfa_key, formula, None if alphabet is None else tuple(alphabet), limits)
+
+    def get(self, key: tuple[Any, ...] | None) -> tuple[ParsedLanguage, dict[str, Any]] | None:
+        if key is None or self.size <= 0:
+            return None
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return hit
+
+    def put(self, key: tuple[Any, ...] | None, parsed: ParsedLanguage, analysis: dict[str, Any]) -> None:
+        if key is None or self.size <= 0 or parsed.dfa.num_states > self.max_states:
+            return
+        with self._lock:
+            self._items[key] = (parsed, analysis)
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+CLASSIFICATION_CACHE = ClassificationCache()
+"""The process's cache for ``POST /v1/classify`` (see :class:`ClassificationCache`)."""
 
 
 def classification_record(parsed: ParsedLanguage, analysis: Mapping[str, Any], version: str) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from ..schemas import (
 from ..security import require_api_key, require_write_key
 from ..runner import ClassifyRunner
 from ..service import (
+    CLASSIFICATION_CACHE,
     ParsedLanguage,
     analyze_language,
     classification_record,
@@ -92,10 +93,15 @@ def _load(db: Database, language_id: str) -> dict[str, Any]:
 async def classify_language(body: ClassifyInput, request: Request) -> dict[str, Any]:
     """Parse the language, build its minimal DFA and syntactic monoid, and return every class with
     its certificate and the encoding that suffices. Nothing is stored."""
+    limits = _settings(request).limits()
+    key = CLASSIFICATION_CACHE.key(regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits)
+    hit = CLASSIFICATION_CACHE.get(key)
+    if hit is not None:  # classified by this process already: no worker round trip
+        return classification_record(*hit, _version(request))
     parsed, analysis = await _runner(request).run(
-        parse_and_analyze, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet,
-        limits=_settings(request).limits(),
+        parse_and_analyze, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits,
     )
+    CLASSIFICATION_CACHE.put(key, parsed, analysis)
     return classification_record(parsed, analysis, _version(request))
 
 
