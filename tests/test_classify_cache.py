@@ -1,10 +1,10 @@
-"""The per-process cache of POST /v1/classify (langclass.app.service.ClassificationCache)."""
+"""The per-app cache of POST /v1/classify (langclass.app.service.ClassificationCache)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from langclass.app.service import CLASSIFICATION_CACHE, ClassificationCache, parse_language
+from langclass.app.service import ClassificationCache, parse_language
 from langclass.core.limits import Limits
 
 
@@ -37,16 +37,17 @@ def test_classify_answers_a_repeated_request_from_the_cache(make_client: Callabl
     other limits are another key."""
     api = make_client(sqlite_url)
     body = {"regex": "(ab)*(ba)*b", "alphabet": ["a", "b"]}
-    before = CLASSIFICATION_CACHE.hits
     first = api.post("/v1/classify", json=body)
     second = api.post("/v1/classify", json=body)
     assert first.status_code == second.status_code == 200
     assert second.json() == first.json()
-    assert CLASSIFICATION_CACHE.hits == before + 1
+    cache = api.app.state.classification_cache
+    assert (cache.hits, cache.misses) == (1, 1)
     bad = {"regex": "(ab", "alphabet": ["a", "b"]}
     assert api.post("/v1/classify", json=bad).status_code == 422
     assert api.post("/v1/classify", json=bad).status_code == 422
-    assert CLASSIFICATION_CACHE.hits == before + 1
-    small = make_client(sqlite_url, max_states=2)  # the same request under another limit is computed again
-    assert small.post("/v1/classify", json=body).status_code == 422
-    assert CLASSIFICATION_CACHE.hits == before + 1
+    assert (cache.hits, cache.misses) == (1, 3) and len(cache._items) == 1
+    other = make_client(sqlite_url)  # another app (another process in production) has its own cache
+    strip = lambda r: {k: v for k, v in r.items() if k != "timings_ms"}  # noqa: E731
+    assert strip(other.post("/v1/classify", json=body).json()) == strip(first.json())
+    assert other.app.state.classification_cache.hits == 0 and cache.hits == 1

@@ -30,7 +30,6 @@ from ..core.limits import Limits
 from ..version import code_version  # one function for records, CLI and job results
 
 __all__ = [
-    "CLASSIFICATION_CACHE",
     "ClassificationCache",
     "ParsedLanguage",
     "parse_language",
@@ -304,9 +303,10 @@ def monoid_page(fingerprint: str, dfa_json: Mapping[str, Any], limits: Limits, o
 
 
 class ClassificationCache:
-    """Per-process LRU of finished classifications, keyed by the exact request and the limits.
+    """LRU of finished classifications, keyed by the exact request and the limits.
 
-    ``POST /v1/classify`` of a language already classified by this process answers from here
+    Each app holds one (``app.state.classification_cache``, so one per API process), and
+    ``POST /v1/classify`` of a language that app already classified answers from here
     without a round trip to a worker: the same text (regex, DFA JSON or formula), alphabet and
     :class:`~langclass.core.limits.Limits` always give the same canonical DFA (fingerprint) and
     analysis, so the stored ``(parsed, analysis)`` pair is the answer (its ``timings_ms`` are those
@@ -352,10 +352,6 @@ class ClassificationCache:
             self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
-
-
-CLASSIFICATION_CACHE = ClassificationCache()
-"""The process's cache for ``POST /v1/classify`` (see :class:`ClassificationCache`)."""
 
 
 def classification_record(parsed: ParsedLanguage, analysis: Mapping[str, Any], version: str) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from ..schemas import (
 from ..security import require_api_key, require_write_key
 from ..runner import ClassifyRunner
 from ..service import (
-    CLASSIFICATION_CACHE,
+    ClassificationCache,
     ParsedLanguage,
     analyze_language,
     classification_record,
@@ -58,6 +58,14 @@ def _db(request: Request) -> Database:
 
 def _runner(request: Request) -> ClassifyRunner:
     return request.app.state.runner
+
+
+def _classification_cache(request: Request) -> ClassificationCache:
+    """The app's cache of finished classifications (made on first use; handlers run on the event loop)."""
+    cache = getattr(request.app.state, "classification_cache", None)
+    if cache is None:
+        cache = request.app.state.classification_cache = ClassificationCache()
+    return cache
 
 
 def _version(request: Request) -> str:
@@ -94,14 +102,15 @@ async def classify_language(body: ClassifyInput, request: Request) -> dict[str, 
     """Parse the language, build its minimal DFA and syntactic monoid, and return every class with
     its certificate and the encoding that suffices. Nothing is stored."""
     limits = _settings(request).limits()
-    key = CLASSIFICATION_CACHE.key(regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits)
-    hit = CLASSIFICATION_CACHE.get(key)
-    if hit is not None:  # classified by this process already: no worker round trip
+    cache = _classification_cache(request)
+    key = cache.key(regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits)
+    hit = cache.get(key)
+    if hit is not None:  # classified by this app already: no worker round trip
         return classification_record(*hit, _version(request))
     parsed, analysis = await _runner(request).run(
         parse_and_analyze, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits,
     )
-    CLASSIFICATION_CACHE.put(key, parsed, analysis)
+    cache.put(key, parsed, analysis)
     return classification_record(parsed, analysis, _version(request))
 
 
