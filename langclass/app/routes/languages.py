@@ -100,7 +100,9 @@ def _load(db: Database, language_id: str) -> dict[str, Any]:
 )
 async def classify_language(body: ClassifyInput, request: Request) -> dict[str, Any]:
     """Parse the language, build its minimal DFA and syntactic monoid, and return every class with
-    its certificate and the encoding that suffices. Nothing is stored."""
+    its certificate and the encoding that suffices. Nothing is stored. A request this API process
+    has already answered (same text, alphabet and limits) is served from its in-memory cache of the
+    last 512 classifications: the same record, with the timings of its first computation."""
     limits = _settings(request).limits()
     cache = _classification_cache(request)
     key = cache.key(regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits)
