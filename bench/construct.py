@@ -11,7 +11,10 @@ Every row runs :func:`langclass.models.verify.run_construction` on the language'
 synthesized: LTL[P] monomials, Prop. 3.2, LTL[P,MOD] state formulas, or the LTL[P,Y] window
 product); "verified ≤" is the longest word checked (all words up to ``--all-words``, random words
 up to ``--max-length``, capped at N_max for conventional RoPE). Languages without a construction
-print the 422 detail (which class is missing). Single thread (torch.set_num_threads(1)).
+print the 422 detail (which class is missing). Star-free languages outside LTL[P,MOD] and LTL[P,Y]
+build with hard attention from local-divisor formulas; large monoids make deep models (Dyck-1 of
+depth 3: 119 layers, ~8 minutes to verify all words ≤ 5), so lower --all-words for them.
+Single thread (torch.set_num_threads(1)).
 """
 
 from __future__ import annotations
