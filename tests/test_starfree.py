@@ -122,3 +122,13 @@ def test_outside_every_constructible_class_names_the_missing_classes():
     with pytest.raises(UnsupportedError) as e:
         run_construction({"regex": "((a|b)(a|b))*a", "alphabet": ["a", "b"]})  # FO[<,MOD] only
     assert "LTL[P,MOD]" in e.value.detail and "LTL[P,Y]" in e.value.detail and "star-free" in e.value.detail
+
+
+def test_hard_attention_on_a_star_free_periodic_language_uses_the_star_free_formula():
+    """(ab)* is in LTL[P,MOD] (a MOD formula, no NoPE hard attention) and star-free: hard attention
+    gets the local-divisor formula instead; (aa)* is not star-free and stays unsupported."""
+    r = run_construction({"regex": "(ab)*", "alphabet": ["a", "b"], "attention": "hard", "all_words_up_to": 8,
+                          "random_words": 2, "random_max_length": 100})
+    assert r["attention"] == "hard" and r["synthesis"]["method"] == "local-divisors" and r["exact"]
+    with pytest.raises(UnsupportedError, match="not star-free"):
+        run_construction({"regex": "(aa)*", "alphabet": ["a"], "attention": "hard"})

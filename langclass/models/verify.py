@@ -399,6 +399,10 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                     certificate=soft_err.extra.get("certificate"), source=hard_err.extra.get("source"),
                 ) from None
             attention = "hard"
+        if attention == "hard" and "MOD" in F.operators(synthesis.formula):
+            from ..core.starfree import synthesize_star_free  # MOD has no NoPE hard-attention compilation
+
+            synthesis = synthesize_star_free(dfa, limits)  # UnsupportedError when L is not star-free
         formula = synthesis.formula
     else:
         raise InputError("give one of 'formula' (with 'alphabet'), 'program' (with 'alphabet'), 'regex' (with "
