@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -265,6 +266,11 @@ class ProcessPool:
                 return
         self._discard(worker)
 
+    def idle_count(self) -> int:
+        """Started, ready workers waiting for a call."""
+        with self._lock:
+            return len(self._idle)
+
     def process_count(self) -> int:
         """Worker processes alive now (idle, busy or starting)."""
         with self._lock:
@@ -300,7 +306,7 @@ class ProcessPool:
         try:
             worker = self._take()
             try:
-                worker.wait_ready()
+                worker.wait_ready()  # start-up (rare: workers are prestarted and replaced in the background) is not the call's
             except WorkerError:
                 self._discard(worker)
                 raise
@@ -309,6 +315,7 @@ class ProcessPool:
                 worker.send.send((fn, args, kwargs))
                 if not worker.recv.poll(timeout):
                     self._discard(worker)
+                    self._replenish()
                     raise TimeLimitExceeded(
                         "time_limit_s", limit_value, f"time limit of {limit_value} s exceeded (the computation was stopped)"
                     )
@@ -326,6 +333,28 @@ class ProcessPool:
             raise _load_error(payload)
         log.error("classification worker failed: %s", payload)
         raise WorkerError(payload.splitlines()[0] if payload else "worker failed")
+
+    def _replenish(self) -> None:
+        """Start one replacement worker in the background (after a kill), so the next caller finds
+        a ready process instead of paying the interpreter start-up inside its own budget."""
+
+        def start() -> None:
+            with self._changed:
+                if self._closed or self._live >= self.size:
+                    return
+                self._live += 1
+            try:
+                worker = _Worker()
+                worker.wait_ready()
+            except (WorkerError, OSError) as exc:  # pragma: no cover - reported on first use instead
+                with self._changed:
+                    self._live -= 1
+                    self._changed.notify()
+                log.warning("could not start a replacement classification worker: %s", exc)
+                return
+            self._give_back(worker)
+
+        threading.Thread(target=start, name="langclass-replenish", daemon=True).start()
 
     def prestart(self) -> None:
         """Start the workers in the background (once), so the first requests do not wait for them."""
