@@ -30,22 +30,38 @@ from .cli_common import parse_alphabet
 __all__ = ["register", "worker", "train", "parse_lengths"]
 
 
-def parse_lengths(text: str) -> Any:
-    """``"41-100"`` → ``[41, 100]`` (inclusive range); ``"41,50,100"`` → explicit lengths.
+def parse_lengths(text: str, *, warn: Any = None) -> dict[str, Any]:
+    """Test lengths from the command line, in the API's explicit notation:
+
+    * ``"41..100"`` → ``{"range": [41, 100]}`` (every length 41 to 100); ``"41..500:10"`` adds a step;
+    * ``"41,60,100"`` or ``"50"`` → ``{"lengths": [41, 60, 100]}`` (exactly those; ``"21,40"`` is two lengths);
+    * the old ``"41-100"`` is still read as the range 41..100; ``warn(message)`` (if given) is told
+      it is deprecated.
 
     Raises:
         InputError: anything else (``field="test_lengths"``).
     """
+    t = text.strip()
     try:
-        if "-" in text:
-            lo, hi = (int(x) for x in text.split("-", 1))
-            return [lo, hi] if lo != hi else [lo]
-        values = [int(x) for x in text.split(",") if x.strip()]
+        if ".." in t:
+            lo_text, _, rest = t.partition("..")
+            hi_text, _, step_text = rest.partition(":")
+            out: dict[str, Any] = {"range": [int(lo_text), int(hi_text)]}
+            if step_text:
+                out["step"] = int(step_text)
+            return out
+        if "-" in t.lstrip("-"):
+            lo, hi = (int(x) for x in t.split("-", 1))
+            if warn is not None:
+                warn(f"--test-lengths {text!r}: 'A-B' is deprecated; write '{lo}..{hi}' (the range) or '{lo},{hi}' (two lengths)")
+            return {"range": [lo, hi]}
+        values = [int(x) for x in t.split(",")]
     except ValueError:
-        raise InputError(f"test lengths {text!r}: expected MIN-MAX or a comma-separated list", field="test_lengths") from None
-    if len(values) == 2:  # two explicit lengths, not a range
-        return {"min": values[0], "max": values[1], "step": max(1, values[1] - values[0])}
-    return values
+        raise InputError(
+            f"test lengths {text!r}: expected A..B (a range, e.g. 41..100, optionally A..B:STEP) or a comma-separated "
+            "list of lengths (e.g. 41,60,100)", field="test_lengths",
+        ) from None
+    return {"lengths": values}
 
 
 def worker(
@@ -124,7 +140,7 @@ def train(
     seed: Annotated[Optional[list[int]], typer.Option("--seed", help="training seed (repeat; default: the profile's)")] = None,
     lr: Annotated[Optional[list[float]], typer.Option("--lr", help="learning rate (repeat; default: the profile's)")] = None,
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="training step budget per run")] = None,
-    test_lengths: Annotated[Optional[str], typer.Option(help="'41-100' or '41,60,100'")] = None,
+    test_lengths: Annotated[Optional[str], typer.Option(help="'41..100' = every length 41 to 100 (':STEP' adds a step); '41,60,100' = exactly those")] = None,
     eval_per_length: Annotated[Optional[int], typer.Option(min=1, help="test strings per length")] = None,
     device: Annotated[Optional[str], typer.Option(help="cpu | cuda | auto")] = None,
     override: Annotated[Optional[list[str]], typer.Option("--set", help="profile override KEY=JSON, e.g. d_model=64 (repeat)")] = None,
@@ -160,7 +176,7 @@ def train(
         if max_steps is not None:
             overrides["max_steps"] = max_steps
         if test_lengths is not None:
-            overrides["test_lengths"] = parse_lengths(test_lengths)
+            overrides["test_lengths"] = parse_lengths(test_lengths, warn=lambda m: typer.echo(f"note: {m}", err=True))
         if eval_per_length is not None:
             overrides["eval_per_length"] = eval_per_length
         if device is not None:

@@ -27,6 +27,7 @@ created a job has committed.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing as mp
 import os
@@ -78,7 +79,8 @@ def worker_config(settings: Settings, **overrides: Any) -> WorkerConfig:
     """The :class:`WorkerConfig` of a service's settings (lease ``job_lease_s``, heartbeat a quarter of it)."""
     kw: dict[str, Any] = {"database_url": settings.database_url, "lease_s": settings.job_lease_s,
                           "checkpoint_root": getattr(settings, "job_checkpoint_dir", None),
-                          "time_limit_s": settings.job_time_limit_s, "job_limits": settings.job_limits().to_dict()}
+                          "time_limit_s": settings.job_time_limit_s, "job_limits": settings.job_limits().to_dict(),
+                          "limits": dataclasses.asdict(settings.limits())}
     kw.update(overrides)
     return WorkerConfig(**kw)
 

@@ -560,6 +560,16 @@ def expire_lease(session: Session, held: Claim) -> None:
     session.commit()
 
 
+def _spec_notes(row: JobRow) -> list[str]:
+    """How deprecated forms in a train job's spec were read (e.g. ``test_lengths: [21, 40]`` = the
+    range 21..40) and how to write them now; empty otherwise."""
+    if row.kind != "train" or not isinstance(row.spec, Mapping):
+        return []
+    from ..models.specs import length_notation_notes
+
+    return length_notation_notes(row.spec)
+
+
 def job_resource(row: JobRow) -> dict[str, Any]:
     """The Job resource of a row (what ``GET /v1/jobs/{id}`` returns).
 
@@ -580,6 +590,7 @@ def job_resource(row: JobRow) -> dict[str, Any]:
         "result": row.result,
         "error": None if running_retry else row.error,
         "previous_error": row.error if running_retry else None,
+        "notes": _spec_notes(row),
         "created_at": row.created_at,
         "started_at": row.started_at,
         "heartbeat_at": row.heartbeat_at,

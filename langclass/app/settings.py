@@ -60,7 +60,8 @@ class Settings(BaseSettings):
             ``limit-exceeded`` naming ``max_json_depth`` beyond it).
         max_regex_length ... max_monoid_entries, time_limit_s: the :class:`~langclass.core.limits.Limits` of one
             classification request (time in seconds of wall clock); their defaults are
-            ``Limits()``'s, declared once in :mod:`langclass.core.limits`.
+            ``Limits()``'s, declared once in :mod:`langclass.core.limits`. Construct jobs run under
+            them too (the executor hands them to each worker).
         classify_concurrency: classifications running at once; further requests wait.
         classify_isolation: ``"process"`` (default): each classification runs in a worker process
             that is killed at the time limit; ``"thread"``: worker threads (lighter, but a step that

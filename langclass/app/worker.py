@@ -60,6 +60,9 @@ class WorkerConfig:
             turns True and the job fails with ``limit-exceeded`` naming ``job_time_limit_s``.
         job_limits: the :class:`~langclass.models.specs.JobLimits` values (as a dict) handed to
             train jobs, which check their spec against them (None = the defaults).
+        limits: the service's :class:`~langclass.core.limits.Limits` (as a dict: ``max_states``,
+            ``time_limit_s``, …) handed to construct jobs, which parse, synthesize and verify under
+            them — the same ``LANGCLASS_*`` limits as a classification (None = the library defaults).
     """
 
     database_url: str
@@ -73,6 +76,7 @@ class WorkerConfig:
     checkpoint_root: str | None = None
     time_limit_s: float | None = None
     job_limits: Mapping[str, Any] | None = None
+    limits: Mapping[str, Any] | None = None
 
     @property
     def heartbeat_interval(self) -> float:
@@ -302,6 +306,10 @@ def run_claim(
         from ..models.specs import job_limits_from
 
         extra["limits"] = job_limits_from(config.job_limits)
+    if config.limits is not None and held.kind == "construct":
+        from ..core.limits import Limits
+
+        extra["limits"] = Limits(**config.limits)
     hb.start()
     try:
         fn = resolve_job_function(path)

@@ -18,7 +18,7 @@ Spec (a JSON-ready dict; every key but ``language`` and ``encodings`` optional):
       "learning_rates": [1e-3],     # default: the profile's learning rates
       "overrides": {                # any of the profile settings below
         "max_steps": 2000, "batch_size": 64, "patience": 100,
-        "train_lengths": [1, 40], "test_lengths": [41, 100] | {"min": 41, "max": 100, "step": 1} | [41, 45, 50, ...],
+        "train_lengths": {"range": [1, 40]}, "test_lengths": {"range": [41, 100]} | {"lengths": [41, 45, 50]},
         "eval_per_length": 512, "near_miss_fraction": 0.5,
         "n_layers": 2, "d_model": 32, "n_heads": 4, "d_ff": 64,
         "weight_decay": 0.01, "grad_clip": 1.0, "warmup_steps": 0,
@@ -29,8 +29,10 @@ Spec (a JSON-ready dict; every key but ``language`` and ``encodings`` optional):
       "checkpoint_dir": null        # per-run checkpoints under this directory
     }
 
-``test_lengths`` given as a two-element list ``[a, b]`` means the inclusive range a..b; a longer
-list is the explicit set of lengths.
+Lengths (``train_lengths``, ``test_lengths``) are written ``{"range": [a, b]}`` (every length a..b,
+optional ``"step"``) or ``{"lengths": [n1, n2, …]}`` (exactly those). The old forms — a bare list,
+where ``[a, b]`` means the range a..b, and ``{"min", "max", "step"}`` — are still read; the result's
+``notes`` then says how they were read and how to write them.
 
 Result (JSON-ready; ``accuracy_by_length`` keys are decimal strings, as JSON requires)::
 
@@ -45,7 +47,7 @@ Result (JSON-ready; ``accuracy_by_length`` keys are decimal strings, as JSON req
                  "unseen_test_lengths": how many test lengths exceed every training length,
                  "length_generalization_tested": false when none does (then every status is "not_tested"),
                  "per_encoding": {label: {"status", "text", …}}, "text"},
-     "language", "profile", "settings", "test_lengths", "longest_tested_length",
+     "language", "profile", "settings", "test_lengths", "longest_tested_length", "notes" (deprecated notation),
      "code_version", "torch_version", "device", "wall_s", "spec"}
 
 N* convention: see :func:`langclass.models.evaluate.longest_perfect_length` (0 when the first
@@ -80,7 +82,15 @@ from langclass.version import code_version
 from pydantic import TypeAdapter
 
 from .data import DEFAULT_NEAR_MISS_FRACTION, LanguageSampler
-from .specs import DEFAULT_JOB_LIMITS, JobLimits, LengthRange, Lengths, length_max, parse_train_spec
+from .specs import (
+    DEFAULT_JOB_LIMITS,
+    JobLimits,
+    Lengths,
+    expand_lengths,
+    length_max,
+    length_notation_notes,
+    parse_train_spec,
+)
 from .evaluate import build_test_sets, describe, evaluate_lengths, longest_perfect_length
 from .train import TrainConfig, TrainingCancelled, configure_threads, make_predict, resolve_device, train_recognizer
 from .train_batched import can_batch, train_group
@@ -118,8 +128,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "batch_size": 128,
         "max_steps": 1_000_000,
         "patience": 1000,
-        "train_lengths": [1, 40],
-        "test_lengths": {"min": 41, "max": 500},
+        "train_lengths": {"range": [1, 40]},
+        "test_lengths": {"range": [41, 500]},
         "eval_per_length": 512,
         "near_miss_fraction": DEFAULT_NEAR_MISS_FRACTION,
         "weight_decay": 0.01,
@@ -139,8 +149,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "batch_size": 64,
         "max_steps": 1500,
         "patience": 200,
-        "train_lengths": [1, 40],
-        "test_lengths": {"min": 41, "max": 100},
+        "train_lengths": {"range": [1, 40]},
+        "test_lengths": {"range": [41, 100]},
         "eval_per_length": 512,
         "near_miss_fraction": DEFAULT_NEAR_MISS_FRACTION,
         "weight_decay": 0.01,
@@ -200,19 +210,7 @@ def parse_language(data: Any) -> DFA:
 def _lengths(value: Any, field: str) -> list[int]:
     """The lengths a :data:`~langclass.models.specs.Lengths` value stands for (its size was checked
     against the limits before this is called)."""
-    if isinstance(value, LengthRange):
-        if value.max < value.min:
-            raise InputError(f"{field}: need min ≤ max", field=field)
-        out = list(range(value.min, value.max + 1, value.step))
-        if out[-1] != value.max:
-            out.append(value.max)
-        return out
-    if len(value) == 2:
-        lo, hi = value
-        if hi < lo:
-            raise InputError(f"{field}: range [{lo}, {hi}] is empty", field=field)
-        return list(range(lo, hi + 1))
-    return sorted(set(value))
+    return expand_lengths(value, field)
 
 
 @dataclass(frozen=True)
@@ -239,7 +237,7 @@ def _normalize(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMITS) 
             if getattr(parsed.overrides, key) is not None:
                 settings[key] = getattr(parsed.overrides, key)
     for key in ("train_lengths", "test_lengths"):
-        if not isinstance(settings[key], LengthRange) and isinstance(settings[key], Mapping):
+        if isinstance(settings[key], Mapping):  # a profile's default (a spec's value is parsed already)
             settings[key] = _LENGTHS.validate_python(settings[key])
     parsed.check_limits(limits, n_seeds=len(seeds), n_rates=len(lrs), test_lengths=settings["test_lengths"],
                         eval_per_length=settings["eval_per_length"])
@@ -472,6 +470,7 @@ def run_experiment(
     last_eval: dict[str, Any] | None = None
     grid = [(e, s, lr) for e in encodings for s in norm["seeds"] for lr in norm["learning_rates"]]
 
+    notes = length_notation_notes(spec)
     result_head = {
         "language": {"fingerprint": dfa.fingerprint(), "alphabet": list(dfa.alphabet), "num_states": dfa.num_states, "dfa": dfa.to_canonical_dict()},
         "profile": norm["profile"],
@@ -483,6 +482,7 @@ def run_experiment(
         "longest_tested_length": longest,
         "n_star_convention": "largest tested N with accuracy 1.0 at every tested length <= N; 0 if the first tested length fails",
         "code_version": code_version(),
+        "notes": notes,
         "torch_version": __import__("torch").__version__,
         "device": str(device),
     }
@@ -622,6 +622,17 @@ def _training_units(grid: list[tuple[_Encoding, int, float]], configs: list[Trai
     return units
 
 
+def describe_lengths(lengths: Sequence[int], *, span: bool = False) -> str:
+    """Lengths in the CLI's notation: ``41..60`` for a run of consecutive lengths (or, with ``span``,
+    for the range from the first to the last), ``21,40`` for separate ones (``…`` past eight)."""
+    if not lengths:
+        return "?"
+    if span or (len(lengths) > 1 and list(lengths) == list(range(lengths[0], lengths[-1] + 1))):
+        return f"{lengths[0]}..{lengths[-1]}"
+    shown = ",".join(str(n) for n in lengths[:8])
+    return shown + (f",… ({len(lengths)} lengths)" if len(lengths) > 8 else "")
+
+
 def format_results(result: Mapping[str, Any], *, max_columns: int = 12) -> str:
     """Plain-text report: one accuracy-by-length table per encoding (best run) and the summary.
 
@@ -632,9 +643,12 @@ def format_results(result: Mapping[str, Any], *, max_columns: int = 12) -> str:
     runs = result.get("runs", [])
     lengths = [int(n) for n in result.get("test_lengths", [])]
     lang = result.get("language", {})
+    train = [int(n) for n in (result.get("settings") or {}).get("train_lengths", [])]
     lines.append(f"language {lang.get('fingerprint', '')[:12]} over {{{', '.join(lang.get('alphabet', []))}}}, profile {result.get('profile')}, "
-                 f"train lengths {result.get('settings', {}).get('train_lengths', ['?'])[0]}–{result.get('settings', {}).get('train_lengths', ['?'])[-1]}, "
-                 f"test lengths {lengths[0] if lengths else '?'}–{lengths[-1] if lengths else '?'}")
+                 f"train lengths {describe_lengths(train[:1] + train[-1:] if train else [], span=True)}, "
+                 f"test lengths {describe_lengths(lengths)}")
+    for note in result.get("notes") or ():
+        lines.append(f"note: {note}")
     if lengths:
         nb = min(max_columns, len(lengths))
         bins = [list(b) for b in np.array_split(np.asarray(lengths), nb)]

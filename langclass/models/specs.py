@@ -43,6 +43,11 @@ __all__ = [
     "LABEL_PATTERN",
     "EncodingSpec",
     "LengthRange",
+    "LengthSpan",
+    "LengthSet",
+    "LENGTHS_HELP",
+    "expand_lengths",
+    "length_notation_notes",
     "TrainOverrides",
     "Prediction",
     "TrainSpec",
@@ -190,8 +195,32 @@ EncodingItem = Annotated[
 ]
 
 
+class LengthSpan(_Frozen):
+    """``{"range": [a, b]}``: the lengths a, a+step, … up to b, both ends included (``step`` 1 unless given)."""
+
+    range: Annotated[list[NonNegativeInt], Field(min_length=2, max_length=2)] = Field(
+        description="[a, b]: from a to b inclusive")
+    step: PositiveInt = 1
+
+    @property
+    def min(self) -> int:
+        return self.range[0]
+
+    @property
+    def max(self) -> int:
+        return self.range[1]
+
+
+class LengthSet(_Frozen):
+    """``{"lengths": [n1, n2, …]}``: exactly these lengths (any number of them, two included)."""
+
+    lengths: Annotated[list[NonNegativeInt], Field(min_length=1, max_length=100_000)] = Field(
+        description="exactly these lengths")
+
+
 class LengthRange(_Frozen):
-    """Lengths ``min, min+step, …`` up to ``max`` (``max`` always included)."""
+    """Deprecated ``{min, max, step}``: lengths ``min, min+step, …`` up to ``max`` (``max`` always
+    included). Write ``{"range": [min, max], "step": step}``."""
 
     min: NonNegativeInt
     max: NonNegativeInt
@@ -199,35 +228,103 @@ class LengthRange(_Frozen):
 
 
 def _lengths_tag(v: Any) -> str:
-    return "LengthRange" if isinstance(v, (Mapping, LengthRange)) else "LengthList"
+    if isinstance(v, (LengthSpan, LengthSet, LengthRange)):
+        return type(v).__name__
+    if isinstance(v, Mapping):
+        if "range" in v:
+            return "LengthSpan"
+        if "lengths" in v:
+            return "LengthSet"
+        return "LengthRange"
+    return "LengthList"
 
 
 Lengths = Annotated[
     Union[
+        Annotated[LengthSpan, Tag("LengthSpan")],
+        Annotated[LengthSet, Tag("LengthSet")],
         Annotated[list[NonNegativeInt], Field(min_length=1, max_length=100_000), Tag("LengthList")],
         Annotated[LengthRange, Tag("LengthRange")],
     ],
     Discriminator(_lengths_tag),
 ]
-"""Lengths: ``[a, b]`` = the inclusive range a..b; a list of another size = exactly those lengths;
-``{min, max, step}`` = a stepped range."""
+"""Lengths, in one explicit notation: ``{"range": [a, b]}`` (a..b inclusive, optional ``"step"``) or
+``{"lengths": [n1, n2, …]}`` (exactly those). Still read, deprecated (:func:`length_notation_notes`
+says so): a bare list — ``[a, b]`` is the range a..b, a list of another size is those lengths —
+and ``{"min", "max", "step"}``."""
+
+LENGTHS_HELP = ('{"range": [a, b]} = every length a..b (optional "step"); {"lengths": [n1, n2, …]} = exactly those; '
+                "deprecated but read: [a, b] = a..b, a longer list = those lengths, {min, max, step}")
+
+
+def _bounds(value: Any) -> tuple[int, int, int] | None:
+    """``(min, max, step)`` of a range form, None for an explicit set of lengths."""
+    if isinstance(value, (LengthSpan, LengthRange)):
+        return value.min, value.max, value.step
+    if isinstance(value, list) and len(value) == 2:
+        return value[0], value[1], 1
+    return None
 
 
 def length_count(value: Any) -> int:
     """How many distinct lengths ``value`` (a :data:`Lengths`) stands for, without listing them."""
-    if isinstance(value, LengthRange):
-        n = (value.max - value.min) // value.step + 1 if value.max >= value.min else 0
-        return n + (1 if value.max >= value.min and (value.max - value.min) % value.step else 0)
-    if len(value) == 2:
-        return max(0, value[1] - value[0] + 1)
-    return len(set(value))
+    bounds = _bounds(value)
+    if bounds is not None:
+        lo, hi, step = bounds
+        if hi < lo:
+            return 0
+        return (hi - lo) // step + 1 + (1 if (hi - lo) % step else 0)
+    return len(set(value.lengths if isinstance(value, LengthSet) else value))
 
 
 def length_max(value: Any) -> int:
     """The longest length of ``value`` (a :data:`Lengths`)."""
-    if isinstance(value, LengthRange):
-        return value.max
-    return max(value)
+    bounds = _bounds(value)
+    if bounds is not None:
+        return max(bounds[0], bounds[1])
+    return max(value.lengths if isinstance(value, LengthSet) else value)
+
+
+def expand_lengths(value: Any, field: str) -> list[int]:
+    """The lengths ``value`` (a :data:`Lengths`) stands for, ascending (call after the limits).
+
+    Raises:
+        InputError: an empty range (b < a).
+    """
+    bounds = _bounds(value)
+    if bounds is None:
+        return sorted(set(value.lengths if isinstance(value, LengthSet) else value))
+    lo, hi, step = bounds
+    if hi < lo:
+        raise InputError(f"{field}: the range {lo}..{hi} is empty (need a ≤ b)", field=field)
+    out = list(range(lo, hi + 1, step))
+    if out[-1] != hi:
+        out.append(hi)
+    return out
+
+
+def length_notation_notes(spec: Any) -> list[str]:
+    """A deprecation note per length field of ``spec`` (a train spec, mapping or :class:`TrainSpec`)
+    written in an old form, saying what it was read as and how to write it now."""
+    overrides = spec.get("overrides") if isinstance(spec, Mapping) else getattr(spec, "overrides", None)
+    if overrides is None:
+        return []
+    notes = []
+    for key in ("train_lengths", "test_lengths"):
+        value = overrides.get(key) if isinstance(overrides, Mapping) else getattr(overrides, key, None)
+        if isinstance(value, (list, tuple)):
+            if len(value) == 2:
+                notes.append(f"overrides.{key}: the list {list(value)} is read as the RANGE {value[0]}..{value[1]}; this "
+                             f"form is deprecated — write {{\"range\": {list(value)}}} (or {{\"lengths\": {list(value)}}} "
+                             "for exactly those two lengths)")
+            else:
+                notes.append(f"overrides.{key}: a bare list of lengths is deprecated — write {{\"lengths\": {list(value)}}}")
+        elif isinstance(value, LengthRange) or (isinstance(value, Mapping) and "min" in value):
+            lo, hi = (value.min, value.max) if isinstance(value, LengthRange) else (value.get("min"), value.get("max"))
+            step = value.step if isinstance(value, LengthRange) else value.get("step", 1)
+            notes.append(f"overrides.{key}: {{min, max, step}} is deprecated — write {{\"range\": [{lo}, {hi}]"
+                         + (f", \"step\": {step}}}" if step != 1 else "}"))
+    return notes
 
 
 class TrainOverrides(_Frozen):
@@ -242,8 +339,8 @@ class TrainOverrides(_Frozen):
     patience: PositiveInt | None = Field(None, json_schema_extra={"x-limit": "job_max_steps"})
     warmup_steps: NonNegativeInt | None = Field(None, json_schema_extra={"x-limit": "job_max_steps"})
     eval_per_length: PositiveInt | None = Field(None, json_schema_extra={"x-limit": "job_max_eval_per_length"})
-    train_lengths: Lengths | None = Field(None, description="[min, max] inclusive (or {min, max}); lengths ≤ max_test_length")
-    test_lengths: Lengths | None = Field(None, description="[a, b] = a..b, a longer list = those lengths, or {min, max, step}")
+    train_lengths: Lengths | None = Field(None, description="training lengths, from the least to the greatest: " + LENGTHS_HELP)
+    test_lengths: Lengths | None = Field(None, description="test lengths: " + LENGTHS_HELP)
     near_miss_fraction: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
     weight_decay: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] | None = None
     grad_clip: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] | None = None
@@ -311,7 +408,7 @@ class TrainSpec(_Frozen):
         limits.check("max_eval_strings", n_eval, "overrides.eval_per_length", "test strings (lengths × eval_per_length)")
 
 
-_TAGS = {"EncodingName", "EncodingSpec", "LengthList", "LengthRange", "str", "int", "float", "list", "dict", "bool", "none"}
+_TAGS = {"EncodingName", "EncodingSpec", "LengthList", "LengthRange", "LengthSpan", "LengthSet", "str", "int", "float", "list", "dict", "bool", "none"}
 
 
 def field_path(loc: tuple[Any, ...] | list[Any]) -> str | None:

@@ -58,6 +58,9 @@ class JobSummary(BaseModel):
     error: dict[str, Any] | None = Field(
         None, description="{reason, detail, …}: worker-lost (retrying or final), worker-stopped, invalid-spec, limit-exceeded, run-error, cancelled"
     )
+    notes: list[str] = Field(
+        default_factory=list, description="how deprecated notation in the spec was read (e.g. test_lengths [21, 40] = the range 21..40)"
+    )
     previous_error: dict[str, Any] | None = Field(
         None, description="while a retry runs: the error of the attempt before it (e.g. worker-lost); null otherwise"
     )
