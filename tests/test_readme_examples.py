@@ -159,7 +159,7 @@ class _Shell:
         if m and not command.startswith("curl"):
             self.vars[m.group(1)] = m.group(2)
             return None
-        responses = [self.curl(part) for part in command.split("; ")]
+        responses = [self.curl(part) for part in re.split(r";\s+(?=curl )", command)]
         return responses[-1]
 
 
