@@ -94,7 +94,7 @@ def decode_json_strict(text: str, max_depth: int) -> Any:
         ) from None
     except json.JSONDecodeError as exc:
         raise MalformedJsonError(
-            f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} (char {exc.pos})",
+            f"the request body is not valid JSON: {exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno} (char {exc.pos})",
             position=exc.pos, line=exc.lineno, column=exc.colno,
         ) from None
 
