@@ -513,3 +513,17 @@ def test_accepts_numpy_words_and_strings() -> None:
     assert d.accepts("abab") and d.accepts(("a", "b")) and not d.accepts(np.array(["a"]).tolist())
     with pytest.raises(UnknownSymbolError):
         d.accepts("abc")
+
+
+@pytest.mark.parametrize("text", ["a,b", ",a", "(a|b),b"])
+def test_unescaped_comma_outside_braces_says_escape_it(text):
+    with pytest.raises(Exception) as info:
+        parse_regex_ast(text, ["a", "b"])
+    msg = str(info.value)
+    assert "\\," in msg and "bounded repetition" not in msg
+
+
+def test_malformed_braces_still_say_bounded_repetition():
+    with pytest.raises(Exception) as info:
+        parse_regex_ast("a{,2}", ["a", "b"])
+    assert "malformed bounded repetition" in str(info.value)

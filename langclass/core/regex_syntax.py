@@ -200,6 +200,10 @@ def _translate_lark_error(text: str, e: UnexpectedInput) -> RegexSyntaxError:
         return _syntax_error(
             text, pos, f"operator {_TOKEN_NAMES[tname]} is missing its left operand (write ε or () for the empty word)"
         )
+    if tname == "COMMA" and "NUMBER" not in p.expected and "RBRACE" not in p.expected:
+        return _syntax_error(
+            text, pos, "a comma outside '{n,m}' is not a symbol: escape it as '\\,' to use ',' as a letter (see docs/regex.md)"
+        )
     if tname == "RBRACE" or tname == "COMMA" or "NUMBER" in p.expected or "RBRACE" in p.expected:
         return _syntax_error(text, pos, f"malformed bounded repetition at {p.token!r}: write {{n}}, {{n,}} or {{n,m}} with decimal n, m")
     return _syntax_error(text, pos, f"unexpected {p.token!r}" + _describe_expected(p.expected))
