@@ -206,3 +206,14 @@ def test_cli_formula_notes_mod_remainder() -> None:
     result = runner.invoke(app, ["classify", "--formula", "MOD(2,5)", "--alphabet", "a"])
     assert result.exit_code == 0, result.output
     assert "note: MOD(2,5) is read as MOD(2,1): the remainder is taken modulo m" in result.stdout
+
+
+def test_classify_table_pluralizes_counts() -> None:
+    one = runner.invoke(app, ["classify", "-r", "a*", "-a", "a"])
+    assert one.exit_code == 0, one.output
+    assert "minimal DFA: 1 state over" in one.stdout
+    assert "syntactic monoid: 1 element (" in one.stdout and "1 idempotent," in one.stdout and "1 D-class," in one.stdout
+    assert "1 states" not in one.stdout and "1 elements" not in one.stdout
+    two = runner.invoke(app, ["classify", "-r", "(ab)*", "-a", "ab"])
+    assert two.exit_code == 0, two.output
+    assert "minimal DFA: 3 states over" in two.stdout and "D-classes" in two.stdout

@@ -41,6 +41,7 @@ from .errors import LimitExceeded
 from .lattice import CLASS_INFO, CLASS_KEYS, LatticeViolation, check_consistency, infer
 from .limits import DEFAULT_LIMITS, Limits
 from .monoid import MAX_GROUPS_REPORTED, TransitionMonoid, monoid_summary, nontrivial_groups, transition_monoid
+from .wording import count_noun
 
 __all__ = ["Analysis", "analyze", "format_table"]
 
@@ -254,14 +255,15 @@ def _w(word) -> str:
 def format_table(analysis: Analysis) -> str:
     """A plain-text table of the classes (member, reason, certificate or witness) and the encoding answer."""
     a = analysis
-    lines = [f"minimal DFA: {a.dfa.num_states} states over {{{', '.join(a.dfa.alphabet)}}}"]
+    lines = [f"minimal DFA: {count_noun(a.dfa.num_states, 'state')} over {{{', '.join(a.dfa.alphabet)}}}"]
     ms = a.monoid_summary
     if "error" in ms:
         lines.append(f"syntactic monoid: not enumerated ({ms['error'].get('detail')})")
     else:
-        lines.append(f"syntactic monoid: {ms['size']} elements (semigroup {ms['semigroup_size']}), "
-                     f"{ms['idempotents']} idempotents, {ms['d_classes']} D-classes, stability index s = {ms['stability_index']}, "
-                     f"stable semigroup {ms['stable_semigroup_size']} elements")
+        lines.append(f"syntactic monoid: {count_noun(ms['size'], 'element')} (semigroup {ms['semigroup_size']}), "
+                     f"{count_noun(ms['idempotents'], 'idempotent')}, {count_noun(ms['d_classes'], 'D-class', 'D-classes')}, "
+                     f"stability index s = {ms['stability_index']}, "
+                     f"stable semigroup {count_noun(ms['stable_semigroup_size'], 'element')}")
     lines.append("")
     w1 = max(len(CLASS_INFO[k].name) for k in a.classes) + 2
     lines.append(f"{'class':<{w1}}{'member':<8}reason")

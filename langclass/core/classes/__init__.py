@@ -46,6 +46,7 @@ from .delay import ltl_p_y_delay
 from .extras import monoid_extras
 from .implied import Implied, ImpliedWitness, implied_result, replay_implied
 from .replaykit import Checker
+from ..wording import count_noun
 
 __all__ = [
     "ClassResult",
@@ -153,7 +154,7 @@ def render(result: ClassResult, width: int = 110) -> str:
             parts.append(f"{k}: {len(v)} listed")
             continue
         if k == "monoid" and isinstance(v, dict):
-            parts.append(f"monoid: {len(v['parents']) + 1} words")
+            parts.append(f"monoid: {count_noun(len(v['parents']) + 1, 'word')}")
             continue
         if k in _HIDDEN:
             continue

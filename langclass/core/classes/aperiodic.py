@@ -22,6 +22,7 @@ from .base import ClassResult, Decider, Evidence, make_result, register, show, w
 from .context import Context
 from .evidence import Counter, MonoidWords, monoid_words
 from .replaykit import Checker
+from ..wording import count_noun
 
 __all__ = ["decide_star_free", "decide_fo_mod", "find_counter_dfa", "counter_from_element", "need_monoid",
            "Aperiodic", "QuasiAperiodic", "StableCounter", "GroupEvidence"]
@@ -143,7 +144,7 @@ def decide_star_free(ctx: Context) -> ClassResult:
     if not viol.any():
         N = _aperiodicity_index(ctx)
         return make_result("star_free", True,
-                           f"the syntactic monoid ({M.size} elements) is aperiodic: x^{N} = x^{N + 1} for every element x",
+                           f"the syntactic monoid ({count_noun(M.size, 'element')}) is aperiodic: x^{N} = x^{N + 1} for every element x",
                            Aperiodic(M.size, N, monoid_words(M)), None)
     x = int(np.flatnonzero(viol)[0])
     wit = counter_from_element(ctx, x)
@@ -161,7 +162,7 @@ def decide_fo_mod(ctx: Context) -> ClassResult:
     viol = M.nontrivial_group_elements & M.stable
     if not viol.any():
         return make_result("fo_mod", True,
-                           f"the stable semigroup η(Σ^{s}) ({M.stable_size} elements, s = {s}) contains no non-trivial group",
+                           f"the stable semigroup η(Σ^{s}) ({count_noun(M.stable_size, 'element')}, s = {s}) contains no non-trivial group",
                            QuasiAperiodic(s, M.stable_size, monoid_words(M)), None)
     x = int(np.flatnonzero(viol)[0])
     c = counter_from_element(ctx, x)

@@ -19,6 +19,7 @@ from .base import ClassResult, Decider, Evidence, make_result, register, show, w
 from .context import Context
 from .evidence import MonoidWords, Separation, monoid_words
 from .replaykit import Checker
+from ..wording import count_noun
 
 __all__ = ["decide_fo2", "decide_fo2_mod", "decide_piecewise_testable", "RegularIdempotent",
            "StableRegularIdempotent", "DAWitness", "StableDAWitness", "JTrivial", "GreenWitness"]
@@ -145,7 +146,7 @@ def decide_fo2_mod(ctx: Context) -> ClassResult:
     s = M.stability_index
     if not viol.any():
         return make_result("fo2_mod", True,
-                           f"every regular element of the stable semigroup η(Σ^{s}) ({M.stable_size} elements) is idempotent, "
+                           f"every regular element of the stable semigroup η(Σ^{s}) ({count_noun(M.stable_size, 'element')}) is idempotent, "
                            "so it is in DA", StableRegularIdempotent(s, M.stable_size, monoid_words(M)), None)
     wit = _da_witness(ctx, int(np.flatnonzero(viol)[0]), stable=True)
     return make_result("fo2_mod", False,
@@ -170,7 +171,7 @@ def decide_piecewise_testable(ctx: Context) -> ClassResult:
                                f"η({show(M.word(x))}) ≠ η({show(M.word(y))}) are {rel}-equivalent ({side}), "
                                "so the monoid is not J-trivial", wit, wit)
     return make_result("piecewise_testable", True,
-                       f"all {M.size} J-classes of the syntactic monoid are singletons (J-trivial)",
+                       f"each of the {count_noun(M.size, 'J-class', 'J-classes')} of the syntactic monoid is a singleton (J-trivial)",
                        JTrivial(M.size, monoid_words(M)), None)
 
 

@@ -24,6 +24,7 @@ from .base import CERT_LIST_MAX, ClassResult, Decider, Evidence, make_result, re
 from .context import Context
 from .evidence import MonoidWords, Separation, monoid_words
 from .replaykit import Checker, WordMonoid
+from ..wording import count_noun
 
 __all__ = ["decide_ltl_p_y", "decide_locally_testable", "decide_locally_threshold_testable", "LTT_WORK_BUDGET",
            "REPLAY_LTT_WORK", "LocalMonoid", "LocalMonoids", "LocalRWitness", "LTWitness", "LTTCertificate",
@@ -166,7 +167,7 @@ def decide_ltl_p_y(ctx: Context) -> ClassResult:
                                    "are distinct R-equivalent elements of eSe, so the syntactic semigroup is not locally R-trivial",
                                    wit, wit)
     return make_result("ltl_p_y", True,
-                       f"eSe is R-trivial for a maximal idempotent e of each of the {len(checked)} D-classes of maximal "
+                       f"eSe is R-trivial for a maximal idempotent e of each of the {count_noun(len(checked), 'D-class', 'D-classes')} of maximal "
                        "idempotents of the syntactic semigroup (hence for every idempotent), so it is locally R-trivial",
                        LocalMonoids(*_checked(checked), monoid_words(M)), None)
 
@@ -238,8 +239,8 @@ def decide_locally_testable(ctx: Context) -> ClassResult:
                                f"x = η({show(M.word(x))}) and y = η({show(M.word(y))}) lie in eSe for e = η({show(ew)}) "
                                "but do not commute", wit, wit)
     return make_result("locally_testable", True,
-                       f"eSe is an idempotent commutative monoid for a maximal idempotent e of each of the {len(checked)} "
-                       "D-classes of maximal idempotents (hence for every idempotent)",
+                       f"eSe is an idempotent commutative monoid for a maximal idempotent e of each of the "
+                       f"{count_noun(len(checked), 'D-class', 'D-classes')} of maximal idempotents (hence for every idempotent)",
                        LocalMonoids(*_checked(checked), monoid_words(M)), None)
 
 
