@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -237,8 +237,11 @@ def classify(regex: str | None = None, *, alphabet: str | Sequence[str] | None =
 
 
 @dataclass(frozen=True)
-class RunResult:
+class RunResult(Mapping[str, Any]):
     """The JSON-ready record of :func:`construct` or :func:`train` (the job result the API stores).
+
+    A read-only :class:`collections.abc.Mapping` over ``record``: ``result["exact"]``, ``"exact" in
+    result``, ``result.keys()``, ``dict(result)`` and iteration all see the record's keys.
 
     Attributes:
         kind: ``"construct"`` or ``"train"``.
@@ -252,8 +255,11 @@ class RunResult:
     def __getitem__(self, key: str) -> Any:
         return self.record[key]
 
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.record.get(key, default)
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.record)
+
+    def __len__(self) -> int:
+        return len(self.record)
 
     def to_dict(self) -> dict[str, Any]:
         return self.record

@@ -107,3 +107,18 @@ def test_repr_svg_is_well_formed_and_has_every_state() -> None:
     assert html.count("<tr>") == len(r.classes) + 1
     ab = langclass.classify("(ab)*", alphabet="ab")._repr_html_()
     assert "u=a, v=b" in ab  # the LTL[P] witness words, shown as words
+
+
+def test_run_result_is_a_mapping_over_its_record() -> None:
+    from collections.abc import Mapping
+
+    from langclass.api import RunResult
+
+    r = RunResult("construct", {"exact": True, "encoding": "nope", "all_words_up_to": 6})
+    assert isinstance(r, Mapping)
+    assert "exact" in r and 0 not in r and "missing" not in r
+    assert list(r) == list(r.keys()) == ["exact", "encoding", "all_words_up_to"]
+    assert len(r) == 3 and dict(r) == r.record and r.get("missing", 7) == 7
+    assert r["exact"] is True
+    with pytest.raises(KeyError):
+        r["missing"]
