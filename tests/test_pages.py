@@ -100,3 +100,17 @@ def test_finished_train_job_pages_show_plot_and_runs(make_client: Any, sqlite_ur
     assert page.count("<tr>") == 2  # header + the one run
     assert api.get(f"/v1/jobs/{jid}/plot.png").headers["content-type"] == "image/png"
     assert f"/v1/jobs/{jid}/plot.png" in api.get(f"/languages/{lid}").text  # the plot on the language page
+
+
+@pytest.mark.parametrize("body", [
+    {"regex": "(b*ab*a)*b*", "alphabet": ["a", "b"]},  # parity of a's: no hard-attention encoding known
+    {"regex": "(a(a(ab)*b)*b)*", "alphabet": ["a", "b"]},  # depth-bounded Dyck: not in LTL[P,MOD] / LTL[P,Y]
+    {"dfa": PARITY, "name": "parity"},
+])
+def test_language_page_never_prints_python_none(api: Any, body: dict) -> None:
+    lid = _add(api, body)
+    r = api.get(f"/languages/{lid}")
+    assert r.status_code == 200
+    text = re.sub(r"<[^>]+>", " ", r.text)  # the visible text, tags removed
+    assert not re.search(r"\bNone\b", text), re.findall(r".{60}\bNone\b.{20}", text)
+    assert "none known" in r.text and "—" in r.text

@@ -63,14 +63,16 @@ def _is_word(v: Any) -> bool:
 
 def evidence_items(d: Any) -> list[tuple[str, str]]:
     """A certificate or witness as (label, text) pairs: lists of symbols shown as words (ε for the
-    empty word), nested data as compact JSON."""
+    empty word), nested data as compact JSON; fields that are ``None`` (not applicable) are left out."""
     if not isinstance(d, dict):
         return []
     out = []
     for k, v in d.items():
+        if v is None:
+            continue
         if _is_word(v):
             text = word_text(v)
-        elif isinstance(v, (str, int, float, bool)) or v is None:
+        elif isinstance(v, (str, int, float, bool)):
             text = str(v)
         elif isinstance(v, list) and v and all(_is_word(w) for w in v):
             text = ", ".join(word_text(w) for w in v)
