@@ -114,3 +114,28 @@ def test_language_page_never_prints_python_none(api: Any, body: dict) -> None:
     text = re.sub(r"<[^>]+>", " ", r.text)  # the visible text, tags removed
     assert not re.search(r"\bNone\b", text), re.findall(r".{60}\bNone\b.{20}", text)
     assert "none known" in r.text and "—" in r.text
+
+
+def test_finished_job_page_full_progress_and_one_verdict_line_each(make_client: Any, sqlite_url: str) -> None:
+    """A succeeded job's bar is full (not value 0 next to "done"); a failed one hides it; the
+    verdict's per-encoding lines render one per paragraph, not run together."""
+    from langclass.app import jobs as jobrepo
+    from langclass.app.db import upgrade
+
+    upgrade(sqlite_url)
+    api = make_client(sqlite_url, worker_slots=0)
+    lid = _add(api, {"regex": "(aa)*", "alphabet": ["a"]})
+    lines = ["nope: no run reached length 60", "rope_periodic: perfect up to length 60"]
+    with api.app.state.db.session_scope() as session:
+        ok = jobrepo.create_job(session, language_id=lid, kind="train", spec={"kind": "train"}, max_attempts=1)
+        ok.status, ok.attempts, ok.progress = "succeeded", 1, {"phase": "done"}
+        ok.result = {"runs": [], "verdict": {"text": "\n".join(lines), "per_encoding": {}}}
+        bad = jobrepo.create_job(session, language_id=lid, kind="train", spec={"kind": "train"}, max_attempts=1)
+        bad.status, bad.attempts = "failed", 1
+        ok_id, bad_id = ok.id, bad.id
+    page = api.get(f"/jobs/{ok_id}").text
+    bar = re.search(r"<progress id=\"job-progress\"[^>]*>", page).group(0)
+    assert 'max="1"' in bar and 'value="1"' in bar and "hidden" not in bar
+    assert re.findall(r'<p class="verdict-line">([^<]*)</p>', page) == lines
+    bar = re.search(r"<progress id=\"job-progress\"[^>]*>", api.get(f"/jobs/{bad_id}").text).group(0)
+    assert "hidden" in bar

@@ -112,7 +112,9 @@ function setupJob() {
     status.textContent = job.status + (job.cancel_requested && job.status === "running" ? " (cancel requested)" : "");
     status.className = `status-${job.status}`;
     const p = job.progress || {};
-    if (typeof p.step === "number" && typeof p.total === "number" && p.total > 0) {
+    if (job.status === "succeeded") {
+      bar.hidden = false; bar.max = 1; bar.value = 1;
+    } else if (typeof p.step === "number" && typeof p.total === "number" && p.total > 0) {
       bar.max = p.total; bar.value = p.step;
     }
     const runs = (typeof p.run === "number" && p.runs) ? ` run ${p.run + 1}/${p.runs}` : "";
