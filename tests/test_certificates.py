@@ -185,3 +185,42 @@ def test_beyond_is_typed_and_groups_of_ac0_languages_are_shown():
     assert a.classes["fo_mod"].member is True and a.beyond is None
     assert [g["name"] for g in a.monoid_summary["nontrivial_groups"]] == ["Z2"]
     assert "groups: Z2 in the syntactic monoid, none in the stable semigroup" in format_table(a)
+
+
+def test_tampered_witness_replay_failure_names_the_check() -> None:
+    from langclass.core.classes import ReplayError
+
+    dfa = parse_regex("(ab)*", ["a", "b"])
+    record = analyze(dfa).classes["ltl_p"].to_dict()
+    replay(dfa, record)  # the genuine witness replays
+    bad = copy.deepcopy(record)
+    bad["witness"]["v"] = ["a"]
+    with pytest.raises(ReplayError) as info:
+        replay(dfa, bad)
+    msg = str(info.value)
+    assert msg.startswith("ltl_p: the witness does not replay: check `") and "wit.v" in msg
+    assert isinstance(info.value, AssertionError)  # older callers catching AssertionError still work
+
+
+def test_every_replay_failure_carries_a_message() -> None:
+    """Tamper each word of every witness/certificate of a few languages: any failure has a message."""
+    failures = 0
+    for regex in ("(ab)*", "(aa)*", "a*b", "(a|b)*a(a|b)*"):
+        dfa = parse_regex(regex, ["a", "b"])
+        for key, res in analyze(dfa).classes.items():
+            record = res.to_dict()
+            ev_key = "certificate" if record["member"] else "witness"
+            ev = record.get(ev_key)
+            if record["member"] is None or not isinstance(ev, dict):
+                continue
+            for field, value in ev.items():
+                if not (isinstance(value, list) and all(isinstance(s, str) for s in value)):
+                    continue
+                bad = copy.deepcopy(record)
+                bad[ev_key][field] = value + ["b", "a", "a"]
+                try:
+                    replay(dfa, bad)
+                except AssertionError as err:
+                    failures += 1
+                    assert str(err).strip() and str(err).startswith(key), (key, field)
+    assert failures > 0

@@ -45,10 +45,11 @@ from .local import (
 from .delay import ltl_p_y_delay
 from .extras import monoid_extras
 from .implied import Implied, ImpliedWitness, implied_result, replay_implied
-from .replaykit import Checker
+from .replaykit import Checker, ReplayError, describe_failed_check
 from ..wording import count_noun
 
 __all__ = [
+    "ReplayError",
     "ClassResult",
     "Context",
     "Decider",
@@ -107,17 +108,30 @@ def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None) -
         monoid: unused (kept for callers that pass it); the replay never reads the decider's monoid.
 
     Raises:
-        AssertionError: the evidence is malformed or does not hold on the DFA (the message says what).
+        ReplayError: (an ``AssertionError``) the evidence is malformed or does not hold on the DFA;
+            the message names the class key, the evidence kind and the check that failed.
     """
     d = result.to_dict() if isinstance(result, ClassResult) else result
     key, member = d["key"], d["member"]
     if member is None:
         return
-    assert key in REGISTRY, f"unknown class key {key!r}"
+    kind = "certificate" if member else "witness"
+    try:
+        _replay(dfa, d, key, member)
+    except ReplayError:
+        raise
+    except AssertionError as err:
+        raise ReplayError(f"{key}: the {kind} does not replay: {str(err) or describe_failed_check(err)}") from None
+
+
+def _replay(dfa: DFA, d: dict[str, Any], key: str, member: bool) -> None:
+    if key not in REGISTRY:
+        raise ReplayError(f"unknown class key {key!r}")
     dec = REGISTRY[key]
     chk = Checker(dfa)
     raw = d.get("certificate") if member else d.get("witness")
-    assert raw is not None, f"{key}: a {'member needs a certificate' if member else 'non-member needs a witness'}"
+    if raw is None:
+        raise ReplayError(f"{key}: a {'member needs a certificate' if member else 'non-member needs a witness'}")
     try:
         if d.get("method") == "lattice":
             ev = (Implied if member else ImpliedWitness).from_dict(raw, "certificate" if member else "witness")
@@ -125,7 +139,7 @@ def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None) -
             ev = parse_evidence(dec.certificate_types if member else dec.witness_types, raw,
                                 "certificate" if member else "witness")
     except ValueError as err:
-        raise AssertionError(f"{key}: malformed evidence: {err}") from None
+        raise ReplayError(f"{key}: malformed evidence: {err}") from None
     if d.get("method") == "lattice":
         replay_implied(chk, key, bool(member), ev)
     elif member:

@@ -9,6 +9,8 @@ the deciders' Green's relations, Cayley graphs and stable-semigroup levels.
 
 from __future__ import annotations
 
+import linecache
+import os
 from functools import cached_property
 
 import numpy as np
@@ -17,6 +19,23 @@ from ..automaton import DFA
 from .evidence import MonoidWords, Separation
 
 __all__ = ["Checker", "WordMonoid"]
+
+
+class ReplayError(AssertionError):
+    """A certificate or witness does not replay on the DFA; the message names the class, the
+    evidence kind and the check that failed (a subclass of ``AssertionError`` for older callers)."""
+
+
+def describe_failed_check(err: AssertionError) -> str:
+    """What an ``assert`` without a message checked: its source line, function, file and line."""
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return "a replay check failed"
+    code = tb.tb_frame.f_code
+    source = linecache.getline(code.co_filename, tb.tb_lineno).strip().removeprefix("assert ").rstrip(",")
+    return f"check `{source}` in {code.co_name} ({os.path.basename(code.co_filename)}:{tb.tb_lineno}) does not hold"
 
 
 class Checker:
