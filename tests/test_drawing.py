@@ -95,3 +95,35 @@ def test_eggbox_names_groups_and_pages() -> None:
     small = eggbox(transition_monoid(parse_regex("a*b*a*", ["a", "b"])), max_d_classes=1)
     assert len(small.d_classes) == 1 and small.truncated
     assert "summarized" in eggbox_html(small)
+
+
+@pytest.mark.parametrize("n", range(2, 15))
+def test_long_cycle_back_edges_stay_inside_the_viewbox(n: int) -> None:
+    """(a^n)*: the back edge n-1 -> 0 arcs high above the row; every arc point, label and circle
+    must lie inside the viewBox (it used to put labels at negative y, cut off)."""
+    import re
+
+    svg = dfa_svg(parse_regex(f"(a{{{n}}})*", ["a"]).canonical())
+    root = ET.fromstring(svg)
+    bx, by, bw, bh = (float(v) for v in root.get("viewBox").split())
+    assert float(root.get("width")) == bw and float(root.get("height")) == bh
+
+    def inside(x: float, y: float) -> bool:
+        return bx <= x <= bx + bw and by <= y <= by + bh
+
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = list(root.iter(f"{ns}text"))
+    assert len(texts) >= n
+    for t in texts:
+        assert inside(float(t.get("x")), float(t.get("y"))), (t.text, t.get("x"), t.get("y"), root.get("viewBox"))
+    paths = [p for p in root.iter(f"{ns}path") if p.get("d", "").startswith("M") and "," in p.get("d")]
+    assert len(paths) >= n
+    for p in paths:
+        if p.get("d") == "M0,0 L10,5 L0,10 z":
+            continue  # the arrow-head marker, in its own viewBox
+        nums = [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", p.get("d"))]
+        for x, y in zip(nums[::2], nums[1::2]):
+            assert inside(x, y), (p.get("d"), root.get("viewBox"))
+    for c in root.iter(f"{ns}circle"):
+        r = float(c.get("r"))
+        assert inside(float(c.get("cx")) - r, float(c.get("cy")) - r) and inside(float(c.get("cx")) + r, float(c.get("cy")) + r)

@@ -147,12 +147,22 @@ def dfa_svg(dfa: DFA, *, state_names: Mapping[int, Sequence[str]] | None = None,
             if sink[r]:
                 continue
             edges.setdefault((q, int(r)), []).append(s)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="dfa" width="{width:.0f}" height="{height:.0f}" '
-           f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="sans-serif" font-size="13">',
-           f"<title>{html.escape(title or f'DFA with {n} states')}</title>",
-           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
-           'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#333"/></marker></defs>']
+    out: list[str] = []
+    # bounding box of everything drawn: the layout box, then every Bézier control polygon (it
+    # contains its curve), every label (text box around its baseline) and every circle
+    box = [0.0, 0.0, width, height]
+
+    def cover(x: float, y: float, pad_x: float = 4.0, pad_y: float = 4.0) -> None:
+        box[0], box[1] = min(box[0], x - pad_x), min(box[1], y - pad_y)
+        box[2], box[3] = max(box[2], x + pad_x), max(box[3], y + pad_y)
+
+    def cover_text(x: float, y: float, text: str) -> None:  # text-anchor middle, 13px font, y = baseline
+        half = 4.0 + 4.0 * len(text)
+        cover(x - half, y - 14.0, 0.0, 0.0)
+        cover(x + half, y + 5.0, 0.0, 0.0)
+
     x0, y0 = pos[dfa.initial]
+    cover(x0 - _R - 34, y0)
     out.append(f'<line class="start" x1="{x0 - _R - 34:.1f}" y1="{y0:.1f}" x2="{x0 - _R - 1:.1f}" y2="{y0:.1f}" '
                'stroke="#333" stroke-width="1.4" marker-end="url(#arrow)"/>')
     for (q, r), syms in edges.items():
@@ -164,6 +174,9 @@ def dfa_svg(dfa: DFA, *, state_names: Mapping[int, Sequence[str]] | None = None,
             sx, sy = xq - _R * math.sin(a), yq + up * _R * math.cos(a)
             ex, ey = xq + _R * math.sin(a), yq + up * _R * math.cos(a)
             ty = yq + up * 52 + (0 if up < 0 else 10)
+            for px, py in ((sx, sy), (xq - 30, yq + up * 62), (xq + 30, yq + up * 62), (ex, ey)):
+                cover(px, py)
+            cover_text(xq, ty, edge_label(syms))
             out.append(f'<g {attrs}><path d="M{sx:.1f},{sy:.1f} C{xq - 30:.1f},{yq + up * 62:.1f} {xq + 30:.1f},{yq + up * 62:.1f} '
                        f'{ex:.1f},{ey:.1f}" fill="none" stroke="#333" stroke-width="1.4" marker-end="url(#arrow)"/>'
                        f'<text x="{xq:.1f}" y="{ty:.1f}" text-anchor="middle">{label}</text></g>')
@@ -184,12 +197,16 @@ def dfa_svg(dfa: DFA, *, state_names: Mapping[int, Sequence[str]] | None = None,
         ex, ey = clip(xr, yr, cx, cy)
         mx, my = 0.25 * sx + 0.5 * cx + 0.25 * ex, 0.25 * sy + 0.5 * cy + 0.25 * ey
         lx, ly = mx + nx * 9, my + ny * 9 + 4
+        for px, py in ((sx, sy), (cx, cy), (ex, ey)):
+            cover(px, py)
+        cover_text(lx, ly, edge_label(syms))
         out.append(f'<g {attrs}><path d="M{sx:.1f},{sy:.1f} Q{cx:.1f},{cy:.1f} {ex:.1f},{ey:.1f}" fill="none" '
                    f'stroke="#333" stroke-width="1.4" marker-end="url(#arrow)"/>'
                    f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="middle" paint-order="stroke" stroke="#fff" '
                    f'stroke-width="3">{label}</text></g>')
     for q in shown:
         x, y = pos[q]
+        cover(x, y, _R + 2, _R + 2)
         names = list(state_names.get(q, ())) if state_names else []
         text = str(q) if not names else (names[0] if len(names) == 1 else f"{names[0]}+{len(names) - 1}")
         if len(text) > 8:
@@ -204,8 +221,15 @@ def dfa_svg(dfa: DFA, *, state_names: Mapping[int, Sequence[str]] | None = None,
         out.append(f'<g class="state{" accepting" if dfa.accepting[q] else ""}" data-state="{q}"><title>{html.escape(tip)}</title>'
                    f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{_R:.1f}" fill="{fill}" stroke="{colour}" stroke-width="1.5"{dashed}/>'
                    f'{ring}<text x="{x:.1f}" y="{y + 4.5:.1f}" text-anchor="middle">{html.escape(text)}</text></g>')
+    bx, by = math.floor(box[0]), math.floor(box[1])
+    bw, bh = math.ceil(box[2]) - bx, math.ceil(box[3]) - by
+    head = [f'<svg xmlns="http://www.w3.org/2000/svg" class="dfa" width="{bw}" height="{bh}" '
+            f'viewBox="{bx} {by} {bw} {bh}" font-family="sans-serif" font-size="13">',
+            f"<title>{html.escape(title or f'DFA with {n} states')}</title>",
+            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+            'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#333"/></marker></defs>']
     out.append("</svg>")
-    return "\n".join(out)
+    return "\n".join(head + out)
 
 
 # ============================================================================ egg-box
