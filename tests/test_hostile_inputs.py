@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,3 +86,17 @@ def test_schema_behind_is_503_naming_the_upgrade(make_client: Any, database_url:
     for path in ("/v1/languages", "/v1/jobs"):
         problem = _problem(client.get(path), 503, "not-ready")
         assert "langclass db upgrade" in problem["detail"]
+
+
+def test_cursor_checks_match_the_documentation(api: Any) -> None:
+    """README: a cursor that is not well-formed is 400 invalid-cursor naming that; cursors are not
+    signed, so a well-formed one the service did not issue is accepted (an empty page past the end)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `invalid-cursor` | 400 |"))
+    assert "not well-formed" in row and "not signed" in row
+    for path in ("/v1/languages", "/v1/jobs"):
+        problem = _problem(api.get(path, params={"cursor": "garbage"}), 400, "invalid-cursor")
+        assert "not well-formed" in problem["detail"]
+        forged = base64.urlsafe_b64encode(json.dumps(["1970-01-01T00:00:00+00:00", "x"]).encode()).decode().rstrip("=")
+        r = api.get(path, params={"cursor": forged})
+        assert r.status_code == 200 and r.json()["items"] == []

@@ -59,7 +59,7 @@ class ConflictError(ServiceError):
 
 
 class InvalidCursorError(ServiceError):
-    """A pagination cursor that this service did not issue."""
+    """A pagination cursor that is not well-formed (see :func:`langclass.app.pagination.decode_cursor`)."""
 
     code = "invalid-cursor"
     status = 400

@@ -200,7 +200,7 @@ def list_jobs(
         ``(rows, next_cursor)``; ``next_cursor`` is None on the last page.
 
     Raises:
-        InvalidCursorError: a cursor this service did not issue.
+        InvalidCursorError: a cursor that is not well-formed.
     """
     stmt = select(JobRow)
     if language_id is not None:

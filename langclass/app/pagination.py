@@ -2,6 +2,9 @@
 
 A cursor is the URL-safe base64 of ``[created_at ISO-8601, id]`` of the last row of a page; the
 next page starts strictly after it in the listing's order. Used by the languages and jobs listings.
+Cursors are not signed: only their form is checked, so a well-formed cursor the service did not
+issue is accepted and simply starts the listing after that ``(created_at, id)`` (it reveals nothing
+a listing does not already show).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     """Inverse of :func:`encode_cursor`: ``(created_at, id)`` (timezone-aware).
 
     Raises:
-        InvalidCursorError: anything this service did not issue (400, ``field`` = ``"cursor"``).
+        InvalidCursorError: not well-formed: not URL-safe base64 of a JSON ``[time, id]`` with a
+            timezone-aware ISO-8601 time and a string id (400, ``field`` = ``"cursor"``).
     """
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
@@ -38,4 +42,4 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         when.astimezone(timezone.utc)  # 0001-01-01T00:00:00+14:00 lies before year 1 in UTC (OverflowError)
         return when, lid
     except (ValueError, TypeError, OverflowError, binascii.Error, UnicodeDecodeError, json.JSONDecodeError):
-        raise InvalidCursorError("the cursor is not one this service issued", field="cursor") from None
+        raise InvalidCursorError("the cursor is not well-formed: pass back the next_cursor of a previous page unchanged", field="cursor") from None
