@@ -334,27 +334,34 @@ class ProcessPool:
         log.error("classification worker failed: %s", payload)
         raise WorkerError(payload.splitlines()[0] if payload else "worker failed")
 
+    def _start_one(self, what: str) -> bool:
+        """Start one worker process if the pool is open and under its size, and make it idle.
+
+        The process is counted before it starts (under the pool's lock), so calls, prestart and
+        replacements share one bound. Returns False when no worker was started (closed, full, or the
+        start failed — logged; the failure is reported again on first use).
+        """
+        with self._changed:
+            if self._closed or self._live >= self.size:
+                return False
+            self._live += 1
+        try:
+            worker = _Worker()
+            worker.wait_ready()
+        except (WorkerError, OSError) as exc:  # pragma: no cover - reported on first use instead
+            with self._changed:
+                self._live -= 1
+                self._changed.notify()
+            log.warning("could not start %s classification worker: %s", what, exc)
+            return False
+        self._give_back(worker)
+        return True
+
     def _replenish(self) -> None:
         """Start one replacement worker in the background (after a kill), so the next caller finds
         a ready process instead of paying the interpreter start-up inside its own budget."""
 
-        def start() -> None:
-            with self._changed:
-                if self._closed or self._live >= self.size:
-                    return
-                self._live += 1
-            try:
-                worker = _Worker()
-                worker.wait_ready()
-            except (WorkerError, OSError) as exc:  # pragma: no cover - reported on first use instead
-                with self._changed:
-                    self._live -= 1
-                    self._changed.notify()
-                log.warning("could not start a replacement classification worker: %s", exc)
-                return
-            self._give_back(worker)
-
-        threading.Thread(target=start, name="langclass-replenish", daemon=True).start()
+        threading.Thread(target=self._start_one, args=("a replacement",), name="langclass-replenish", daemon=True).start()
 
     def prestart(self) -> None:
         """Start the workers in the background (once), so the first requests do not wait for them."""
@@ -365,20 +372,8 @@ class ProcessPool:
 
         def start() -> None:
             for _ in range(self.size):
-                with self._lock:  # count the process before starting it: calls and prestart share the bound
-                    if self._closed or self._live >= self.size:
-                        return
-                    self._live += 1
-                try:
-                    worker = _Worker()
-                    worker.wait_ready()
-                except (WorkerError, OSError) as exc:  # pragma: no cover - reported on first use instead
-                    with self._changed:
-                        self._live -= 1
-                        self._changed.notify()
-                    log.warning("could not prestart a classification worker: %s", exc)
+                if not self._start_one("a prestarted"):
                     return
-                self._give_back(worker)
 
         threading.Thread(target=start, name="langclass-prestart", daemon=True).start()
 
