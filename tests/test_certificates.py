@@ -224,3 +224,97 @@ def test_every_replay_failure_carries_a_message() -> None:
                     failures += 1
                     assert str(err).strip() and str(err).startswith(key), (key, field)
     assert failures > 0
+
+
+# The tampering cases above, run again under ``python -O`` (which strips every ``assert``): a replay
+# check written as an assert would let the tampered record through there. The script uses no assert.
+_TAMPER_SCRIPT = r'''
+import copy, json, sys
+from langclass.core.analysis import analyze
+from langclass.core.classes import ReplayError, replay
+from langclass.core.parse import parse_regex
+
+CASES = [  # (regex, alphabet, class key, evidence field, tampering)
+    ("(a|b)*ab(a|b)*", "ab", "star_free", "certificate", lambda c: c.__setitem__("aperiodicity_index", c["aperiodicity_index"] + 1)),
+    ("(a|b)*ab(a|b)*", "ab", "star_free", "certificate", lambda c: c.__setitem__("monoid_size", c["monoid_size"] + 1)),
+    ("(a|b)*ab(a|b)*", "ab", "star_free", "certificate", lambda c: (c["monoid"]["parents"].pop(), c["monoid"]["letters"].pop())),
+    ("(a|b)*ab(a|b)*", "ab", "fo_mod", "certificate", lambda c: c.__setitem__("stability_index", c["stability_index"] + 1)),
+    ("((a|b)(a|b))*", "ab", "fo_mod", "certificate", lambda c: c.__setitem__("stability_index", 1)),
+    ("a*b*", "ab", "fo2", "certificate", lambda c: c.__setitem__("regular_elements", 99)),
+    ("a*b*", "ab", "piecewise_testable", "certificate", lambda c: c.__setitem__("j_classes", 99)),
+    ("a*b*", "ab", "ltl_p_y", "certificate", lambda c: c["maximal_idempotents"][0].__setitem__("eSe_size", 99)),
+    ("a*b*", "ab", "ltl_p", "certificate", lambda c: c["topological_order"].reverse()),
+    ("(aa)*", "a", "ltl_p_mod", "certificate", lambda c: c.__setitem__("k", 4)),
+    ("(aa)*", "a", "group", "certificate", lambda c: c.__setitem__("letters", [])),
+    ("(b*ab*a)*b*", "ab", "fo_mod", "witness", lambda w: w["group"]["permutations"][0].reverse()),
+    ("(ab)*", "ab", "ltl_p", "witness", lambda w: w.__setitem__("v", ["a"])),
+]
+out = {"optimize": sys.flags.optimize, "cases": []}
+for rx, al, key, field, corrupt in CASES:
+    dfa = parse_regex(rx, list(al))
+    record = copy.deepcopy(analyze(dfa).classes[key].to_dict())
+    replay(dfa, record)
+    corrupt(record[field])
+    try:
+        replay(dfa, record)
+        outcome = "accepted"
+    except ReplayError as err:
+        outcome = "ReplayError: " + str(err)
+    out["cases"].append([rx, key, outcome])
+# every word of every witness/certificate lengthened (test_every_replay_failure_carries_a_message)
+for rx in ("(ab)*", "(aa)*", "a*b", "(a|b)*a(a|b)*"):
+    dfa = parse_regex(rx, ["a", "b"])
+    for key, res in analyze(dfa).classes.items():
+        record = res.to_dict()
+        kind = "certificate" if record["member"] else "witness"
+        ev = record.get(kind)
+        if record["member"] is None or not isinstance(ev, dict):
+            continue
+        for name, value in ev.items():
+            if isinstance(value, list) and all(isinstance(s, str) for s in value):
+                bad = copy.deepcopy(record)
+                bad[kind][name] = value + ["b", "a", "a"]
+                try:
+                    replay(dfa, bad)
+                except ReplayError as err:
+                    out["cases"].append([rx, key, "ReplayError: " + str(err)])
+print(json.dumps(out))
+'''
+
+
+def test_tampered_evidence_is_refused_under_python_O() -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-O", "-c", _TAMPER_SCRIPT], capture_output=True, text=True,
+                          env=env, cwd=root, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["optimize"] == 1  # asserts really are stripped in the child
+    fixed = out["cases"][:13]
+    assert [c[2] for c in fixed if not c[2].startswith("ReplayError: ")] == []
+    assert all(c[2].startswith(f"ReplayError: {c[1]}: ") for c in out["cases"])
+    assert len(out["cases"]) > 13  # the lengthened words were refused too
+    assert "ltl_p: the witness does not replay: check `" in fixed[-1][2] and "wit.v" in fixed[-1][2]
+
+
+def test_no_assert_statement_in_the_replay_code() -> None:
+    """Replay checks raise ReplayError explicitly; an ``assert`` there would vanish under ``-O``."""
+    import ast
+    from pathlib import Path
+
+    import langclass.core.classes as pkg
+
+    found = []
+    for path in sorted(Path(pkg.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                    "replay" in fn.name or fn.name in ("check_context", "idempotent_word", "_check_listed", "qr_witness_words")
+                    or (path.name == "replaykit.py")):
+                found += [f"{path.name}:{n.lineno} in {fn.name}" for n in ast.walk(fn) if isinstance(n, ast.Assert)]
+    assert found == []

@@ -21,7 +21,7 @@ import numpy as np
 from .base import ClassResult, Decider, Evidence, make_result, register, show, words
 from .context import Context
 from .evidence import Counter, MonoidWords, monoid_words
-from .replaykit import Checker
+from .replaykit import Checker, ReplayError
 from ..wording import count_noun
 
 __all__ = ["decide_star_free", "decide_fo_mod", "find_counter_dfa", "counter_from_element", "need_monoid",
@@ -238,19 +238,23 @@ def find_counter_dfa(dfa, max_work: int = 50_000_000, max_length: int = 12) -> C
 def replay_counter(chk: Checker, wit) -> None:
     """q·w ≠ q, q·w^m = q with m ≥ 2, and the prefix leads to q (a :class:`Counter` or a record with its fields)."""
     w, q, m = wit.word, wit.state, wit.m
-    assert m >= 2 and chk.run(w, q) != q and chk.run(list(w) * m, q) == q
+    if not (m >= 2 and chk.run(w, q) != q and chk.run(list(w) * m, q) == q):
+        raise ReplayError('check `m >= 2 and chk.run(w, q) != q and chk.run(list(w) * m, q) == q` in replay_counter does not hold')
     cyc = [q]
     for _ in range(m - 1):
         cyc.append(chk.run(w, cyc[-1]))
-    assert tuple(cyc) == tuple(wit.cycle), "the cycle is not q, q·w, …"
-    assert chk.run(wit.prefix) == q
+    if tuple(cyc) != tuple(wit.cycle):
+        raise ReplayError("the cycle is not q, q·w, …")
+    if chk.run(wit.prefix) != q:
+        raise ReplayError('check `chk.run(wit.prefix) == q` in replay_counter does not hold')
 
 
 def _replay_star_free_yes(chk: Checker, cert: Aperiodic) -> None:
     if cert.monoid is None:
         return
     W = chk.monoid(cert.monoid)
-    assert W.m == cert.monoid_size
+    if W.m != cert.monoid_size:
+        raise ReplayError('check `W.m == cert.monoid_size` in _replay_star_free_yes does not hold')
     ar = np.arange(W.m)
     N = cert.aperiodicity_index
     P = ar.copy()
@@ -258,8 +262,10 @@ def _replay_star_free_yes(chk: Checker, cert: Aperiodic) -> None:
     for _ in range(N - 1):
         prev = P
         P = W.T[P, ar]
-    assert (W.T[P, ar] == P).all(), f"x^{N} ≠ x^{N + 1} for some element"
-    assert N == 1 or not (P == prev).all(), f"x^{N - 1} = x^{N} already holds for every element: N is not least"
+    if not (W.T[P, ar] == P).all():
+        raise ReplayError(f"x^{N} ≠ x^{N + 1} for some element")
+    if not (N == 1 or not (P == prev).all()):
+        raise ReplayError(f"x^{N - 1} = x^{N} already holds for every element: N is not least")
 
 
 def _replay_fo_mod_yes(chk: Checker, cert: QuasiAperiodic) -> None:
@@ -267,24 +273,31 @@ def _replay_fo_mod_yes(chk: Checker, cert: QuasiAperiodic) -> None:
         return
     W = chk.monoid(cert.monoid)
     s, stable = W.levels()
-    assert s == cert.stability_index and int(stable.sum()) == cert.stable_semigroup_size
+    if not (s == cert.stability_index and int(stable.sum()) == cert.stable_semigroup_size):
+        raise ReplayError('check `s == cert.stability_index and int(stable.sum()) == cert.stable_semigroup_size` in _replay_fo_mod_yes does not hold')
     for x in np.flatnonzero(stable).tolist():
         e = W.omega_idempotent(x)
-        assert W.T[e, x] == e, "an element of the stable semigroup generates a non-trivial group"
+        if W.T[e, x] != e:
+            raise ReplayError("an element of the stable semigroup generates a non-trivial group")
 
 
 def _replay_group(chk: Checker, g: GroupEvidence, length: int | None = None) -> None:
-    assert len(g.generator_words) == len(g.permutations)
+    if len(g.generator_words) != len(g.permutations):
+        raise ReplayError('check `len(g.generator_words) == len(g.permutations)` in _replay_group does not hold')
     for w, perm in zip(g.generator_words, g.permutations):
-        assert length is None or len(w) == length
-        assert sorted(perm) == list(range(len(g.points)))
+        if not (length is None or len(w) == length):
+            raise ReplayError('check `length is None or len(w) == length` in _replay_group does not hold')
+        if sorted(perm) != list(range(len(g.points))):
+            raise ReplayError('check `sorted(perm) == list(range(len(g.points)))` in _replay_group does not hold')
         for i, p in enumerate(g.points):
-            assert chk.run(w, p) == g.points[perm[i]], "a generator does not act as its permutation"
+            if chk.run(w, p) != g.points[perm[i]]:
+                raise ReplayError("a generator does not act as its permutation")
 
 
 def _replay_fo_mod_no(chk: Checker, wit: StableCounter) -> None:
     replay_counter(chk, wit)
-    assert len(wit.word) == wit.stability_index
+    if len(wit.word) != wit.stability_index:
+        raise ReplayError('check `len(wit.word) == wit.stability_index` in _replay_fo_mod_no does not hold')
     _replay_group(chk, wit.group, wit.stability_index)
 
 

@@ -18,7 +18,7 @@ from .aperiodic import need_monoid
 from .base import ClassResult, Decider, Evidence, make_result, register, show, words
 from .context import Context
 from .evidence import MonoidWords, Separation, monoid_words
-from .replaykit import Checker
+from .replaykit import Checker, ReplayError
 from ..wording import count_noun
 
 __all__ = ["decide_fo2", "decide_fo2_mod", "decide_piecewise_testable", "RegularIdempotent",
@@ -183,8 +183,10 @@ def _replay_fo2_yes(chk: Checker, cert: RegularIdempotent) -> None:
         return
     W = chk.monoid(cert.monoid)
     reg = W.regular()
-    assert int(reg.sum()) == cert.regular_elements
-    assert not (reg & ~W.idempotent).any(), "a regular element is not idempotent"
+    if int(reg.sum()) != cert.regular_elements:
+        raise ReplayError('check `int(reg.sum()) == cert.regular_elements` in _replay_fo2_yes does not hold')
+    if (reg & ~W.idempotent).any():
+        raise ReplayError("a regular element is not idempotent")
 
 
 def _replay_fo2_mod_yes(chk: Checker, cert: StableRegularIdempotent) -> None:
@@ -192,37 +194,46 @@ def _replay_fo2_mod_yes(chk: Checker, cert: StableRegularIdempotent) -> None:
         return
     W = chk.monoid(cert.monoid)
     s, stable = W.levels()
-    assert s == cert.stability_index and int(stable.sum()) == cert.stable_semigroup_size
-    assert not (stable & W.regular() & ~W.idempotent).any(), "an element of T regular in M is not idempotent"
+    if not (s == cert.stability_index and int(stable.sum()) == cert.stable_semigroup_size):
+        raise ReplayError('check `s == cert.stability_index and int(stable.sum()) == cert.stable_semigroup_size` in _replay_fo2_mod_yes does not hold')
+    if (stable & W.regular() & ~W.idempotent).any():
+        raise ReplayError("an element of T regular in M is not idempotent")
 
 
 def _replay_da_no(chk: Checker, wit: DAWitness | StableDAWitness) -> None:
     x, y = wit.x, wit.y
     e = chk.omega(chk.cat(x, y))
-    assert chk.same(e, wit.xy_omega)
+    if not chk.same(e, wit.xy_omega):
+        raise ReplayError('check `chk.same(e, wit.xy_omega)` in _replay_da_no does not hold')
     lhs = chk.cat(e, x, e)
-    assert chk.same(lhs, wit.lhs) and not chk.same(lhs, e)
+    if not (chk.same(lhs, wit.lhs) and not chk.same(lhs, e)):
+        raise ReplayError('check `chk.same(lhs, wit.lhs) and not chk.same(lhs, e)` in _replay_da_no does not hold')
     chk.check_context(wit.context, lhs, e)
     if isinstance(wit, StableDAWitness):
-        assert len(x) == wit.stability_index and len(y) == wit.stability_index
+        if not (len(x) == wit.stability_index and len(y) == wit.stability_index):
+            raise ReplayError('check `len(x) == wit.stability_index and len(y) == wit.stability_index` in _replay_da_no does not hold')
 
 
 def _replay_pt_yes(chk: Checker, cert: JTrivial) -> None:
     if cert.monoid is None:
         return
     W = chk.monoid(cert.monoid)
-    assert W.m == cert.j_classes
-    assert len(set(W.r_classes().tolist())) == W.m and len(set(W.l_classes().tolist())) == W.m, \
-        "two elements are R- or L-equivalent"
+    if W.m != cert.j_classes:
+        raise ReplayError('check `W.m == cert.j_classes` in _replay_pt_yes does not hold')
+    if not (len(set(W.r_classes().tolist())) == W.m and len(set(W.l_classes().tolist())) == W.m):
+        raise ReplayError("two elements are R- or L-equivalent")
 
 
 def _replay_pt_no(chk: Checker, wit: GreenWitness) -> None:
     x, y, u, v = wit.x, wit.y, wit.u, wit.v
     if wit.relation == "R":
-        assert chk.same(chk.cat(x, u), y) and chk.same(chk.cat(y, v), x)
+        if not (chk.same(chk.cat(x, u), y) and chk.same(chk.cat(y, v), x)):
+            raise ReplayError('check `chk.same(chk.cat(x, u), y) and chk.same(chk.cat(y, v), x)` in _replay_pt_no does not hold')
     else:
-        assert wit.relation == "L"
-        assert chk.same(chk.cat(u, x), y) and chk.same(chk.cat(v, y), x)
+        if wit.relation != "L":
+            raise ReplayError('check `wit.relation == "L"` in _replay_pt_no does not hold')
+        if not (chk.same(chk.cat(u, x), y) and chk.same(chk.cat(v, y), x)):
+            raise ReplayError('check `chk.same(chk.cat(u, x), y) and chk.same(chk.cat(v, y), x)` in _replay_pt_no does not hold')
     chk.check_context(wit.context, x, y)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..lattice import CLASS_INFO, implied_by
 from .base import REGISTRY, ClassResult, Evidence, parse_evidence
-from .replaykit import Checker
+from .replaykit import Checker, ReplayError
 
 __all__ = ["Implied", "ImpliedWitness", "implied_result"]
 
@@ -74,10 +74,14 @@ def replay_implied(chk: Checker, key: str, member: bool, ev: Implied | ImpliedWi
     """Check the inclusion and replay the implying class's evidence."""
     d = REGISTRY[ev.implied_by]
     if member:
-        assert isinstance(ev, Implied) and key in implied_by(ev.implied_by), f"{ev.implied_by} ⊄ {key}"
-        assert ev.certificate is not None, "an implied answer carries the implying class's certificate"
+        if not (isinstance(ev, Implied) and key in implied_by(ev.implied_by)):
+            raise ReplayError(f"{ev.implied_by} ⊄ {key}")
+        if ev.certificate is None:
+            raise ReplayError("an implied answer carries the implying class's certificate")
         d.replay_yes(chk, ev.certificate)
     else:
-        assert isinstance(ev, ImpliedWitness) and ev.implied_by in implied_by(key), f"{key} ⊄ {ev.implied_by}"
-        assert ev.witness is not None, "an implied answer carries the implying class's witness"
+        if not (isinstance(ev, ImpliedWitness) and ev.implied_by in implied_by(key)):
+            raise ReplayError(f"{key} ⊄ {ev.implied_by}")
+        if ev.witness is None:
+            raise ReplayError("an implied answer carries the implying class's witness")
         d.replay_no(chk, ev.witness)

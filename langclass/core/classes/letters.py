@@ -12,7 +12,7 @@ import numpy as np
 
 from .base import ClassResult, Decider, Evidence, make_result, register, show, words
 from .context import Context
-from .replaykit import Checker
+from .replaykit import Checker, ReplayError
 
 __all__ = ["decide_stutter_invariant", "decide_group", "LettersIdempotent", "Stutter", "LetterPermutations",
            "MergedStates"]
@@ -99,29 +99,37 @@ def decide_group(ctx: Context) -> ClassResult:
 
 def _replay_stutter_yes(chk: Checker, cert: LettersIdempotent) -> None:
     t = chk.A.transitions.astype(np.int64)
-    assert cert.pairs_checked == t.size
+    if cert.pairs_checked != t.size:
+        raise ReplayError('check `cert.pairs_checked == t.size` in _replay_stutter_yes does not hold')
     twice = np.take_along_axis(t[t], np.arange(t.shape[1])[None, :, None], axis=2)[:, :, 0]
-    assert (twice == t).all(), "some letter is not idempotent on some state"
+    if not (twice == t).all():
+        raise ReplayError("some letter is not idempotent on some state")
 
 
 def _replay_stutter_no(chk: Checker, wit: Stutter) -> None:
     u, a, v = wit.u, wit.a, wit.v
-    assert chk.run(u) == wit.state
-    assert chk.accepts(chk.cat(u, [a], v)) == wit.uav_accepted
-    assert chk.accepts(chk.cat(u, [a, a], v)) == wit.uaav_accepted != wit.uav_accepted
+    if chk.run(u) != wit.state:
+        raise ReplayError('check `chk.run(u) == wit.state` in _replay_stutter_no does not hold')
+    if chk.accepts(chk.cat(u, [a], v)) != wit.uav_accepted:
+        raise ReplayError('check `chk.accepts(chk.cat(u, [a], v)) == wit.uav_accepted` in _replay_stutter_no does not hold')
+    if not (chk.accepts(chk.cat(u, [a, a], v)) == wit.uaav_accepted != wit.uav_accepted):
+        raise ReplayError('check `chk.accepts(chk.cat(u, [a, a], v)) == wit.uaav_accepted != wit.uav_accepted` in _replay_stutter_no does not hold')
 
 
 def _replay_group_yes(chk: Checker, cert: LetterPermutations) -> None:
-    assert sorted(cert.letters) == sorted(chk.A.alphabet)
+    if sorted(cert.letters) != sorted(chk.A.alphabet):
+        raise ReplayError('check `sorted(cert.letters) == sorted(chk.A.alphabet)` in _replay_group_yes does not hold')
     for a in cert.letters:
         col = chk.A.transitions[:, chk.A.letter_index(a)]
-        assert np.unique(col).size == chk.n, f"letter {a} is not a permutation"
+        if np.unique(col).size != chk.n:
+            raise ReplayError(f"letter {a} is not a permutation")
 
 
 def _replay_group_no(chk: Checker, wit: MergedStates) -> None:
     a = chk.A.letter_index(wit.letter)
     p, q = wit.states
-    assert p != q and chk.A.transitions[p, a] == chk.A.transitions[q, a] == wit.image
+    if not (p != q and chk.A.transitions[p, a] == chk.A.transitions[q, a] == wit.image):
+        raise ReplayError('check `p != q and chk.A.transitions[p, a] == chk.A.transitions[q, a] == wit.image` in _replay_group_no does not hold')
 
 
 register(Decider("stutter_invariant", decide_stutter_invariant, (LettersIdempotent,), (Stutter,),

@@ -23,7 +23,7 @@ from .aperiodic import counter_from_element, need_monoid, replay_counter
 from .base import CERT_LIST_MAX, ClassResult, Decider, Evidence, make_result, register, show, words
 from .context import Context
 from .evidence import MonoidWords, Separation, monoid_words
-from .replaykit import Checker, WordMonoid
+from .replaykit import Checker, ReplayError, WordMonoid
 from ..wording import count_noun
 
 __all__ = ["decide_ltl_p_y", "decide_locally_testable", "decide_locally_threshold_testable", "LTT_WORK_BUDGET",
@@ -354,7 +354,8 @@ def _check_listed(chk: Checker, W: WordMonoid | None, cert: LocalMonoids) -> Non
         chk.idempotent_word(lm.e)
         if W is not None:
             e = W.element(lm.e)
-            assert W.local(e).size == lm.eSe_size, "eSe has another size"
+            if W.local(e).size != lm.eSe_size:
+                raise ReplayError("eSe has another size")
 
 
 def _replay_ltl_p_y_yes(chk: Checker, cert: LocalMonoids) -> None:
@@ -365,7 +366,8 @@ def _replay_ltl_p_y_yes(chk: Checker, cert: LocalMonoids) -> None:
     for e in _semigroup_idempotents(W).tolist():
         ids = W.local(e)
         ideals = {np.unique(W.T[np.ix_([x], ids)]).tobytes() for x in ids.tolist()}  # x·eSe
-        assert len(ideals) == ids.size, f"the local monoid of idempotent {e} is not R-trivial"
+        if len(ideals) != ids.size:
+            raise ReplayError(f"the local monoid of idempotent {e} is not R-trivial")
 
 
 def _replay_lt_yes(chk: Checker, cert: LocalMonoids) -> None:
@@ -376,28 +378,35 @@ def _replay_lt_yes(chk: Checker, cert: LocalMonoids) -> None:
     for e in _semigroup_idempotents(W).tolist():
         ids = W.local(e)
         sub = W.T[np.ix_(ids, ids)]
-        assert (np.diag(sub) == ids).all(), "eSe is not idempotent"
-        assert (sub == sub.T).all(), "eSe is not commutative"
+        if not (np.diag(sub) == ids).all():
+            raise ReplayError("eSe is not idempotent")
+        if not (sub == sub.T).all():
+            raise ReplayError("eSe is not commutative")
 
 
 def _replay_ltl_p_y_no(chk: Checker, wit: LocalRWitness) -> None:
     e, x, y, u, v = wit.e, wit.x, wit.y, wit.u, wit.v
     chk.idempotent_word(e)
     for z in (x, y):
-        assert chk.same(chk.cat(e, z), z) and chk.same(chk.cat(z, e), z)
-    assert chk.same(chk.cat(x, u), y) and chk.same(chk.cat(y, v), x)
+        if not (chk.same(chk.cat(e, z), z) and chk.same(chk.cat(z, e), z)):
+            raise ReplayError('check `chk.same(chk.cat(e, z), z) and chk.same(chk.cat(z, e), z)` in _replay_ltl_p_y_no does not hold')
+    if not (chk.same(chk.cat(x, u), y) and chk.same(chk.cat(y, v), x)):
+        raise ReplayError('check `chk.same(chk.cat(x, u), y) and chk.same(chk.cat(y, v), x)` in _replay_ltl_p_y_no does not hold')
     chk.check_context(wit.context, x, y)
 
 
 def _replay_lt_no(chk: Checker, wit: LTWitness) -> None:
     e, x, y = wit.e, wit.x, wit.y
     chk.idempotent_word(e)
-    assert chk.same(chk.cat(e, x), x) and chk.same(chk.cat(x, e), x)
+    if not (chk.same(chk.cat(e, x), x) and chk.same(chk.cat(x, e), x)):
+        raise ReplayError('check `chk.same(chk.cat(e, x), x) and chk.same(chk.cat(x, e), x)` in _replay_lt_no does not hold')
     if wit.kind == "not idempotent":
         chk.check_context(wit.context, chk.cat(x, x), x)
     else:
-        assert wit.kind == "not commutative" and y is not None
-        assert chk.same(chk.cat(e, y), y) and chk.same(chk.cat(y, e), y)
+        if not (wit.kind == "not commutative" and y is not None):
+            raise ReplayError('check `wit.kind == "not commutative" and y is not None` in _replay_lt_no does not hold')
+        if not (chk.same(chk.cat(e, y), y) and chk.same(chk.cat(y, e), y)):
+            raise ReplayError('check `chk.same(chk.cat(e, y), y) and chk.same(chk.cat(y, e), y)` in _replay_lt_no does not hold')
         chk.check_context(wit.context, chk.cat(x, y), chk.cat(y, x))
 
 
@@ -408,7 +417,8 @@ def _replay_ltt_yes(chk: Checker, cert: LTTCertificate) -> None:
     S = np.flatnonzero(W.semigroup)
     for x in S.tolist():
         e = W.omega_idempotent(x)
-        assert W.T[e, x] == e, "η(Σ⁺) is not aperiodic"
+        if W.T[e, x] != e:
+            raise ReplayError("η(Σ⁺) is not aperiodic")
     E = _semigroup_idempotents(W)
     T = W.T
     ar = np.arange(W.m)
@@ -428,12 +438,14 @@ def _replay_ltt_yes(chk: Checker, cert: LTTCertificate) -> None:
     for A, B in pairs:
         if A.size and B.size:
             L = T[T[np.ix_(A, B)]][:, :, A]  # [a, b, c]: (a·b)·c
-            assert (L == L.transpose(2, 1, 0)).all(), "e x f y e z f ≠ e z f y e x f for some idempotents e, f"
+            if not (L == L.transpose(2, 1, 0)).all():
+                raise ReplayError("e x f y e z f ≠ e z f y e x f for some idempotents e, f")
 
 
 def _replay_ltt_no(chk: Checker, wit: LTTCounter | LTTIdentity) -> None:
     if isinstance(wit, LTTCounter):
-        assert wit.kind == "not aperiodic"
+        if wit.kind != "not aperiodic":
+            raise ReplayError('check `wit.kind == "not aperiodic"` in _replay_ltt_no does not hold')
         replay_counter(chk, wit)
         return
     e, f, x, y, z = wit.e, wit.f, wit.x, wit.y, wit.z

@@ -19,7 +19,7 @@ import numpy as np
 
 from .base import ClassResult, Decider, Evidence, make_result, register, show, truncate, words
 from .context import Context
-from .replaykit import Checker
+from .replaykit import Checker, ReplayError
 
 __all__ = [
     "decide_ltl_p",
@@ -158,15 +158,18 @@ def _replay_ltl_p_yes(chk: Checker, cert: TopologicalOrder) -> None:
     if cert.truncated:
         return
     order = cert.topological_order
-    assert sorted(order) == list(range(chk.n)), "the order must list every state once"
+    if sorted(order) != list(range(chk.n)):
+        raise ReplayError("the order must list every state once")
     pos = {q: i for i, q in enumerate(order)}
     for q in range(chk.n):
         for r in chk.A.transitions[q].tolist():
-            assert r == q or pos[r] > pos[q], f"the transition {q}→{r} goes backwards"
+            if not (r == q or pos[r] > pos[q]):
+                raise ReplayError(f"the transition {q}→{r} goes backwards")
 
 
 def _replay_mutual(chk: Checker, wit: MutualReach) -> None:
-    assert wit.p != wit.q and chk.run(wit.u, wit.p) == wit.q and chk.run(wit.v, wit.q) == wit.p
+    if not (wit.p != wit.q and chk.run(wit.u, wit.p) == wit.q and chk.run(wit.v, wit.q) == wit.p):
+        raise ReplayError('check `wit.p != wit.q and chk.run(wit.u, wit.p) == wit.q and chk.run(wit.v, wit.q) == wit.p` in _replay_mutual does not hold')
 
 
 # ============================================================================ LTL[P,MOD]
@@ -310,7 +313,8 @@ def qr_witness_words(witness: QRWitness | dict, k: int) -> tuple[list[str], list
                 if s not in prev:
                     prev[s] = (r, i)
                     dq.append(s)
-        assert target in prev
+        if target not in prev:
+            raise ReplayError('check `target in prev` in pad does not hold')
         out: list[str] = []
         r = target
         while prev[r] is not None:
@@ -345,18 +349,22 @@ def _replay_ltl_p_mod_yes(chk: Checker, cert: SimpleCycles) -> None:
     label = np.arange(chk.n)  # contracted node of every state
     for c in cert.cycles:
         st = list(c.states)
-        assert len(st) == c.length >= 2 and len(set(st)) == len(st), "a cycle lists distinct states"
+        if not (len(st) == c.length >= 2 and len(set(st)) == len(st)):
+            raise ReplayError("a cycle lists distinct states")
         inside = set(st)
         for i, q in enumerate(st):
             nxt = st[(i + 1) % len(st)]
             succ_in = {r for r in A.transitions[q].tolist() if r in inside}
-            assert succ_in == {nxt}, f"state {q} must have exactly one successor ({nxt}) inside its cycle"
-        assert k % c.length == 0
+            if succ_in != {nxt}:
+                raise ReplayError(f"state {q} must have exactly one successor ({nxt}) inside its cycle")
+        if k % c.length != 0:
+            raise ReplayError('check `k % c.length == 0` in _replay_ltl_p_mod_yes does not hold')
         lcm = lcm * c.length // math.gcd(lcm, c.length)
         label[st] = st[0]
     if cert.truncated:
         return
-    assert lcm == k, "k must be the lcm of the cycle lengths"
+    if lcm != k:
+        raise ReplayError("k must be the lcm of the cycle lengths")
     # contracted graph acyclic (self-loops aside): every non-singleton SCC is one of the cycles
     nodes = sorted(set(label.tolist()))
     succ = {v: set() for v in nodes}
@@ -377,21 +385,27 @@ def _replay_ltl_p_mod_yes(chk: Checker, cert: SimpleCycles) -> None:
             indeg[w] -= 1
             if indeg[w] == 0:
                 ready.append(w)
-    assert done == len(nodes), "some cycle of the DFA is not among the listed simple cycles"
+    if done != len(nodes):
+        raise ReplayError("some cycle of the DFA is not among the listed simple cycles")
 
 
 def _replay_ltl_p_mod_no(chk: Checker, wit: QRWitness) -> None:
     p, q, d_ = wit.p, wit.q, wit.period
-    assert p != q and chk.run(wit.u, p) == q and chk.run(wit.v, q) == p
-    assert len(wit.u) % d_ == 0 and len(wit.v) % d_ == 0
+    if not (p != q and chk.run(wit.u, p) == q and chk.run(wit.v, q) == p):
+        raise ReplayError('check `p != q and chk.run(wit.u, p) == q and chk.run(wit.v, q) == p` in _replay_ltl_p_mod_no does not hold')
+    if not (len(wit.u) % d_ == 0 and len(wit.v) % d_ == 0):
+        raise ReplayError('check `len(wit.u) % d_ == 0 and len(wit.v) % d_ == 0` in _replay_ltl_p_mod_no does not hold')
     g = 0
     for lp in wit.loops:
-        assert chk.run(lp, p) == p
+        if chk.run(lp, p) != p:
+            raise ReplayError('check `chk.run(lp, p) == p` in _replay_ltl_p_mod_no does not hold')
         g = math.gcd(g, len(lp))
-    assert g == d_
+    if g != d_:
+        raise ReplayError('check `g == d_` in _replay_ltl_p_mod_no does not hold')
     for k in range(1, 13):
         uk, vk = qr_witness_words(wit, k)
-        assert len(uk) % k == 0 and len(vk) % k == 0 and chk.run(uk, p) == q and chk.run(vk, q) == p
+        if not (len(uk) % k == 0 and len(vk) % k == 0 and chk.run(uk, p) == q and chk.run(vk, q) == p):
+            raise ReplayError('check `len(uk) % k == 0 and len(vk) % k == 0 and chk.run(uk, p) == q and chk.run(vk, q) == p` in _replay_ltl_p_mod_no does not hold')
 
 
 register(Decider("ltl_p", decide_ltl_p, (TopologicalOrder,), (MutualReach,), _replay_ltl_p_yes, _replay_mutual,

@@ -18,7 +18,7 @@ import numpy as np
 from ..automaton import DFA
 from .evidence import MonoidWords, Separation
 
-__all__ = ["Checker", "WordMonoid"]
+__all__ = ["Checker", "ReplayError", "WordMonoid"]
 
 
 class ReplayError(AssertionError):
@@ -39,7 +39,8 @@ def describe_failed_check(err: AssertionError) -> str:
 
 
 class Checker:
-    """Runs words on one canonical minimal DFA; every ``assert`` failure is a replay failure."""
+    """Runs words on one canonical minimal DFA; a failed check raises :class:`ReplayError` (never a bare
+    ``assert``, which ``python -O`` would strip)."""
 
     def __init__(self, dfa: DFA) -> None:
         self.A = dfa.canonical()
@@ -82,11 +83,14 @@ class Checker:
         """Exactly one of prefix·w1·suffix, prefix·w2·suffix is accepted, the first iff ``first_accepted``."""
         a1 = self.accepts(self.cat(sep.prefix, w1, sep.suffix))
         a2 = self.accepts(self.cat(sep.prefix, w2, sep.suffix))
-        assert a1 != a2 and a1 == sep.first_accepted, "the separating context does not separate"
-        assert self.run(sep.prefix) == sep.state, "the context's prefix does not lead to its state"
+        if not (a1 != a2 and a1 == sep.first_accepted):
+            raise ReplayError("the separating context does not separate")
+        if self.run(sep.prefix) != sep.state:
+            raise ReplayError("the context's prefix does not lead to its state")
 
     def idempotent_word(self, w) -> None:
-        assert len(w) > 0 and self.same(self.cat(w, w), w), f"{list(w)} is not a nonempty idempotent word"
+        if not (len(w) > 0 and self.same(self.cat(w, w), w)):
+            raise ReplayError(f"{list(w)} is not a nonempty idempotent word")
 
     def monoid(self, mw: MonoidWords) -> WordMonoid:
         """The syntactic monoid rebuilt from a certificate's words (checked to be all of it)."""
@@ -96,7 +100,7 @@ class Checker:
 class WordMonoid:
     """The transition monoid given by the words of a :class:`MonoidWords`, checked and tabulated.
 
-    Construction asserts that the words' transformations are pairwise distinct, that element 0 is
+    Construction checks (raising :class:`ReplayError`) that the words' transformations are pairwise distinct, that element 0 is
     the identity and that the set is closed under right multiplication by every letter — then it is
     the transition monoid (it contains the letters' closure and lies inside it).
 
@@ -107,19 +111,23 @@ class WordMonoid:
     def __init__(self, chk: Checker, mw: MonoidWords) -> None:
         A = chk.A
         m = len(mw.parents) + 1
-        assert len(mw.letters) == m - 1, "parents and letters differ in length"
+        if len(mw.letters) != m - 1:
+            raise ReplayError("parents and letters differ in length")
         X = np.zeros((m, chk.n), dtype=np.int64)
         X[0] = np.arange(chk.n)
         for i, (p, a) in enumerate(zip(mw.parents, mw.letters), start=1):
-            assert 0 <= p < i, "a parent must come before its child"
+            if not (0 <= p < i):
+                raise ReplayError("a parent must come before its child")
             X[i] = A.transitions[X[p], A.letter_index(a)]
         index = {row.tobytes(): i for i, row in enumerate(X)}
-        assert len(index) == m, "two words of the certificate have the same transformation"
+        if len(index) != m:
+            raise ReplayError("two words of the certificate have the same transformation")
         right = np.empty((m, A.num_letters), dtype=np.int64)
         for a in range(A.num_letters):
             for x, row in enumerate(A.transitions[X, a].astype(np.int64)):
                 j = index.get(row.tobytes())
-                assert j is not None, "the certificate's words are not closed under the letters"
+                if j is None:
+                    raise ReplayError("the certificate's words are not closed under the letters")
                 right[x, a] = j
         self.X, self.m, self.k, self.right = X, m, A.num_letters, right
         self._chk, self._index = chk, index
