@@ -191,3 +191,23 @@ def test_worker_loads_no_web_framework_and_analysis_no_torch() -> None:
     assert not {"torch", "fastapi", "sqlalchemy"} & analysis
     root = _loaded_after("langclass")
     assert not {"torch", "fastapi", "sqlalchemy", "numpy"} & root
+
+
+def test_core_errors_know_no_http_and_the_app_maps_every_class_to_a_status() -> None:
+    """HTTP statuses live in the app layer (app/errors.py), not on core's error classes."""
+    from langclass.app.errors import http_status, problem_dict
+    from langclass.app.problems import problem_catalogue
+    from langclass.core import errors as core_errors
+
+    core_classes = [c for c in vars(core_errors).values()
+                    if isinstance(c, type) and issubclass(c, core_errors.LangclassError)]
+    assert len(core_classes) >= 10
+    assert [c.__name__ for c in core_classes if hasattr(c, "status")] == []
+    assert "status" not in core_errors.RegexSyntaxError("x").to_dict()
+    assert http_status(core_errors.RegexSyntaxError) == 422 and http_status(core_errors.TimeLimitExceeded) == 422
+    assert http_status(core_errors.LangclassError("x")) == 400
+    assert list(problem_dict(core_errors.LimitExceeded("max_states", 5)))[:4] == ["code", "title", "status", "detail"]
+    from langclass.app.errors import ConflictError, NotFoundError
+
+    assert http_status(NotFoundError("x")) == 404 and http_status(ConflictError) == 409
+    assert {code: p["status"] for code, p in problem_catalogue().items() if p["status"] < 400} == {}

@@ -75,7 +75,9 @@ def fail(err: LangclassError, as_json: bool) -> None:
     if isinstance(err, LimitExceeded) and "setting" not in err.extra:
         err.extra["setting"] = setting_for_limit(str(err.extra.get("limit", "")))
     if as_json:
-        typer.echo(json.dumps({"error": err.to_dict()}, indent=2, default=str), err=True)  # ASCII: surrogates escaped
+        from .errors import problem_dict
+
+        typer.echo(json.dumps({"error": problem_dict(err)}, indent=2, default=str), err=True)  # ASCII: surrogates escaped
     else:
         where = f" [{err.field}]" if err.field else ""
         extra = "".join(f" {k}={v}" for k, v in err.extra.items())

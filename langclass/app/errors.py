@@ -3,15 +3,24 @@
 Raised by the repository, the jobs table, pagination, the body reader and the security checks;
 rendered as problem details by :mod:`langclass.app.problems` (the only place that knows FastAPI).
 Importing this module loads no web framework, so job workers can raise and catch them.
+
+This is also where an error *type* meets HTTP: core's errors carry no status (core knows no HTTP);
+:data:`CORE_STATUS` maps core's classes to statuses, a service error class declares its own
+``status``, and :func:`http_status` / :func:`problem_dict` read them for the problem responses, the
+batch rows, the CLI's ``--json`` errors and the job error records alike.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..core import errors as core_errors
 from ..core.errors import LangclassError
 
 __all__ = [
+    "CORE_STATUS",
+    "http_status",
+    "problem_dict",
     "ServiceError",
     "NotFoundError",
     "AuthenticationError",
@@ -22,6 +31,39 @@ __all__ = [
     "UnsupportedMediaTypeError",
 ]
 
+CORE_STATUS: dict[type[LangclassError], int] = {
+    core_errors.LangclassError: 400,
+    core_errors.InputError: 422,  # well-formed HTTP, but not a language (or not a construction) we accept
+    core_errors.LimitExceeded: 422,  # the request asks for more than a named limit allows
+}
+"""HTTP status of core's error classes; a subclass not listed takes its nearest listed base's."""
+
+
+def http_status(err: LangclassError | type[LangclassError]) -> int:
+    """The HTTP status the service answers an error of this class with.
+
+    The nearest class in the MRO that declares a ``status`` attribute itself (the service's own
+    errors: :class:`ServiceError` subclasses, ``ClassifierBusy``) or is listed in
+    :data:`CORE_STATUS` decides; 400 when none does.
+    """
+    cls = err if isinstance(err, type) else type(err)
+    for klass in cls.__mro__:
+        if "status" in vars(klass) and isinstance(vars(klass)["status"], int):
+            return int(vars(klass)["status"])
+        if klass in CORE_STATUS:
+            return CORE_STATUS[klass]
+    return 400
+
+
+def problem_dict(err: LangclassError) -> dict[str, Any]:
+    """``err.to_dict()`` with the HTTP ``status`` after the title: the problem-details members
+    (``code``, ``title``, ``status``, ``detail``, ``field``, extras) as JSON-ready data."""
+    out: dict[str, Any] = {}
+    for key, value in err.to_dict().items():
+        out[key] = value
+        if key == "title":
+            out["status"] = http_status(err)
+    return out
 
 
 class ServiceError(LangclassError):

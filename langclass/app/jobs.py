@@ -58,6 +58,7 @@ from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from ..core.errors import LangclassError, LimitExceeded
+from .errors import problem_dict
 from .orm import JobRow, utcnow
 from .pagination import decode_cursor, encode_cursor
 
@@ -498,9 +499,9 @@ def error_record(exc: BaseException, *, attempt: int | None = None) -> dict[str,
     ``run-error`` with the exception type and the last lines of the traceback.
     """
     if isinstance(exc, LimitExceeded):
-        out: dict[str, Any] = {"reason": "limit-exceeded", **exc.to_dict()}
+        out: dict[str, Any] = {"reason": "limit-exceeded", **problem_dict(exc)}
     elif isinstance(exc, LangclassError):
-        out = {"reason": "invalid-spec", **exc.to_dict()}
+        out = {"reason": "invalid-spec", **problem_dict(exc)}
     else:
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
         out = {

@@ -38,6 +38,7 @@ from .errors import (  # noqa: F401 - re-exported: the problem handlers render t
     NotReadyError,
     ServiceError,
     UnsupportedMediaTypeError,
+    http_status,
 )
 
 __all__ = [
@@ -156,7 +157,7 @@ def problem_catalogue() -> dict[str, dict[str, Any]]:
         cat[code] = {"code": code, "title": title, "status": status, "description": desc}
     for cls in _error_classes():
         doc = plain_text((cls.__doc__ or "").strip().split("\n\n")[0])
-        cat.setdefault(cls.code, {"code": cls.code, "title": cls.title, "status": cls.status, "description": doc})
+        cat.setdefault(cls.code, {"code": cls.code, "title": cls.title, "status": http_status(cls), "description": doc})
     return cat
 
 
@@ -215,7 +216,7 @@ async def _langclass_error_handler(request: Request, exc: Exception) -> JSONResp
 
         extra["setting"] = setting_for_limit(str(extra.get("limit", "")))
     return problem_response(
-        exc.status, exc.code, exc.title, exc.detail, instance=request.url.path, field=exc.field, headers=headers, **extra
+        http_status(exc), exc.code, exc.title, exc.detail, instance=request.url.path, field=exc.field, headers=headers, **extra
     )
 
 

@@ -1,10 +1,10 @@
 """One error family for the whole project.
 
 Every failure that user input can cause is a subclass of :class:`LangclassError`.
-The service maps the class (never the message text) to an RFC 9457 problem+json
-response, so each subclass carries a stable ``code`` (the problem type), an HTTP
-``status`` and, where one exists, the offending ``field`` (a JSON-pointer-like
-path such as ``"dfa.transitions.q1.c"``).
+Each subclass carries a stable ``code`` (the problem type), a ``title`` and, where one
+exists, the offending ``field`` (a JSON-pointer-like path such as ``"dfa.transitions.q1.c"``).
+Core knows nothing of HTTP: the service maps the error *class* (never the message text) to a
+status code and an RFC 9457 problem+json response in :mod:`langclass.app.errors`.
 
 Nothing here imports numpy, torch or the web stack.
 """
@@ -19,14 +19,12 @@ class LangclassError(Exception):
 
     Attributes:
         code: stable machine-readable problem type, e.g. ``"regex-syntax"``.
-        status: the HTTP status the service answers with (4xx for user errors).
         detail: human-readable explanation naming the offending item.
         field: where in the input the problem is (``None`` when not applicable).
         extra: further JSON-serialisable facts (limit name and value, position, ...).
     """
 
     code: str = "langclass-error"
-    status: int = 400
     title: str = "Langclass error"
 
     def __init__(self, detail: str, *, field: str | None = None, **extra: Any) -> None:
@@ -37,21 +35,20 @@ class LangclassError(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         """The problem as a JSON-ready dict (without the URI prefix of ``type``)."""
-        out: dict[str, Any] = {"code": self.code, "title": self.title, "status": self.status, "detail": self.detail}
+        out: dict[str, Any] = {"code": self.code, "title": self.title, "detail": self.detail}
         if self.field is not None:
             out["field"] = self.field
         out.update(self.extra)
         return out
 
 
-# --- input errors (HTTP 422) -------------------------------------------------------
+# --- input errors ---------------------------------------------------------------
 
 
 class InputError(LangclassError):
     """The input does not describe a language we accept."""
 
     code = "invalid-input"
-    status = 422
     title = "Invalid input"
 
 
@@ -104,7 +101,7 @@ class UnsupportedError(InputError):
     title = "Not supported"
 
 
-# --- limit errors (HTTP 422, naming the limit) ----------------------------------------
+# --- limit errors (naming the limit) ----------------------------------------
 
 
 class LimitExceeded(LangclassError):
@@ -115,7 +112,6 @@ class LimitExceeded(LangclassError):
     """
 
     code = "limit-exceeded"
-    status = 422
     title = "Limit exceeded"
 
     def __init__(self, limit: str, value: Any, detail: str | None = None, *, field: str | None = None) -> None:

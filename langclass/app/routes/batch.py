@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...core.errors import LangclassError
 from ..body import JsonBodyRoute
+from ..errors import http_status, problem_dict
 from ..problems import problem_responses
 from ..schemas import LanguageInput
 from ..security import require_write_key
@@ -82,7 +83,7 @@ async def create_languages(body: BatchInput, request: Request, _key: str | None 
         try:
             resource = await create_language(lang, request, response, _key)
         except LangclassError as err:
-            items.append({"index": i, "status": err.status, "name": lang.name, "problem": err.to_dict()})
+            items.append({"index": i, "status": http_status(err), "name": lang.name, "problem": problem_dict(err)})
             continue
         classes = {k: (v.get("member") if isinstance(v, dict) else None) for k, v in (resource.get("classes") or {}).items()}
         items.append({"index": i, "status": response.status_code, "id": resource["id"], "name": resource.get("name"),
