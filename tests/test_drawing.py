@@ -127,3 +127,23 @@ def test_long_cycle_back_edges_stay_inside_the_viewbox(n: int) -> None:
     for c in root.iter(f"{ns}circle"):
         r = float(c.get("r"))
         assert inside(float(c.get("cx")) - r, float(c.get("cy")) - r) and inside(float(c.get("cx")) + r, float(c.get("cy")) + r)
+
+
+def test_lattice_labels_are_whole_and_fit_their_boxes() -> None:
+    """Every class name is drawn in full (two lines when long), never cut with an ellipsis."""
+    import re
+
+    import html
+
+    from langclass.core.drawing import _CHAR_W, lattice_svg
+    from langclass.core.lattice import CLASS_INFO, CLASS_KEYS
+
+    svg = lattice_svg({k: True for k in CLASS_KEYS})
+    assert "…" not in svg
+    box_w = float(re.search(r'<rect [^>]*? width="([\d.]+)"', svg).group(1))
+    for k in CLASS_KEYS:
+        group = re.search(rf'data-class="{k}">(.*?)</g>', svg).group(1)
+        lines = re.findall(r"<text [^>]*>([^<]*)</text>", group)
+        assert html.unescape(" ".join(lines)) == CLASS_INFO[k].name.split(" (")[0]
+        assert all(len(line) * 12 * _CHAR_W <= box_w - 12 for line in lines), (k, lines)
+    assert len(re.findall(r"<text ", re.search(r'data-class="locally_threshold_testable">(.*?)</g>', svg).group(1))) == 2

@@ -413,6 +413,31 @@ def _lattice_levels() -> tuple[dict[str, int], list[tuple[str, str]]]:
     return level, covers
 
 
+_CHAR_W = 0.6  # upper bound of a sans-serif character's advance, in em (12px: ≤ 7.2 px)
+
+
+def _box_label(name: str, cx: float, cy: float, max_w: float, font_px: float = 12.0) -> str:
+    """``name`` as centred SVG text that fits ``max_w`` px: one line when it fits, else two lines
+    split at the space nearest the middle; a line that still does not fit is squeezed to the width
+    (``textLength``) — never cut off."""
+    def fits(t: str) -> bool:
+        return len(t) * font_px * _CHAR_W <= max_w
+
+    if fits(name) or " " not in name:
+        lines = [name]
+    else:
+        mid = len(name) / 2
+        cut = min((i for i, c in enumerate(name) if c == " "), key=lambda i: abs(i - mid))
+        lines = [name[:cut], name[cut + 1:]]
+    step = font_px + 1
+    y0 = cy + font_px / 3 - step * (len(lines) - 1) / 2
+    spans = []
+    for i, line in enumerate(lines):
+        squeeze = "" if fits(line) else f' textLength="{max_w:.0f}" lengthAdjust="spacingAndGlyphs"'
+        spans.append(f'<text x="{cx:.1f}" y="{y0 + i * step:.1f}" text-anchor="middle"{squeeze}>{html.escape(line)}</text>')
+    return "".join(spans)
+
+
 def lattice_svg(members: Mapping[str, bool | None], *, href: str = "#class-{key}") -> str:
     """The class lattice as SVG: one box per class (bottom: the smallest classes), an edge for each
     covering inclusion, members green, non-members red, undecided grey; each box links to
@@ -450,13 +475,11 @@ def lattice_svg(members: Mapping[str, bool | None], *, href: str = "#class-{key}
         x, y = pos[k]
         m = members.get(k)
         word = {True: "yes", False: "no", None: "?"}[m]
-        name = CLASS_INFO[k].name.split(" (")[0]
-        if len(name) > 22:
-            name = name[:21] + "…"
+        label = _box_label(CLASS_INFO[k].name.split(" (")[0], x + bw / 2, y + bh / 2, bw - 12)
         out.append(f'<a href="{html.escape(href.format(key=k))}"><g class="class {word}" data-class="{k}">'
                    f"<title>{html.escape(CLASS_INFO[k].name)}: {word}</title>"
                    f'<rect x="{x:.1f}" y="{y:.1f}" width="{bw:.0f}" height="{bh:.0f}" rx="6" fill="{fill[m]}" '
                    f'stroke="{stroke[m]}" stroke-width="2"/>'
-                   f'<text x="{x + bw / 2:.1f}" y="{y + bh / 2 + 4:.1f}" text-anchor="middle">{html.escape(name)}</text></g></a>')
+                   f"{label}</g></a>")
     out.append("</svg>")
     return "\n".join(out)
