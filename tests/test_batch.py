@@ -131,3 +131,18 @@ def test_cli_refuses_bad_batch_arguments(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "batch" in r.stderr
     r = runner.invoke(app, ["classify", "--batch", str(src)])
     assert r.exit_code == 2 and "--output" in r.stderr
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_rows_are_written_in_input_order(tmp_path: Path, jobs: int) -> None:
+    """Unreadable rows (bad JSON) and classified rows interleave in input order, serial or parallel."""
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    lines = []
+    for i in range(9):
+        lines.append("not json" if i % 3 == 1 else json.dumps({"regex": "(ab)*" if i % 2 else "((a|b)(a|b))*b*", "alphabet": "ab"}))
+    src.write_text("\n".join(lines) + "\n")
+    counts = run_batch(src, out, limits=Limits(), jobs=jobs)
+    assert counts == {"done": 9, "skipped": 0, "errors": 3}
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["row"] for r in rows] == list(range(1, 10))
+    assert [r["status"] for r in rows] == ["error" if i % 3 == 1 else "ok" for i in range(9)]

@@ -15,8 +15,9 @@ Output: one flat row per input row (``.jsonl`` or ``.csv``, chosen by the output
 ``hard_encoding``, and for errors ``error_code``, ``error_field``, ``error_detail``. A bad row
 becomes an error row; the batch never aborts on one.
 
-Parallel over ``jobs`` worker processes; each row is written (and flushed) as soon as it is done,
-so an interrupted run loses at most the rows in flight: rerunning the same command skips every
+Rows are written in input order (also with ``jobs`` > 1 worker processes: a finished row waits
+for the rows before it, at most 4·jobs rows in flight) and flushed one by one, so an interrupted
+run loses at most the rows in flight: rerunning the same command skips every
 row already in the output (by ``row``) and appends the rest — no duplicates. A partial last line
 left by a kill is cut off before resuming.
 """
@@ -27,8 +28,9 @@ import csv
 import io
 import json
 import os
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -250,30 +252,33 @@ def run_batch(source: Path, output: Path, *, limits: Limits, jobs: int = 1,
             if on_row:
                 on_row(row)
 
-        ready = [(i, r) for i, r in todo if isinstance(r, LangclassError)]
-        work = [(i, r) for i, r in todo if not isinstance(r, LangclassError)]
-        for i, err in ready:
-            emit(_error_row(i, None, err.to_dict()))  # type: ignore[union-attr]
+        def row_of(i: int, r: Any) -> dict[str, Any]:
+            return _error_row(i, None, r.to_dict()) if isinstance(r, LangclassError) else classify_row(i, r, limits)
+
         if jobs <= 1:
-            for i, r in work:
-                emit(classify_row(i, r, limits))
+            for i, r in todo:
+                emit(row_of(i, r))
             return counts
+        # rows go out in input order: futures wait in submission order and the oldest is written
+        # first; at most 4·jobs rows are in flight (finished ones wait behind a slower earlier row)
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            pending: set[Future] = set()
-            it = iter(work)
+            window: deque[Future | dict[str, Any]] = deque()
+
+            def write_head() -> None:
+                head = window.popleft()
+                emit(head.result() if isinstance(head, Future) else head)
+
             try:
-                for i, r in it:
-                    pending.add(pool.submit(classify_row, i, r, limits))
-                    if len(pending) >= 4 * jobs:
-                        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                        for f in finished:
-                            emit(f.result())
-                while pending:
-                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for f in finished:
-                        emit(f.result())
+                for i, r in todo:
+                    window.append(_error_row(i, None, r.to_dict()) if isinstance(r, LangclassError)
+                                  else pool.submit(classify_row, i, r, limits))
+                    while window and (len(window) >= 4 * jobs or not isinstance(window[0], Future) or window[0].done()):
+                        write_head()
+                while window:
+                    write_head()
             except BaseException:
-                for f in pending:
-                    f.cancel()
+                for f in window:
+                    if isinstance(f, Future):
+                        f.cancel()
                 raise
     return counts
