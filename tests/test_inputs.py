@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langclass.core.automaton import DFA
 from langclass.core.brasp import parse_program
@@ -80,3 +82,55 @@ def test_lark_errors_give_positions_in_every_grammar():
     with pytest.raises(ProgramSyntaxError) as p:
         parse_program("X := ", ["a", "b"])
     assert p.value.extra["position"] == 5
+
+
+# --- where a parse error is: position 0-based, line/column 1-based, of the same character -------------
+
+def _error(parse, text):
+    from langclass.core.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        parse(text)
+    return info.value
+
+
+PARSERS = {
+    "regex": lambda t: parse_regex(t, ["a", "b"]),
+    "formula": lambda t: parse_formula(t, ["a", "b"]),
+    "brasp": lambda t: parse_program(t, ["a", "b"]),
+}
+
+
+@pytest.mark.parametrize("kind,text,where", [
+    ("formula", "P(b & Y ", (8, 1, 9)),  # ends too early: the end, not the last token
+    ("formula", "a & ", (4, 1, 5)),
+    ("formula", "a\n& )", (4, 2, 3)),
+    ("formula", "a $ b", (2, 1, 3)),
+    ("formula", "P(a", (3, 1, 4)),
+    ("brasp", "garbage!!", (7, 1, 8)),
+    ("brasp", "x := Q_a\ny := ", (14, 2, 6)),
+    ("brasp", "X := Q_a\n?", (9, 2, 1)),
+    ("regex", "(a|", (3, 1, 4)),
+    ("regex", "a)b", (1, 1, 2)),
+    ("regex", "ab\n$", (3, 2, 1)),
+])
+def test_parse_errors_report_one_consistent_place(kind, text, where):
+    err = _error(PARSERS[kind], text)
+    assert (err.extra["position"], err.extra["line"], err.extra["column"]) == where, err.to_dict()
+
+
+@settings(max_examples=150, deadline=None)
+@given(kind=st.sampled_from(sorted(PARSERS)), text=st.text(alphabet="ab()|&*!PYS :=Q_X\n$?{},0", min_size=1, max_size=16))
+def test_every_positioned_parse_error_agrees_with_itself(kind, text):
+    from langclass.core.errors import InputError
+    from langclass.core.inputs import line_column
+
+    try:
+        PARSERS[kind](text)
+    except InputError as err:
+        if "position" in err.extra:
+            pos = err.extra["position"]
+            assert 0 <= pos <= len(text)
+            assert (err.extra["line"], err.extra["column"]) == line_column(text, pos), (text, err.to_dict())
+            if f"column {err.extra['column']}" not in err.detail and "column" in err.detail:
+                raise AssertionError(f"the message names another column: {err.detail!r} vs {err.to_dict()}")

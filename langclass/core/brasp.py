@@ -43,7 +43,7 @@ from typing import Union
 import numpy as np
 
 from .errors import AlphabetError, InputError, ProgramSyntaxError, UnknownSymbolError, UnsupportedError
-from .inputs import check_alphabet, syntax_problem
+from .inputs import check_alphabet, located, syntax_problem
 from .limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
@@ -317,11 +317,11 @@ def parse_program(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
         if p.kind == "character":
             detail = f"unexpected character {p.char!r} at line {p.line}, column {p.column}"
         elif p.kind == "end" and p.token_type is None:
-            detail = "the program ends too early"
+            detail = f"the program ends too early at line {p.line}, column {p.column}"
         else:
             what = "end of program" if p.kind == "end" else repr(p.token)
             detail = f"unexpected {what} at line {p.line}, column {p.column}"
-        raise ProgramSyntaxError(detail, field="program", position=p.position, line=p.line, column=p.column) from None
+        raise ProgramSyntaxError(detail, field="program", **located(text, p.position)) from None
 
     initial = _initial_names(alpha)
     defined: set[str] = set(initial)
@@ -330,20 +330,20 @@ def parse_program(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
     empty_accept = False
 
     def err(msg: str, tok) -> ProgramSyntaxError:
-        return ProgramSyntaxError(f"{msg} (line {tok.line}, column {tok.column})", field="program",
-                                  position=tok.start_pos, line=tok.line, column=tok.column)
+        at = located(text, tok.start_pos)
+        return ProgramSyntaxError(f"{msg} (line {at['line']}, column {at['column']})", field="program", **at)
 
     def canon_name(tok: Token) -> str:
         if tok.type == "QSTR":
             sym = unicodedata.normalize("NFC", tok.value[3:-2])
             if sym not in alpha:
                 raise UnknownSymbolError(f"Q(\"{sym}\") names a symbol outside the alphabet {list(alpha)} "
-                                         f"(line {tok.line})", field="program", symbol=sym, position=tok.start_pos)
+                                         f"(line {tok.line})", field="program", symbol=sym, **located(text, tok.start_pos))
             return f'Q("{sym}")'
         name = tok.value
         if name.startswith("Q_") and name not in initial and name[2:] and name not in defined:
             raise UnknownSymbolError(f"{name} names a symbol {name[2:]!r} outside the alphabet {list(alpha)} "
-                                     f"(line {tok.line})", field="program", symbol=name[2:], position=tok.start_pos)
+                                     f"(line {tok.line})", field="program", symbol=name[2:], **located(text, tok.start_pos))
         return name
 
     def conv(t, allow_j: bool, bare_side: str | None) -> BExpr:

@@ -11,6 +11,12 @@ One place for what the regex, formula, B-RASP and DFA JSON parsers (and the DFA 
 * **lark errors**: :func:`syntax_problem` reads any lark ``UnexpectedInput`` into one
   :class:`SyntaxProblem` (position, line, column, the offending character or token, what was
   expected), from which each parser words its own message.
+* **where an error is**: every parser error that points into the text (regex, formula, B-RASP)
+  carries ``position`` — the 0-based character offset into the text as parsed (after NFC),
+  ``len(text)`` when the text ended too early — and ``line`` / ``column`` — 1-based, of that same
+  offset (column 1 is a line's first character; at the end, the place just after the last
+  character). All three come from :func:`located`, never from lark's own counters (lark reports
+  an early end at the last token, not at the end).
 
 Nothing here imports lark at module level (it is imported by the parsers when they parse).
 """
@@ -25,7 +31,8 @@ from typing import Any
 from .errors import AlphabetError
 from .limits import Limits
 
-__all__ = ["check_alphabet", "has_surrogate", "first_surrogate", "deepest_paren", "SyntaxProblem", "syntax_problem"]
+__all__ = ["check_alphabet", "has_surrogate", "first_surrogate", "deepest_paren", "SyntaxProblem", "syntax_problem",
+           "line_column", "located"]
 
 
 def first_surrogate(text: str) -> int | None:
@@ -124,6 +131,25 @@ def deepest_paren(text: str, bound: int | None, *, escape: str | None = None) ->
     return None
 
 
+def line_column(text: str, position: int) -> tuple[int, int]:
+    """The 1-based (line, column) of the 0-based character offset ``position`` in ``text``
+    (clamped to 0..len(text); lines end at ``\n``).
+
+    >>> line_column("ab\ncd", 4), line_column("ab\ncd", 5), line_column("ab", 0)
+    ((2, 2), (2, 3), (1, 1))
+    """
+    position = max(0, min(int(position), len(text)))
+    line = text.count("\n", 0, position) + 1
+    return line, position - (text.rfind("\n", 0, position) + 1) + 1
+
+
+def located(text: str, position: int) -> dict[str, int]:
+    """``{"position", "line", "column"}`` of an offset (see :func:`line_column`): the extra members
+    of every parser error that points into the text."""
+    line, column = line_column(text, position)
+    return {"position": int(position), "line": line, "column": column}
+
+
 @dataclass(frozen=True)
 class SyntaxProblem:
     """What a lark parse error says, independent of the grammar.
@@ -132,7 +158,7 @@ class SyntaxProblem:
         kind: ``"character"`` (the lexer met a character no token starts with), ``"token"`` (an
             unexpected token) or ``"end"`` (the text ended where more was expected).
         position: 0-based offset (``len(text)`` at the end).
-        line, column: 1-based, when lark knows them.
+        line, column: 1-based, of ``position`` (:func:`line_column`).
         char: the character at ``position`` (``""`` at the end).
         token: the unexpected token's text (``None`` unless ``kind == "token"``).
         token_type: the unexpected token's grammar name (``"$END"`` when the parser, rather than
@@ -142,8 +168,8 @@ class SyntaxProblem:
 
     kind: str
     position: int
-    line: int | None
-    column: int | None
+    line: int
+    column: int
     char: str
     token: str | None
     token_type: str | None
@@ -151,24 +177,21 @@ class SyntaxProblem:
 
 
 def syntax_problem(text: str, e: Exception) -> SyntaxProblem:
-    """Read a lark ``UnexpectedInput`` (characters, token or end of input) into a :class:`SyntaxProblem`."""
+    """Read a lark ``UnexpectedInput`` (characters, token or end of input) into a :class:`SyntaxProblem`;
+    line and column are computed from the position (lark's point at the last token for an early end)."""
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
-    line, column = getattr(e, "line", None), getattr(e, "column", None)
-    line = line if isinstance(line, int) and line >= 0 else None
-    column = column if isinstance(column, int) and column >= 0 else None
+    def problem(kind: str, pos: int, token: str | None, token_type: str | None, expected: Any) -> SyntaxProblem:
+        line, column = line_column(text, pos)
+        return SyntaxProblem(kind, pos, line, column, text[pos] if 0 <= pos < len(text) else "", token, token_type,
+                             frozenset(expected or ()))
+
     if isinstance(e, UnexpectedEOF) or (isinstance(e, UnexpectedToken) and e.token.type == "$END"):
-        return SyntaxProblem("end", len(text), line, column, "", None, None if isinstance(e, UnexpectedEOF) else "$END",
-                             frozenset(getattr(e, "expected", None) or ()))
+        return problem("end", len(text), None, None if isinstance(e, UnexpectedEOF) else "$END", getattr(e, "expected", None))
     if isinstance(e, UnexpectedCharacters):
-        pos = e.pos_in_stream
-        return SyntaxProblem("character", pos, line, column, text[pos] if 0 <= pos < len(text) else "", None, None,
-                             frozenset(e.allowed or ()))
+        return problem("character", e.pos_in_stream, None, None, e.allowed)
     if isinstance(e, UnexpectedToken):
         tok = e.token
         pos = tok.start_pos if getattr(tok, "start_pos", None) is not None else (getattr(e, "pos_in_stream", 0) or 0)
-        return SyntaxProblem("token", pos, line, column, text[pos] if 0 <= pos < len(text) else "", str(tok),
-                             tok.type, frozenset(e.expected or ()))
-    pos = getattr(e, "pos_in_stream", 0) or 0  # other lark errors
-    return SyntaxProblem("character", pos, line, column, text[pos] if 0 <= pos < len(text) else "", None, None,
-                         frozenset())
+        return problem("token", pos, str(tok), tok.type, e.expected)
+    return problem("character", getattr(e, "pos_in_stream", 0) or 0, None, None, ())  # other lark errors

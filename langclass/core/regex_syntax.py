@@ -17,7 +17,7 @@ from lark.exceptions import UnexpectedInput
 
 from .automaton import DFA
 from .errors import AlphabetError, RegexSyntaxError, UnknownSymbolError
-from .inputs import deepest_paren, first_surrogate, syntax_problem
+from .inputs import deepest_paren, first_surrogate, located, syntax_problem
 from .limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["Node", "parse_regex_ast", "RESERVED", "render"]
@@ -117,7 +117,7 @@ def _describe_expected(expected: Sequence[str] | set[str]) -> str:
 
 def _syntax_error(text: str, pos: int, detail: str) -> RegexSyntaxError:
     snippet = text[max(0, pos - 10) : pos + 10]
-    return RegexSyntaxError(f"{detail} (position {pos}, near {snippet!r})", field="regex", position=pos)
+    return RegexSyntaxError(f"{detail} (position {pos}, near {snippet!r})", field="regex", **located(text, pos))
 
 
 def _check_paren_depth(text: str, limits: Limits) -> None:
@@ -349,7 +349,7 @@ def _atom(kind: str, tok: Token | None, pos: int, text: str, index: dict[str, in
                 f"symbol {ch!r} (written {shown!r} at position {pos}) is not in the alphabet {list(alphabet)}",
                 field="regex",
                 symbol=ch,
-                position=pos,
+                **located(text, pos),
             )
         return Node("sym", (), index[ch], pos)
     if kind == "any":

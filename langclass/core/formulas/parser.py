@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Union
 
 from ..errors import AlphabetError, FormulaSyntaxError, InputError, LimitExceeded, UnknownSymbolError
-from ..inputs import check_alphabet, deepest_paren, syntax_problem
+from ..inputs import check_alphabet, deepest_paren, located, syntax_problem
 from ..limits import DEFAULT_LIMITS, Limits
 from .syntax import (
     BOTTOM, TOP, And, Atom, Formula, Iff, Implies, Mod, Not, Or, Past, Since, Yesterday, conj, disj, operators, past,
@@ -130,7 +130,7 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
     text = unicodedata.normalize("NFC", text)
     limits.check("max_regex_length", len(text))
     if not text.strip():
-        raise FormulaSyntaxError("the formula is empty (position 0)", field="formula", position=0)
+        raise FormulaSyntaxError("the formula is empty (position 0)", field="formula", **located(text, 0))
     if deepest_paren(text, limits.max_nesting_depth) is not None:
         raise LimitExceeded("max_nesting_depth", limits.max_nesting_depth,
                             f"the formula nests parentheses deeper than max_nesting_depth={limits.max_nesting_depth}",
@@ -143,12 +143,12 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
             raise FormulaSyntaxError(
                 f"unexpected character {p.char!r} at position {p.position} (line {p.line}, column {p.column})"
                 + _describe_expected(p.expected),
-                field="formula", position=p.position, line=p.line, column=p.column,
+                field="formula", **located(text, p.position),
             ) from None
         what = "the formula ends too early" if p.kind == "end" else f"unexpected {p.token!r}"
         raise FormulaSyntaxError(
             f"{what} at position {p.position}" + _describe_expected(p.expected),
-            field="formula", position=p.position, line=p.line, column=p.column,
+            field="formula", **located(text, p.position),
         ) from None
 
     # iterative conversion (no recursion on deep inputs); operator depth limited as well
@@ -160,7 +160,7 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
             s = s[1:-1]
             if not s:
                 raise FormulaSyntaxError(f"empty quoted symbol at position {tok.start_pos}", field="formula",
-                                         position=tok.start_pos)
+                                         **located(text, tok.start_pos))
         import unicodedata
 
         s = unicodedata.normalize("NFC", s)
@@ -170,7 +170,7 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
                 hint = f" (write '{s[0]} {s[1:]}' for the operator {s[0]} applied to {s[1:]!r})"
             raise UnknownSymbolError(
                 f"symbol {s!r} at position {tok.start_pos} is not in the alphabet {list(alpha)}{hint}",
-                field="formula", symbol=s, position=tok.start_pos,
+                field="formula", symbol=s, **located(text, tok.start_pos),
             )
         return Atom(s)
 
@@ -178,7 +178,7 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
         v = int(tok.value)
         if v < minimum:
             raise FormulaSyntaxError(f"{what} must be ≥ {minimum}, got {v} at position {tok.start_pos}",
-                                     field="formula", position=tok.start_pos)
+                                     field="formula", **located(text, tok.start_pos))
         if v > limits.max_repetition:
             raise LimitExceeded("max_repetition", limits.max_repetition,
                                 f"{what} {v} at position {tok.start_pos} exceeds max_repetition={limits.max_repetition}",
