@@ -180,7 +180,7 @@ def test_no_unseen_test_length_gives_not_tested():
 def test_verdict_statuses_follow_the_unseen_lengths():
     """_verdict on fixed summaries: the same perfect runs are 'confirmed' only when some test length
     lies beyond training."""
-    from langclass.models.experiment import _Encoding, _verdict
+    from langclass.models.experiment_report import GridEncoding as _Encoding, verdict as _verdict
 
     enc = [_Encoding(label="rope_periodic", name="rope_periodic", params={})]
     summary = {"rope_periodic": {"runs": 1, "reached_longest": 1, "accuracy": {"max": 1.0},
