@@ -333,7 +333,7 @@ def test_sparse_scan_is_used_and_agrees_at_the_default_parameters():
 def test_round_to_fast_paths_match_the_generic_rounding_at_every_midpoint():
     """round_to's float16 cast and bfloat16 bit rounding equal the frexp/ldexp rounding on every
     value of the format, every midpoint between neighbours and the float64 values next to it."""
-    from langclass.core.numerics import _FORMATS, _round_generic
+    from langclass.core.floats import _FORMATS, _round_generic
 
     f16 = np.arange(0, 0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64)
     bf16 = (np.arange(0, 0x7F80, dtype=np.uint32) << 16).view(np.float32).astype(np.float64)
