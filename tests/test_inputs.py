@@ -95,9 +95,9 @@ def _error(parse, text):
 
 
 PARSERS = {
-    "regex": lambda t: parse_regex(t, ["a", "b"]),
-    "formula": lambda t: parse_formula(t, ["a", "b"]),
-    "brasp": lambda t: parse_program(t, ["a", "b"]),
+    "regex": lambda t, lim=Limits(): parse_regex(t, ["a", "b"], lim),
+    "formula": lambda t, lim=Limits(): parse_formula(t, ["a", "b"], lim),
+    "brasp": lambda t, lim=Limits(): parse_program(t, ["a", "b"], lim),
 }
 
 
@@ -119,15 +119,15 @@ def test_parse_errors_report_one_consistent_place(kind, text, where):
     assert (err.extra["position"], err.extra["line"], err.extra["column"]) == where, err.to_dict()
 
 
-@settings(max_examples=150, deadline=None)
-@given(kind=st.sampled_from(sorted(PARSERS)), text=st.text(alphabet="ab()|&*!PYS :=Q_X\n$?{},0", min_size=1, max_size=16))
+@settings(max_examples=400, deadline=None)
+@given(kind=st.sampled_from(sorted(PARSERS)), text=st.text(alphabet="ab()|&*!PYS :=Q_X\n$?{},09", min_size=0, max_size=16))
 def test_every_positioned_parse_error_agrees_with_itself(kind, text):
     from langclass.core.errors import InputError
     from langclass.core.inputs import line_column
 
     try:
-        PARSERS[kind](text)
-    except InputError as err:
+        PARSERS[kind](text, Limits(max_nesting_depth=3, max_repetition=5))
+    except (InputError, LimitExceeded) as err:
         if "position" in err.extra:
             pos = err.extra["position"]
             assert 0 <= pos <= len(text)

@@ -126,7 +126,7 @@ def _check_paren_depth(text: str, limits: Limits) -> None:
     i = deepest_paren(text, bound, escape="\\")
     if i is not None:
         raise _limit_with_position(
-            "max_nesting_depth", bound, i, f"parentheses nest deeper than max_nesting_depth={bound} (at position {i})"
+            "max_nesting_depth", bound, text, i, f"parentheses nest deeper than max_nesting_depth={bound} (at position {i})"
         )
 
 
@@ -227,12 +227,12 @@ def parse_regex_ast(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT
         LimitExceeded: ``max_regex_length``, ``max_nesting_depth`` or ``max_repetition``.
     """
     if not isinstance(text, str):
-        raise RegexSyntaxError(f"the regex must be a string, not {type(text).__name__}", field="regex", position=0)
+        raise RegexSyntaxError(f"the regex must be a string, not {type(text).__name__}", field="regex", **located("", 0))
     lone = first_surrogate(text)
     if lone is not None:
         raise RegexSyntaxError(
             f"the regex holds a lone UTF-16 surrogate U+{ord(text[lone]):04X} at position {lone}, which is not Unicode text",
-            field="regex", position=lone,
+            field="regex", **located(text, lone),
         )
     for i, s in enumerate(alphabet):
         if len(s) != 1:
@@ -247,7 +247,7 @@ def parse_regex_ast(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT
     limits.check("max_regex_length", len(text))
     _check_paren_depth(text, limits)
     if not text.strip():
-        raise RegexSyntaxError("the regex is empty; write ε (or ()) for the empty word and ∅ for the empty language", field="regex", position=0)
+        raise RegexSyntaxError("the regex is empty; write ε (or ()) for the empty word and ∅ for the empty language", field="regex", **located(text, 0))
     try:
         tree = _PARSER.parse(text)
     except UnexpectedInput as e:
@@ -266,7 +266,7 @@ def _tree_to_ast(tree: Tree | Token, text: str, index: dict[str, int], alphabet:
         item, depth, visited = stack.pop()
         if max_depth is not None and depth > max_depth:
             pos = _pos(item)
-            raise _limit_with_position("max_nesting_depth", max_depth, pos, f"the regex nests deeper than max_nesting_depth={max_depth} (at position {pos})")
+            raise _limit_with_position("max_nesting_depth", max_depth, text, pos, f"the regex nests deeper than max_nesting_depth={max_depth} (at position {pos})")
         if isinstance(item, Token):
             out.append(_leaf(item, text, index, alphabet))
             continue
@@ -299,6 +299,7 @@ def _tree_to_ast(tree: Tree | Token, text: str, index: dict[str, int], alphabet:
                     raise _limit_with_position(
                         "max_repetition",
                         limits.max_repetition,
+                        text,
                         t.start_pos,
                         f"bounded repetition count {str(t)[:30]} exceeds max_repetition={limits.max_repetition} (at position {t.start_pos})",
                     )
@@ -324,11 +325,11 @@ def _pos(item: Tree | Token) -> int:
     return item.meta.start_pos if not item.meta.empty else 0
 
 
-def _limit_with_position(limit: str, value: int, pos: int, detail: str):
+def _limit_with_position(limit: str, value: int, text: str, pos: int, detail: str):
     from .errors import LimitExceeded
 
     err = LimitExceeded(limit, value, detail, field="regex")
-    err.extra["position"] = pos
+    err.extra.update(located(text, pos))
     return err
 
 

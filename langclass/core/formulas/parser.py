@@ -253,7 +253,7 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
         elif rule == "since":
             out = Since(sub[0], sub[1])
         else:  # pragma: no cover
-            raise FormulaSyntaxError(f"unknown construct {rule}", field="formula", position=0)
+            raise FormulaSyntaxError(f"unknown construct {rule}", field="formula", **located(text, 0))
         results[id(node)] = out
         depth[id(node)] = d
     return results[id(tree.children[0])]
