@@ -21,7 +21,7 @@ fresh names), which the construction's checks confirm on every verified word.
 
 from __future__ import annotations
 
-from .brasp import AttentionOp, BAnd, BConst, BExpr, BNot, BOr, BVar, PositionOp, Program, bexpr_vars
+from .brasp_program import AttentionOp, BAnd, BConst, BExpr, BNot, BOr, BVar, PositionOp, Program, bexpr_vars
 
 __all__ = ["narrow_program", "ATTENTION_COST", "DEFAULT_WIDTH"]
 
