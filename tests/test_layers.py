@@ -2,7 +2,7 @@
 
 Layers, lowest first (docs/architecture.md draws them):
 
-    version ← core ← models ← {orm, pagination, errors, settings, db, …} ← {repository, jobs}
+    version ← core ← models ← {orm, pagination, errors, settings, db, …} ← {repository, jobs, job_records}
             ← {service, experiments, runner} ← {routes, pages, cli, worker, executor, api, …} ← main
 
 Every ``import`` / ``from … import`` of a langclass module is read from the source with ``ast`` —
@@ -32,7 +32,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
      ("langclass.app.orm", "langclass.app.pagination", "langclass.app.errors", "langclass.app.settings",
       "langclass.app.db", "langclass.app.query", "langclass.app.isolation", "langclass.app.plot", "langclass.app.plot_sectors",
       "langclass.app.evidence_models", "langclass.app.schemas")),
-    (4, "repositories", ("langclass.app.repository", "langclass.app.jobs")),
+    (4, "repositories", ("langclass.app.repository", "langclass.app.jobs", "langclass.app.job_records")),
     (5, "use cases", ("langclass.app.service", "langclass.app.experiments", "langclass.app.runner")),
     (6, "interfaces", ("langclass.app.routes", "langclass.app.pages", "langclass.app.cli", "langclass.app.batch",
                        "langclass.app.worker", "langclass.app.executor", "langclass.app.problems",
