@@ -512,14 +512,80 @@ def test_parameters_move_with_the_model_keep_float32_and_skip_weight_decay():
     assert m.encoding.omega.dtype == torch.float32 and m.embedding.weight.dtype == torch.bfloat16
     m = Recognizer(cfg)
     groups = parameter_groups(m, 0.01)
-    no_decay = {id(p) for p in groups[1]["params"]}
-    assert groups[1]["weight_decay"] == 0.0 and id(m.encoding.omega) in no_decay and id(m.encoding.gate_logits) in no_decay
+    no_decay = {id(p) for g in groups[1:] for p in g["params"]}
+    assert all(g["weight_decay"] == 0.0 for g in groups[1:]) and id(m.encoding.omega) in no_decay and id(m.encoding.gate_logits) in no_decay
     assert id(m.embedding.weight) not in no_decay
     m64 = Recognizer(RecognizerConfig(alphabet=("a",), d_model=8, n_heads=2, n_layers=1, dtype="float64", encoding={"name": "pj_bias"}))
     assert m64.encoding.omega.dtype == torch.float64
     for name in ("pj_bias", "pj_rotary"):
         r = Recognizer(RecognizerConfig(alphabet=("a", "b"), d_model=16, n_heads=2, n_layers=1, encoding={"name": name}))
         assert torch.isfinite(r.logits_for(["ab", "", "abba" * 10])).all()
+
+
+def test_pj_parameter_groups_have_their_own_learning_rates_and_no_weight_decay():
+    from langclass.models.sectors import PJ_DEFAULTS
+
+    enc_cfg = {"name": "pj_bias", **PJ_DEFAULTS}
+    m = Recognizer(RecognizerConfig(alphabet=("a", "b"), d_model=16, n_heads=2, n_layers=1, encoding=enc_cfg))
+    e = m.encoding
+    groups = parameter_groups(m, 0.01, 1e-3)
+    by_name = {g.get("name"): g for g in groups}
+    assert set(by_name) == {None, "pj", "omega"}
+    assert by_name[None]["weight_decay"] == 0.01 and "lr" not in by_name[None]
+    assert by_name["pj"]["weight_decay"] == by_name["omega"]["weight_decay"] == 0.0
+    assert by_name["pj"]["lr"] == pytest.approx(1e-3 * PJ_DEFAULTS["lr_scale"]) and by_name["omega"]["lr"] == pytest.approx(1e-3 * PJ_DEFAULTS["omega_lr_scale"])
+    assert [id(p) for p in by_name["omega"]["params"]] == [id(e.omega)]
+    pj_ids = {id(p) for p in by_name["pj"]["params"]}
+    for name in ("gate_logits", "fj_alpha_logits", "fj_zeta_re", "fj_zeta_im", "lc_zeta_re", "raw_slope", "raw_damping"):
+        assert id(getattr(e, name)) in pj_ids, name
+    # every parameter is in exactly one group
+    ids = [id(p) for g in groups for p in g["params"]]
+    assert sorted(ids) == sorted(id(p) for p in m.parameters())
+    # the optimizer the training loop builds uses these rates
+    opt = torch.optim.AdamW(groups, lr=1e-3)
+    assert sorted(g["lr"] for g in opt.param_groups) == sorted([1e-3, 1e-3 * PJ_DEFAULTS["lr_scale"], 1e-3 * PJ_DEFAULTS["omega_lr_scale"]])
+    # defaults: F = 4 frequencies drawn U(0, π) from the seed (reproducible, no fixed grid), slope e^raw
+    torch.manual_seed(3)
+    w1 = make_encoding("pj_bias", n_heads=4, **{k: v for k, v in PJ_DEFAULTS.items()}).frequencies()
+    torch.manual_seed(3)
+    w2 = make_encoding("pj_bias", n_heads=4, **PJ_DEFAULTS).frequencies()
+    assert w1.shape == (4, 4) and torch.equal(w1, w2) and bool(((w1 > 0) & (w1 < math.pi)).all())
+    assert len({round(float(x), 6) for x in w1.flatten()}) == 16
+    assert e.slope_param == "exp" and float(e.slope()[0]) == pytest.approx(PJ_DEFAULTS["slope_init"])
+    # a fixed ω (learn_omega false) leaves no omega group; the old configuration keeps its digest
+    fixed = make_encoding("pj_bias", n_heads=2, learn_omega=False, lr_scale=3.0)
+    assert [g["name"] for g in fixed.optimizer_groups()] == ["pj"]
+    assert "lr_scale" not in make_encoding("pj_bias", n_heads=2).spec() and make_encoding("pj_bias", n_heads=2, lr_scale=3.0).spec()["lr_scale"] == 3.0
+    with pytest.raises(InputError):
+        make_encoding("pj_bias", n_heads=2, slope_param="relu")
+    with pytest.raises(InputError):
+        make_encoding("pj_bias", n_heads=2, lr_scale=0)
+    # e^raw and softplus give the same slope at initialisation
+    assert float(make_encoding("pj_bias", n_heads=1, slope_param="exp", slope_init=2.0).slope()[0]) == pytest.approx(
+        float(make_encoding("pj_bias", n_heads=1, slope_init=2.0).slope()[0]))
+
+
+def test_frequency_ranges_split_the_fj_kernel_by_frequency_and_restore_the_amplitudes():
+    from langclass.models.pj_diagnostics import frequency_ranges
+
+    enc = make_encoding("pj_bias", n_heads=2, n_freqs=3, max_order=1, compute_dtype="float64", omega_init=[[0.5, math.pi, 2.0], [1.0, 1.5, 2.5]])
+    with torch.no_grad():
+        for t in (enc.fj_zeta_re, enc.fj_zeta_im, enc.lc_zeta_re, enc.lc_zeta_im):
+            t.zero_()
+        enc.fj_zeta_re[0, 1, 0] = 4.0  # head 0: only the frequency π carries FJ amplitude
+        enc.lc_zeta_re[1, 2, 0] = 2.0  # head 1: only frequency 2 carries LC amplitude
+    before = [t.clone() for t in (enc.fj_zeta_re, enc.fj_zeta_im, enc.lc_zeta_re, enc.lc_zeta_im)]
+    lags = torch.arange(1, 61, dtype=torch.float64)
+    fr = frequency_ranges(enc, lags)
+    fj = enc.components(lags=lags)
+    k0 = sum(c for (s_, _), c in fj.items() if s_ == "fj")[0]
+    assert float(fr["fj"][0, 1]) == pytest.approx(float(k0.max() - k0.min()), rel=1e-12) and float(fr["fj"][0, 1]) > 1
+    assert float(fr["fj"][0, 0]) == float(fr["fj"][0, 2]) == 0.0 and float(fr["fj"][1].abs().max()) == 0.0
+    assert float(fr["lc"][1, 2]) > 0 and float(fr["lc"][1, :2].abs().max()) == 0.0 and float(fr["lc"][0].abs().max()) == 0.0
+    for t, b in zip((enc.fj_zeta_re, enc.fj_zeta_im, enc.lc_zeta_re, enc.lc_zeta_im), before):
+        assert torch.equal(t, b)
+    h = head_readouts(enc, 60)
+    assert h[0]["frequencies"][1]["fj_range"] == pytest.approx(float(fr["fj"][0, 1])) and h[0]["frequencies"][1]["q"] == 2
 
 
 def test_expanded_positions_give_the_same_bias_and_sdpa_agrees():

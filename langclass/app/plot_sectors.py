@@ -18,7 +18,7 @@ __all__ = ["plot_sectors"]
 def plot_sectors(result: Mapping[str, Any], run: int = 0, *, dpi: int = 100) -> bytes:
     """PNG bytes: one panel per head with K_h(d) on d = 1 … N (for an LTL[P,MOD] prediction with
     period k, the lags d ≡ 0 mod k are marked — where a root of order dividing k peaks), the
-    nearest root of each frequency in the title; and a stacked bar chart of the gates (FJ/A/LC).
+    nearest roots of the (at most two) frequencies with the largest FJ range in the title; and a stacked bar chart of the gates (FJ/A/LC).
 
     Args:
         result: the JSON result of :func:`langclass.models.sectors.run_sectors`.
@@ -51,8 +51,10 @@ def plot_sectors(result: Mapping[str, Any], run: int = 0, *, dpi: int = 100) -> 
             marks = [x for x in d if x % k == 0]
             ax.plot(marks, [values[i][x - lo] for x in marks], "o", markersize=2.5, color="tab:red", label=f"d ≡ 0 mod {k}")
             ax.legend(fontsize=6, loc="lower left")
-        roots = "; ".join(f"{f['a']}/{f['q']} δ={f['delta']:.2f}" for f in h["frequencies"])
-        ax.set_title(f"head {h['head']}: ΔK={h['kernel_range']:.2g}\nroot {roots}", fontsize=8)
+        # the frequencies that carry the kernel (largest FJ contribution first, at most 2 shown)
+        freqs = sorted(h["frequencies"], key=lambda f: -f.get("fj_range", 0.0))[:2]
+        roots = "; ".join(f"{f['a']}/{f['q']} δ={f['delta']:.3f}" + (f" ({f['fj_range']:.2g})" if "fj_range" in f else "") for f in freqs)
+        ax.set_title(f"head {h['head']}: ΔK={h['kernel_range']:.2g}\nroots {roots}", fontsize=7)
         ax.set_xlabel("lag d", fontsize=8)
         ax.tick_params(labelsize=7)
     ax = fig.add_subplot(1, H + 1, H + 1)

@@ -58,6 +58,8 @@ MAX_FREQS = 16
 MAX_ROOT_ORDER = 10_000
 MAX_LAGS = 1_000_000
 """Longest lag table :class:`PJBias` builds in one call (limit on T)."""
+MAX_LR_SCALE = 1e3
+"""Largest learning-rate multiplier of a PJ-bias parameter group (``lr_scale``, ``omega_lr_scale``)."""
 MAX_INIT = 1e4
 """Bound on the magnitude of initial values (slopes, amplitude std, gate logits, frequencies)."""
 
@@ -143,11 +145,21 @@ class PJBias(PositionalEncoding):
         n_freqs: F ≥ 1 frequencies per head (Definition 1's sum over ℓ; the released code uses 1).
         sectors: enabled sectors, a subset of ``["fj", "affine", "lc"]`` (default all).
         omega_init: ``"linspace"`` (2π·linspace(1, 17, H·F)/L, the released code's), ``"uniform"``
-            (the grid π·k/(H·F), k = 1 … H·F, over (0, π]) or a list of H·F (or H lists of F) radians.
+            (the grid π·k/(H·F), k = 1 … H·F, over (0, π]), ``"random"`` (independent U(0, π) draws
+            from torch's global generator, i.e. from the training seed; no grid that happens to
+            contain a root) or a list of H·F (or H lists of F) radians.
         learn_omega: whether ω is trained (default True).
         damping: learnable FJ damping c = softplus(raw) ≥ 0, raw initialised at −2 (default True);
             False fixes c = 0.
-        slope_init: initial affine slope s (default 0.4; s = softplus(raw) ≥ 0).
+        slope_init: initial affine slope s (default 0.4).
+        slope_param: ``"softplus"`` (s = softplus(raw), the released code's) or ``"exp"`` (s = e^raw):
+            the same function space s > 0, but Adam moves log s by about the learning rate per
+            step, so a recency slope of s ≈ 10²–10³ (a lag-1 head needs g_aff·s/L ≳ 3 per token)
+            is reachable in hundreds of steps instead of s/lr steps.
+        lr_scale: multiplier of the optimizer's learning rate for the gates, order spectra,
+            amplitudes ζ, slopes and damping (default 1; :meth:`optimizer_groups`).
+        omega_lr_scale: multiplier for the frequencies ω (default 1). ∂K/∂ω grows like d, so ω
+            usually wants a smaller step than the amplitudes (*PJ-RoPE …*, App. C.3).
         affine_rho: ``"linear"`` (ρ = d/L, Definition 1) or ``"lightcone"`` (ρ = asinh(d/L)).
         zeta_init_std: std of the initial amplitudes ζ (default 0.02).
         gate_init: initial gate logits [η_FJ, η_aff, η_LC] (default zeros).
@@ -167,6 +179,7 @@ class PJBias(PositionalEncoding):
                  sectors: Sequence[str] = SECTORS, omega_init: str | Sequence[Any] = "linspace", learn_omega: bool = True,
                  damping: bool = True, slope_init: float = 0.4, affine_rho: str = "linear", zeta_init_std: float = 0.02,
                  gate_init: Sequence[float] = (0.0, 0.0, 0.0), roots: Sequence[Any] | None = None,
+                 slope_param: str = "softplus", lr_scale: float = 1.0, omega_lr_scale: float = 1.0,
                  position_origin: int = 0, compute_dtype: str = "float32") -> None:
         super().__init__(position_origin, compute_dtype)
         H = self.n_heads = _as_int(n_heads, "n_heads", 1)
@@ -187,6 +200,14 @@ class PJBias(PositionalEncoding):
         if affine_rho not in ("linear", "lightcone"):
             raise _err(f"affine_rho must be 'linear' or 'lightcone', got {affine_rho!r}", "affine_rho")
         self.affine_rho = affine_rho
+        if slope_param not in ("softplus", "exp"):
+            raise _err(f"slope_param must be 'softplus' or 'exp', got {slope_param!r}", "slope_param")
+        self.slope_param = slope_param
+        self.lr_scale = _as_float(lr_scale, "lr_scale", positive=True)
+        self.omega_lr_scale = _as_float(omega_lr_scale, "omega_lr_scale", positive=True)
+        for key in ("lr_scale", "omega_lr_scale"):
+            if getattr(self, key) > MAX_LR_SCALE:
+                raise _err(f"{key} must be ≤ {MAX_LR_SCALE:g}", key)
         if self.train_length > MAX_LAGS:
             raise _err(f"train_length must be ≤ {MAX_LAGS}", "train_length")
         self.slope_init = _as_float(slope_init, "slope_init")
@@ -211,8 +232,8 @@ class PJBias(PositionalEncoding):
             learn_omega = False
         self.learn_omega, self.damping = learn_omega, damping
         if isinstance(omega_init, str):
-            if omega_init not in ("linspace", "uniform"):
-                raise _err(f"omega_init must be 'linspace', 'uniform' or a list, got {omega_init!r}", "omega_init")
+            if omega_init not in ("linspace", "uniform", "random"):
+                raise _err(f"omega_init must be 'linspace', 'uniform', 'random' or a list, got {omega_init!r}", "omega_init")
             self.omega_init: str | tuple[float, ...] = omega_init
         else:
             flat = [x for row in omega_init for x in (row if isinstance(row, (list, tuple)) else [row])] if isinstance(omega_init, (list, tuple)) else None
@@ -230,6 +251,8 @@ class PJBias(PositionalEncoding):
             omega0 = (2 * math.pi * np.linspace(1.0, 17.0, H * F) / L).reshape(H, F)
         elif self.omega_init == "uniform":
             omega0 = (math.pi * np.arange(1, H * F + 1) / (H * F)).reshape(H, F)
+        elif self.omega_init == "random":
+            omega0 = (math.pi * torch.rand(H, F, dtype=torch.float64)).numpy()
         else:
             omega0 = np.array(self.omega_init, dtype=np.float64).reshape(H, F)
         omega_t = torch.tensor(omega0, dtype=cdt)
@@ -247,7 +270,11 @@ class PJBias(PositionalEncoding):
         self.lc_alpha_logits = nn.Parameter(torch.zeros(H, R + 1, dtype=cdt))
         self.lc_zeta_re = nn.Parameter(std * torch.randn(H, F, R + 1, dtype=torch.float64).to(cdt))
         self.lc_zeta_im = nn.Parameter(std * torch.randn(H, F, R + 1, dtype=torch.float64).to(cdt))
-        self.raw_slope = nn.Parameter(torch.full((H,), _inv_softplus(self.slope_init) if self.slope_init > 0 else -30.0, dtype=cdt))  # [H]
+        if self.slope_param == "exp":
+            raw0 = math.log(self.slope_init) if self.slope_init > 0 else -30.0
+        else:
+            raw0 = _inv_softplus(self.slope_init) if self.slope_init > 0 else -30.0
+        self.raw_slope = nn.Parameter(torch.full((H,), raw0, dtype=cdt))  # [H]
         if self.roots is not None:
             qmax = max(q for row in self.roots for _, q in row)
             cos = np.zeros((H, F, qmax))
@@ -275,8 +302,22 @@ class PJBias(PositionalEncoding):
         return nn.functional.softplus(self.raw_damping.double())
 
     def slope(self) -> torch.Tensor:
-        """s = softplus(raw) ≥ 0 ``[H]``."""
+        """s = softplus(raw) (or e^raw with ``slope_param="exp"``) ≥ 0 ``[H]``."""
+        if self.slope_param == "exp":
+            return torch.exp(self.raw_slope.double())
         return nn.functional.softplus(self.raw_slope.double())
+
+    def optimizer_groups(self) -> list[dict[str, Any]]:
+        """Parameter groups for the optimizer: ``[{"name", "params", "lr_scale"}]`` — ``omega``
+        (the frequencies, ``omega_lr_scale``) and ``pj`` (gates, α logits, ζ, slopes, damping,
+        ``lr_scale``). The training loop multiplies its learning rate by ``lr_scale`` and applies
+        no weight decay to either group (:func:`langclass.models.train.parameter_groups`)."""
+        omega = [self.omega] if isinstance(self.omega, nn.Parameter) else []
+        rest = [p for p in self.parameters() if p is not self.omega]
+        groups = [{"name": "pj", "params": rest, "lr_scale": self.lr_scale}]
+        if omega:
+            groups.append({"name": "omega", "params": omega, "lr_scale": self.omega_lr_scale})
+        return groups
 
     def frequencies(self) -> torch.Tensor:
         """ω ``[H, F]`` in radians per position (float64 copy)."""
@@ -406,6 +447,7 @@ class PJBias(PositionalEncoding):
             raise ValueError("a snapped kernel needs the fj or the affine sector")
         out = PJBias(self.n_heads, self.train_length, 0, self.n_freqs, keep, learn_omega=False, damping=False,
                      slope_init=self.slope_init, affine_rho=self.affine_rho, gate_init=self.gate_init, roots=roots,
+                     slope_param=self.slope_param, lr_scale=self.lr_scale, omega_lr_scale=self.omega_lr_scale,
                      position_origin=self.position_origin, compute_dtype=self.compute_dtype)
         with torch.no_grad():
             out.to(self.gate_logits.device)
@@ -424,6 +466,7 @@ class PJBias(PositionalEncoding):
             "learn_omega": self.learn_omega, "damping": self.damping, "slope_init": self.slope_init, "affine_rho": self.affine_rho,
             "zeta_init_std": self.zeta_init_std, "gate_init": list(self.gate_init),
             "roots": None if self.roots is None else [[list(p) for p in row] for row in self.roots],
+            "slope_param": self.slope_param, "lr_scale": self.lr_scale, "omega_lr_scale": self.omega_lr_scale,
             "parameterization": "pj_bias/1: gates softmax over enabled sectors; alpha softmax over orders; FJ (d/L)^r/r! e^{-c d/L}; "
                                 "LC beta^r undamped; affine -softplus(raw) rho; no b0; table [H, D] float64 gathered as Toeplitz",
             "source": "PJ-RoPE: A Fourier-Jet-Affine Position Space for Relative Attention, Definition 1 and Section 6",
@@ -435,6 +478,9 @@ class PJBias(PositionalEncoding):
         p.pop("source")
         if p["roots"] is None:
             p.pop("roots")
+        for key, default in (("slope_param", "softplus"), ("lr_scale", 1.0), ("omega_lr_scale", 1.0)):
+            if p[key] == default:  # configurations from before these options keep their digests
+                p.pop(key)
         return {**super().spec(), **p}
 
 

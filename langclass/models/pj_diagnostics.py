@@ -34,6 +34,7 @@ __all__ = [
     "functional_energy",
     "leave_one_order_out",
     "sector_energies",
+    "frequency_ranges",
     "head_readouts",
     "lag1_mass",
     "diagnostics",
@@ -110,12 +111,46 @@ def sector_energies(enc: PJBias, lags: torch.Tensor) -> torch.Tensor:
         return torch.where(total > 0, S / total.clamp_min(EPS), torch.zeros_like(S))
 
 
+def frequency_ranges(enc: PJBias, lags: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Centred range on W of each frequency's gated contribution, ``{"fj": [H, F], "lc": [H, F]}``
+    (float64): for frequency ℓ of head h, max_W − min_W of g_B Σ_r α^B_r amp_r(d) (ζ^re_ℓr cos ω_ℓψ −
+    ζ^im_ℓr sin ω_ℓψ) (ψ = d with damping for FJ, φ_L for LC). With F > 1 frequencies per head this
+    says which of them carry the head's kernel (a frequency whose amplitude stayed near its
+    initialisation has a range near 0). A disabled sector gives zeros."""
+    H, F = enc.n_heads, enc.n_freqs
+    out = {b: torch.zeros(H, F, dtype=torch.float64) for b in ("fj", "lc")}
+    with torch.no_grad():
+        for f in range(F):
+            keep = {}
+            for b in ("fj", "lc"):
+                keep[b] = [getattr(enc, f"{b}_zeta_{part}").detach().clone() for part in ("re", "im")]
+            try:
+                for b in ("fj", "lc"):
+                    for part in ("re", "im"):
+                        t = getattr(enc, f"{b}_zeta_{part}")
+                        mask = torch.zeros_like(t)
+                        mask[:, f] = 1
+                        t.mul_(mask)
+                comps = enc.components(lags=lags)
+                for b in ("fj", "lc"):
+                    parts = [c for (s_, _), c in comps.items() if s_ == b]
+                    if parts:
+                        k = sum(parts)
+                        out[b][:, f] = (k.max(dim=-1).values - k.min(dim=-1).values).cpu()
+            finally:
+                for b in ("fj", "lc"):
+                    for part, v in zip(("re", "im"), keep[b]):
+                        getattr(enc, f"{b}_zeta_{part}").copy_(v)
+    return out
+
+
 def head_readouts(enc: PJBias, n_test: int, max_root_order: int = 12, root_tolerance: float = 0.05) -> list[dict[str, Any]]:
     """Per-head readouts on W = {1, …, n_test} (strict mask: lag 0 is never seen).
 
     Each head's dict: ``gates`` {fj, affine, lc}, ``slope`` s, ``effective_slope`` σ = g_aff s/L
     (score units per token), ``frequencies`` — per ℓ: ``omega``, ``folded``, nearest root ``a``,
-    ``q``, ``delta``, ``near_root`` (δ ≤ ``root_tolerance``) — ``kernel_range`` ΔK,
+    ``q``, ``delta``, ``near_root`` (δ ≤ ``root_tolerance``), ``fj_range`` / ``lc_range`` (the
+    centred range of that frequency's FJ / LC contribution, :func:`frequency_ranges`) — ``kernel_range`` ΔK,
     ``sector_energy`` {fj, affine, lc}, ``order_mass`` M̄ list, ``functional_energy`` list, ``top_order``
     (argmax M̄, None when no FJ/LC mass), ``damping`` list.
 
@@ -134,13 +169,14 @@ def head_readouts(enc: PJBias, n_test: int, max_root_order: int = 12, root_toler
         s = enc.slope()
         c = enc.damping_rate()
         omega = enc.frequencies()
+    fr = frequency_ranges(enc, lags)
     out = []
     for h in range(enc.n_heads):
         freqs = []
         for l_, w in enumerate(omega[h].tolist()):
             a, q, delta = nearest_root(w, max_root_order)
             freqs.append({"omega": w, "folded": fold_frequency(w), "a": a, "q": q, "delta": delta, "near_root": delta <= root_tolerance,
-                          "damping": float(c[h, l_])})
+                          "damping": float(c[h, l_]), "fj_range": float(fr["fj"][h, l_]), "lc_range": float(fr["lc"][h, l_])})
         nm = masses["normalized"][h]
         has_mass = float((masses["fj"][h] + masses["lc"][h]).sum()) > 0
         out.append({

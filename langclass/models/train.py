@@ -298,17 +298,29 @@ def make_predict(model: torch.nn.Module, device: torch.device, precision: str = 
 
 
 # ----------------------------------------------------------------------------- training
-def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+def parameter_groups(model: torch.nn.Module, weight_decay: float, learning_rate: float | None = None) -> list[dict[str, Any]]:
     """AdamW parameter groups: every parameter of ``model.encoding`` (frequencies, gates, order
     spectra, amplitudes, slopes of a learnable encoding such as ``pj_bias``) without weight decay,
     everything else with ``weight_decay``. Decay would pull ω towards 0 (0.01 over 1500 steps at lr
     1e-3 moves π to 3.09, tens of radians of phase error at lag 500) and bias the gates
-    (*PJ-RoPE: A Fourier–Jet–Affine Position Space for Relative Attention*, §6 diagnostics read them)."""
+    (*PJ-RoPE: A Fourier–Jet–Affine Position Space for Relative Attention*, §6 diagnostics read them).
+
+    An encoding with ``optimizer_groups()`` (``pj_bias``) splits its parameters into named groups
+    whose learning rate is ``learning_rate × lr_scale`` (when ``learning_rate`` is given)."""
     enc = getattr(model, "encoding", None)
     skip = {id(p) for p in enc.parameters()} if isinstance(enc, torch.nn.Module) else set()
     decay = [p for p in model.parameters() if id(p) not in skip]
-    no_decay = [p for p in model.parameters() if id(p) in skip]
     groups: list[dict[str, Any]] = [{"params": decay, "weight_decay": weight_decay}]
+    custom = enc.optimizer_groups() if hasattr(enc, "optimizer_groups") else None
+    if custom:
+        for g in custom:
+            if g["params"]:
+                grp = {"params": list(g["params"]), "weight_decay": 0.0, "name": g["name"]}
+                if learning_rate is not None:
+                    grp["lr"] = learning_rate * float(g["lr_scale"])
+                groups.append(grp)
+        return groups
+    no_decay = [p for p in model.parameters() if id(p) in skip]
     if no_decay:
         groups.append({"params": no_decay, "weight_decay": 0.0})
     return groups
@@ -360,7 +372,7 @@ def train_recognizer(
     torch.manual_seed(config.seed)
     model = Recognizer(model_config).to(device)
     optimizer = torch.optim.AdamW(
-        parameter_groups(model, config.weight_decay), lr=config.learning_rate, betas=config.betas, eps=config.eps
+        parameter_groups(model, config.weight_decay, config.learning_rate), lr=config.learning_rate, betas=config.betas, eps=config.eps
     )
     warm = max(0, config.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
