@@ -4,8 +4,9 @@ Starts ``langclass serve`` on 127.0.0.1 (a free port, a throw-away SQLite databa
 the same client and a fixed number of concurrent clients, a bounded number of requests of three
 kinds: ``GET /healthz`` (the framework's own speed), ``POST /v1/classify`` cycling through 12 small
 languages (2–6 state minimal DFAs; after the first round they are answered by the per-process
-classification cache), and ``POST /v1/classify`` of as many *different* random 2–6 state DFAs (every
-one a cache miss that goes to a worker process). Prints requests/s and latency percentiles of each
+classification cache), and ``POST /v1/classify`` of as many random 2–6 state DFAs over {a, b} of pairwise *different
+languages* (distinct canonical fingerprints: every one a cache miss that goes to a worker process,
+whatever a cache is keyed by). Prints requests/s and latency percentiles of each
 and the classify / healthz throughput ratios.
 
     .venv/bin/python bench/api.py                      # 400 requests, 8 concurrent clients
@@ -28,9 +29,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from urllib.parse import urlparse
 
 import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's langclass (the distinct languages are checked with it)
 
 LANGUAGES = [
     ("(ab)*", ["a", "b"]),
@@ -60,6 +65,7 @@ def _start_server(port: int, db_path: str, isolation: str) -> subprocess.Popen[b
         "LANGCLASS_DATABASE_URL": f"sqlite:///{db_path}",
         "LANGCLASS_LOG_LEVEL": "warning",
         "LANGCLASS_CLASSIFY_ISOLATION": isolation,
+        "PYTHONPATH": str(ROOT),
     })
     proc = subprocess.Popen(
         [sys.executable, "-m", "langclass.app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
@@ -79,22 +85,32 @@ def _start_server(port: int, db_path: str, isolation: str) -> subprocess.Popen[b
     raise SystemExit("the server did not become ready within 60 s")
 
 
-def _distinct_dfas(total: int, seed: int = 0) -> list[dict]:
-    """``total`` different DFA JSON bodies (2–6 states over {a, b}, seeded): every one a cache miss."""
+def _distinct_dfas(total: int, seed: int = 0, max_states: int = 6) -> list[dict]:
+    """``total`` DFA JSON bodies of pairwise *different languages* (2–``max_states`` states over {a, b}, seeded;
+    deduplicated by the canonical fingerprint of their minimal DFA): every one a cache miss, whatever
+    the cache is keyed by — the request text or the language."""
     import random
+
+    from langclass.core.limits import Limits
+    from langclass.core.parse import parse_dfa_json
 
     rng = random.Random(seed)
     seen: set[str] = set()
     out: list[dict] = []
-    while len(out) < total:
-        n = rng.randint(2, 6)
-        dfa = {"alphabet": ["a", "b"], "states": [str(q) for q in range(n)], "initial": "0",
+    sigma = ["a", "b"]
+    for _ in range(200 * total):
+        if len(out) >= total:
+            break
+        n = rng.randint(2, max_states)
+        dfa = {"alphabet": sigma, "states": [str(q) for q in range(n)], "initial": "0",
                "accepting": [str(q) for q in range(n) if rng.random() < 0.5],
-               "transitions": {str(q): {"a": str(rng.randrange(n)), "b": str(rng.randrange(n))} for q in range(n)}}
-        key = repr(dfa)
-        if key not in seen:
-            seen.add(key)
+               "transitions": {str(q): {x: str(rng.randrange(n)) for x in sigma} for q in range(n)}}
+        fingerprint = parse_dfa_json(dfa, Limits()).canonical().fingerprint()
+        if fingerprint not in seen:
+            seen.add(fingerprint)
             out.append({"dfa": dfa})
+    if len(out) < total:
+        raise SystemExit(f"could only make {len(out)} distinct languages")
     return out
 
 
@@ -172,7 +188,7 @@ def main() -> None:
     print(f"{'requests':<58}{'req/s':>8}{'p50 ms':>8}{'p90 ms':>8}{'p99 ms':>8}{'max ms':>8}{'p99/p50':>8}{'errors':>7}")
     labels = {"healthz": "GET /healthz",
               "repeat": f"POST /v1/classify, {len(LANGUAGES)} small languages repeated (cache hits)",
-              "distinct": "POST /v1/classify, distinct 2-6 state DFAs (cache misses)"}
+              "distinct": "POST /v1/classify, distinct languages, 2-6 state DFAs (misses)"}
     rps = {}
     for kind, (latencies, errors, wall) in results.items():
         lat = sorted(latencies)

@@ -74,15 +74,15 @@ def test_health_and_reads_answer_while_classify_is_saturated(make_client: Any, m
     from langclass.app.routes import languages
 
     gate = threading.Event()
-    real = languages.parse_and_analyze
+    real = languages.classify_json
 
     def gated(**kw: Any) -> Any:
         assert gate.wait(120), "the test never opened the gate"
         return real(**kw)
 
-    monkeypatch.setattr(languages, "parse_and_analyze", gated)
+    monkeypatch.setattr(languages, "classify_json", gated)
     client = make_client(migrated_url, classify_isolation="thread", classify_concurrency=2, classify_queue_max=30,
-                         classify_queue_timeout_s=600.0, time_limit_s=600.0)
+                         classify_queue_timeout_s=600.0, time_limit_s=600.0, classify_light_workers=0)
     client.portal.call(lambda: setattr(anyio.to_thread.current_default_thread_limiter(), "total_tokens", 8))
     runner = client.app.state.runner
     codes: list[int] = []

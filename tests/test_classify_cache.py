@@ -14,12 +14,13 @@ def test_cache_is_an_lru_keyed_by_request_and_limits():
     parsed = {rx: parse_language(regex=rx, alphabet=["a", "b"], limits=lim) for rx in ("a*", "(ab)*", "b*", "(aaaa)*")}
     k = {rx: cache.key(regex=rx, dfa=None, formula=None, alphabet=["a", "b"], limits=lim) for rx in parsed}
     assert cache.get(k["a*"]) is None and cache.misses == 1
-    cache.put(k["a*"], parsed["a*"], {"x": 1})
-    cache.put(k["(ab)*"], parsed["(ab)*"], {"x": 2})
-    assert cache.get(k["a*"])[1] == {"x": 1}  # a* is now the most recent
-    cache.put(k["b*"], parsed["b*"], {"x": 3})  # evicts (ab)*
-    assert cache.get(k["(ab)*"]) is None and cache.get(k["b*"])[1] == {"x": 3} and cache.get(k["a*"]) is not None
-    cache.put(k["(aaaa)*"], parsed["(aaaa)*"], {"x": 4})  # 5 states > max_states: not stored
+    n = {rx: p.dfa.num_states for rx, p in parsed.items()}
+    cache.put(k["a*"], {"x": 1}, num_states=n["a*"])
+    cache.put(k["(ab)*"], {"x": 2}, num_states=n["(ab)*"])
+    assert cache.get(k["a*"]) == {"x": 1}  # a* is now the most recent
+    cache.put(k["b*"], {"x": 3}, num_states=n["b*"])  # evicts (ab)*
+    assert cache.get(k["(ab)*"]) is None and cache.get(k["b*"]) == {"x": 3} and cache.get(k["a*"]) is not None
+    cache.put(k["(aaaa)*"], {"x": 4}, num_states=n["(aaaa)*"])  # 5 states > max_states: not stored
     assert cache.get(k["(aaaa)*"]) is None
     # other limits, alphabet order or DFA JSON key order: other keys / the same key
     assert cache.key(regex="a*", dfa=None, formula=None, alphabet=["a", "b"], limits=Limits(max_states=7)) != k["a*"]

@@ -188,10 +188,11 @@ class JsonBodyRoute(APIRoute):
         return strict_handler
 
 
-def refuse_nul_parameters(request: Request) -> None:
+async def refuse_nul_parameters(request: Request) -> None:
     """Application-wide dependency: a path or query parameter holding NUL (U+0000, ``%00``) is
     refused with 422 naming it — no id contains one, and PostgreSQL text cannot hold it (the
-    query would fail with a 500).
+    query would fail with a 500). ``async`` so it runs on the event loop, never in the shared
+    thread pool (it runs on every request, ``/healthz`` included).
 
     Raises:
         InputError: 422 ``invalid-input`` with ``field`` the parameter's name.

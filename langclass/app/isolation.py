@@ -43,7 +43,8 @@ __all__ = ["ProcessPool", "WorkerError", "ClassifierBusy", "get_pool", "shutdown
 log = logging.getLogger("langclass.app")
 
 _STARTUP_TIMEOUT_S = 120.0
-_PRELOAD = ["langclass.app.service", "langclass.core.analysis", "langclass.core.monoid", "langclass.core.parse"]
+_WARM_UP = ("langclass.app.service", "warm_worker")  # run before "ready": the first call pays no lazy set-up
+_PRELOAD = ["langclass.app.service", "langclass.app.schemas", "langclass.core.analysis", "langclass.core.monoid", "langclass.core.parse"]
 
 
 class WorkerError(RuntimeError):
@@ -136,6 +137,8 @@ def worker_main() -> None:
     os.dup2(2, 1)
     for name in _PRELOAD:
         importlib.import_module(name)
+    module, function = _WARM_UP
+    getattr(importlib.import_module(module), function)()
     send = Connection(out_fd, readable=False)
     try:
         send.send(("ready", os.getpid()))
@@ -387,14 +390,15 @@ class ProcessPool:
             worker.kill()
 
 
-_POOLS: dict[tuple[int, int | None, int | None], ProcessPool] = {}
+_POOLS: dict[tuple[str, int, int | None, int | None], ProcessPool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def get_pool(size: int, *, max_tasks: int | None = None, max_rss_bytes: int | None = None) -> ProcessPool:
-    """The process-wide pool with ``size`` workers and these recycling bounds (created on first
-    use; one per configuration)."""
-    key = (size, max_tasks, max_rss_bytes)
+def get_pool(size: int, *, max_tasks: int | None = None, max_rss_bytes: int | None = None, name: str = "classify") -> ProcessPool:
+    """The process-wide pool ``name`` with ``size`` workers and these recycling bounds (created on
+    first use; one per name and configuration — the light lane's pool is ``"light"``, never shared
+    with the main lane's)."""
+    key = (name, size, max_tasks, max_rss_bytes)
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
         if pool is None or pool._closed:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import anyio
 
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -32,12 +33,12 @@ from .query import strict_query
 from .problems import HeadAsGetMiddleware, PayloadTooLarge, install_problem_handlers, problem_response
 from .routes import ROUTERS
 from .body import refuse_nul_parameters
-from .runner import ClassifyRunner
+from .runner import ClassifyRunner, LightLane
 from .security import install_access_log_redaction
 from .service import code_version
 from .settings import Settings, get_settings
 
-__all__ = ["create_app", "LIFESPAN_HOOKS", "BodySizeLimitMiddleware"]
+__all__ = ["create_app", "LIFESPAN_HOOKS", "BodySizeLimitMiddleware", "ArrivalMiddleware"]
 
 log = logging.getLogger("langclass.app")
 
@@ -61,6 +62,36 @@ _TAGS = [
     {"name": "health", "description": "Liveness and readiness probes."},
     {"name": "problems", "description": "Documentation of the problem types (the `type` URIs of errors)."},
 ]
+
+
+def _arrival_clock() -> float:
+    """The clock of :class:`ArrivalMiddleware` (``time.monotonic``; one name so a test can move it)."""
+    return time.monotonic()
+
+
+class ArrivalMiddleware:
+    """Outermost middleware: stamps ``request.state.arrived`` (``time.monotonic()`` when the request
+    reached the app), where a classification's one wall-clock budget starts — so the time spent
+    reading the body and waiting for the handler counts against ``time_limit_s`` too — and says in
+    the standard ``Server-Timing`` response header how long the app took from there to the start of
+    its answer (``Server-Timing: app;dur=12.3``, milliseconds)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        arrived = scope.setdefault("state", {})["arrived"] = _arrival_clock()
+
+        async def timed_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                took = (_arrival_clock() - arrived) * 1000
+                message = {**message, "headers": [*message.get("headers", []), (b"server-timing", f"app;dur={took:.1f}".encode())]}
+            await send(message)
+
+        await self.app(scope, receive, timed_send)
 
 
 class _BodyStalled(Exception):
@@ -166,8 +197,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         install_access_log_redaction()  # after uvicorn configured its loggers
-        if settings.classify_isolation == "process":
-            app.state.runner.pool.prestart()
+        app.state.runner.prestart()  # both lanes' worker processes (process isolation)
         async with AsyncExitStack() as stack:
             for hook in LIFESPAN_HOOKS:
                 await stack.enter_async_context(hook(app))
@@ -193,10 +223,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.classify_concurrency, settings.time_limit_s, settings.classify_isolation, settings.classify_queue_timeout_s,
         queue_max=settings.classify_queue_max, max_tasks=settings.classify_worker_max_tasks,
         max_rss_bytes=settings.classify_worker_max_rss_mb * 2**20,
+        light=LightLane(settings.classify_light_workers, settings.classify_light_max_states, settings.classify_light_max_monoid_size,
+                        settings.classify_light_time_limit_s, settings.classify_light_queue_max),
     )
     install_problem_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes, read_timeout_s=settings.body_read_timeout_s)
     app.add_middleware(HeadAsGetMiddleware)
+    app.add_middleware(ArrivalMiddleware)  # added last = outermost: the stamp is taken first
     for router in ROUTERS:
         app.include_router(router)
     from .pages import STATIC_DIR

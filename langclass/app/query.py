@@ -54,8 +54,12 @@ def declared_query_parameters(route: Any) -> dict[str, bool]:
     return out
 
 
-def strict_query(request: Request) -> None:
+async def strict_query(request: Request) -> None:
     """Application-wide dependency: refuse unknown and repeated query parameters.
+
+    ``async`` on purpose: it runs on every request, ``/healthz`` included, and a plain ``def``
+    dependency would take a thread of the shared pool for microseconds of work (under load that
+    pool is where a probe would wait).
 
     Raises:
         RequestValidationError: rendered as 422 ``validation-error``; ``errors`` has one entry per

@@ -17,6 +17,22 @@
   remaining time plus a short grace whatever it is doing. Errors name the configured
   ``time_limit_s``.
 
+* **a light lane** — :meth:`ClassifyRunner.run_light_first` first offers a request predicted small
+  (:func:`~langclass.app.service.predicted_light`) to a second, smaller runner with its own worker
+  process(es) (:class:`LightLane`, ``LANGCLASS_CLASSIFY_LIGHT_*``), under *hard* bounds lowered for
+  the attempt: at most ``max_states`` DFA states, ``max_monoid_size`` monoid elements and
+  ``time_limit_s`` seconds (its worker killed past that like any other). A request that stays within
+  them is answered there, so small classifications never wait behind heavy ones (when the light
+  lane is busy and a main worker is free, a predicted-small request simply runs there); one that hits a
+  lowered bound, or finds the light queue full, goes on to the main lane within the same budget
+  (an error that is not about a lowered bound, e.g. a syntax error, is the answer). A prediction
+  costs nothing but a glance at the request; the hard bounds are what keep the lane light.
+
+The budget starts when the request *arrived* (``request.state.arrived``, stamped by the app's
+outermost middleware), so the time a request spent before its handler ran — reading the body,
+waiting for the event loop — counts too: a request is answered within ``time_limit_s`` plus the
+kill grace of its arrival.
+
 With ``isolation="thread"`` a call that outlives its budget cannot be killed: the request ends at
 ``1.5 × remaining + 5`` s and the thread stops at its next cooperative deadline check.
 """
@@ -33,11 +49,11 @@ from typing import Any, TypeVar
 
 import anyio
 
-from ..core.errors import TimeLimitExceeded
+from ..core.errors import LimitExceeded, TimeLimitExceeded
 from ..core.limits import Limits
 from .isolation import ClassifierBusy, get_pool
 
-__all__ = ["ClassifyRunner", "kill_grace_s"]
+__all__ = ["ClassifyRunner", "LightLane", "kill_grace_s"]
 
 T = TypeVar("T")
 
@@ -59,6 +75,38 @@ def _with_time_limit(args: tuple[Any, ...], kwargs: dict[str, Any], seconds: flo
     return tuple(fix(a) for a in args), {k: fix(v) for k, v in kwargs.items()}
 
 
+@dataclasses.dataclass(frozen=True)
+class LightLane:
+    """The light lane of a :class:`ClassifyRunner` (settings ``LANGCLASS_CLASSIFY_LIGHT_*``).
+
+    Attributes:
+        workers: its worker processes (0 = no light lane).
+        max_states: the hard ``max_states`` of an attempt there (DFA states).
+        max_monoid_size: the hard ``max_monoid_size`` of an attempt (monoid elements).
+        time_limit_s: the hard wall-clock bound of an attempt (seconds; its worker is killed past it
+            plus the kill grace).
+        queue_max: attempts that may wait for a light worker; one more goes to the main lane at once.
+    """
+
+    workers: int = 1
+    max_states: int = 256
+    max_monoid_size: int = 5000
+    time_limit_s: float = 1.0
+    queue_max: int = 8
+
+    def bounded(self, limits: Limits) -> Limits:
+        """``limits`` with the lane's hard bounds (never raising a bound)."""
+        return dataclasses.replace(
+            limits,
+            max_states=min(limits.max_states, self.max_states),
+            max_monoid_size=min(limits.max_monoid_size, self.max_monoid_size),
+        )
+
+
+class _Overflow(Exception):
+    """A light attempt hit a bound of the lane (or its queue was full): go to the main lane."""
+
+
 class ClassifyRunner:
     """Runs blocking, CPU-heavy calls under admission control and one budget per request (see the
     module docstring).
@@ -70,6 +118,8 @@ class ClassifyRunner:
         queue_timeout_s: longest wait for a slot (None = as long as the budget lasts).
         queue_max: requests allowed to wait for a slot; beyond it 503 at once (None = unbounded).
         max_tasks / max_rss_bytes: worker recycling bounds of the process pool.
+        light: the light lane (None or ``workers=0``: none).
+        lane: the name of this runner's process pool (``"classify"``; the light lane's is ``"light"``).
     """
 
     def __init__(
@@ -82,6 +132,8 @@ class ClassifyRunner:
         queue_max: int | None = None,
         max_tasks: int | None = None,
         max_rss_bytes: int | None = None,
+        light: LightLane | None = None,
+        lane: str = "classify",
     ) -> None:
         self.concurrency = concurrency
         self.time_limit_s = time_limit_s
@@ -93,22 +145,50 @@ class ClassifyRunner:
         self.running = 0
         self.waiting = 0
         self.refused = 0
+        self.served = 0  # calls that ran to an answer (a result or an error of ``fn``)
+        self.lane = lane
+        self.light = light if light is not None and light.workers > 0 else None
+        self.light_runner: ClassifyRunner | None = None
+        self.light_overflows = 0  # light attempts that went on to this runner
+        if self.light is not None:
+            self.light_runner = ClassifyRunner(
+                self.light.workers, self.light.time_limit_s, isolation, self.light.time_limit_s,
+                queue_max=self.light.queue_max, max_tasks=max_tasks, max_rss_bytes=max_rss_bytes, lane="light",
+            )
         self._slots: anyio.Semaphore | None = None
         self._threads: anyio.CapacityLimiter | None = None
 
     @property
     def pool(self) -> Any:
         """The process pool (process isolation)."""
-        return get_pool(self.concurrency, max_tasks=self.max_tasks, max_rss_bytes=self.max_rss_bytes)
+        return get_pool(self.concurrency, max_tasks=self.max_tasks, max_rss_bytes=self.max_rss_bytes, name=self.lane)
 
-    def budget_end(self) -> float | None:
-        """The monotonic time a request arriving now must be answered by (None = no limit)."""
-        return None if self.time_limit_s is None else time.monotonic() + self.time_limit_s
+    def prestart(self) -> None:
+        """Start the worker processes of both lanes in the background (process isolation)."""
+        if self.isolation == "process":
+            self.pool.prestart()
+            if self.light_runner is not None:
+                self.light_runner.pool.prestart()
+
+    def budget_end(self, arrived: float | None = None) -> float | None:
+        """The monotonic time a request that arrived at ``arrived`` (default: now) must be answered
+        by (None = no limit)."""
+        if self.time_limit_s is None:
+            return None
+        return (time.monotonic() if arrived is None else arrived) + self.time_limit_s
+
+    def has_free_slot(self) -> bool:
+        """Whether a call admitted now would start at once (a slot is free and nobody waits)."""
+        return self.waiting == 0 and (self._slots is None or self._slots.value > 0)
 
     def describe(self) -> dict[str, Any]:
-        """JSON-ready load figures: running, waiting, refused so far, and the bounds."""
-        return {"running": self.running, "waiting": self.waiting, "refused": self.refused,
-                "concurrency": self.concurrency, "queue_max": self.queue_max}
+        """JSON-ready load figures: running, waiting, refused and served so far, and the bounds
+        (with the light lane's under ``light``)."""
+        out: dict[str, Any] = {"running": self.running, "waiting": self.waiting, "refused": self.refused, "served": self.served,
+                               "concurrency": self.concurrency, "queue_max": self.queue_max}
+        if self.light_runner is not None:
+            out["light"] = {**self.light_runner.describe(), "overflows": self.light_overflows}
+        return out
 
     def _retry_after(self) -> float:
         return max(1.0, (self.time_limit_s or 10.0) / 2)
@@ -152,6 +232,7 @@ class ClassifyRunner:
             yield
         finally:
             self.running -= 1
+            self.served += 1
             slots.release()
 
     def _restated(self, err: TimeLimitExceeded) -> TimeLimitExceeded:
@@ -200,3 +281,57 @@ class ClassifyRunner:
                     ) from None
             except TimeLimitExceeded as err:
                 raise self._restated(err) from None
+
+    async def run_light_first(self, fn: Callable[..., T], *args: Any, light_ok: bool, budget_end: float | None = None,
+                              **kwargs: Any) -> T:
+        """:meth:`run`, first offered to the light lane when ``light_ok`` (the request is predicted
+        small) and this runner has one (see the module docstring) — unless the light lane is busy
+        and a main worker is free right now: then the request runs there at once (the lane exists
+        so that small requests never wait behind heavy ones, not to make them wait for each other).
+
+        The attempt runs with every :class:`Limits` argument lowered to the lane's hard bounds and
+        at most the lane's time; it overflows to :meth:`run` (same ``budget_end``) when it hits a
+        lowered bound (``max_states``, ``max_monoid_size`` or the lane's time) or the light queue is
+        full. Anything else it raises is the answer.
+
+        Raises:
+            as :meth:`run`; TimeLimitExceeded naming this runner's ``time_limit_s`` when the whole
+            budget ran out during the attempt.
+        """
+        end = budget_end if budget_end is not None else self.budget_end()
+        lane, light = self.light_runner, self.light
+        if lane is not None and light is not None and light_ok and (lane.has_free_slot() or not self.has_free_slot()):
+            try:
+                return await self._light_attempt(lane, light, fn, args, kwargs, end)
+            except _Overflow:
+                self.light_overflows += 1
+        return await self.run(fn, *args, budget_end=end, **kwargs)
+
+    async def _light_attempt(self, lane: ClassifyRunner, light: LightLane, fn: Callable[..., T], args: tuple[Any, ...],
+                             kwargs: dict[str, Any], end: float | None) -> T:
+        lowered: set[str] = set()
+        for v in (*args, *kwargs.values()):
+            if isinstance(v, Limits):
+                lowered |= {name for name in ("max_states", "max_monoid_size") if getattr(light, name) < getattr(v, name)}
+
+        def fix(v: Any) -> Any:
+            return light.bounded(v) if isinstance(v, Limits) else v
+
+        light_args = tuple(fix(a) for a in args)
+        light_kwargs = {k: fix(v) for k, v in kwargs.items()}
+        light_end = time.monotonic() + light.time_limit_s
+        whole_budget_first = end is not None and end <= light_end
+        if whole_budget_first:
+            light_end = end  # type: ignore[assignment]
+        try:
+            return await lane.run(fn, *light_args, budget_end=light_end, **light_kwargs)
+        except ClassifierBusy:
+            raise _Overflow from None
+        except TimeLimitExceeded as err:
+            if whole_budget_first:  # the request's own budget ran out, not the lane's
+                raise self._restated(err) from None
+            raise _Overflow from None
+        except LimitExceeded as err:
+            if err.limit in lowered:
+                raise _Overflow from None
+            raise

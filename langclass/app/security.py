@@ -70,7 +70,7 @@ def check_key(settings: Settings, presented: str | None) -> str | None:
     return key_id(presented)
 
 
-def require_api_key(
+async def require_api_key(
     request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme)
 ) -> str | None:
     """FastAPI dependency for DELETE and GPU-costing writes: needs a key when keys are configured.
@@ -81,7 +81,7 @@ def require_api_key(
     return check_key(settings, credentials.credentials if credentials else None)
 
 
-def require_write_key(
+async def require_write_key(
     request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme)
 ) -> str | None:
     """FastAPI dependency for storing writes: needs a key only with ``LANGCLASS_REQUIRE_KEY_FOR_WRITES``."""

@@ -35,12 +35,17 @@ __all__ = [
     "parse_language",
     "analyze_language",
     "classification_record",
+    "classification_json",
+    "ClassifiedJson",
     "classify",
+    "classify_json",
     "code_version",
     "dfa_from_record",
     "find_duplicate_key",
     "monoid_page",
     "parse_and_analyze",
+    "predicted_light",
+    "warm_worker",
 ]
 
 @dataclass(frozen=True)
@@ -220,6 +225,39 @@ def parse_and_analyze(
         raise
 
 
+LIGHT_MAX_TEXT = 200
+"""Longest regex / formula (characters) :func:`predicted_light` predicts small (a fixed bound)."""
+LIGHT_MAX_COUNTED = 8
+"""Largest sum of the counters ``{n}`` / ``{n,m}`` of a regex :func:`predicted_light` predicts small
+(a fixed bound: ``(a|b)*a(a|b){n}`` needs 2^(n+1) states)."""
+_COUNTER = re.compile(r"\{\s*(\d{1,9})?\s*(?:,\s*(\d{1,9})?\s*)?\}")
+
+
+def predicted_light(*, regex: str | None = None, dfa: Any = None, formula: str | None = None, max_states: int) -> bool:
+    """Whether a classify request looks small enough to try the light lane first
+    (:meth:`~langclass.app.runner.ClassifyRunner.run_light_first`): a DFA of at most ``max_states``
+    states, or a regex / formula of at most :data:`LIGHT_MAX_TEXT` characters whose counted
+    repetitions add up to at most :data:`LIGHT_MAX_COUNTED`. A glance at the request, no parsing:
+    a wrong guess costs one bounded attempt, since the lane's hard bounds decide.
+
+    >>> predicted_light(regex="(ab)*", max_states=256), predicted_light(regex="(a|b)*a(a|b){12}", max_states=256)
+    (True, False)
+    """
+    if dfa is not None:
+        states = dfa.get("states") if isinstance(dfa, Mapping) else None
+        return isinstance(states, list) and len(states) <= max_states
+    text = regex if regex is not None else formula
+    if not isinstance(text, str) or len(text) > LIGHT_MAX_TEXT:
+        return False
+    if regex is not None:
+        counted = 0
+        for low, high in _COUNTER.findall(regex):
+            counted += int(high or low or 0)
+        if counted > LIGHT_MAX_COUNTED:
+            return False
+    return True
+
+
 def dfa_to_json(dfa: DFA) -> dict[str, Any]:
     """The canonical DFA in the DFA JSON schema (``core.export.dfa_to_json``)."""
     from ..core.export import dfa_to_json as export
@@ -309,15 +347,16 @@ class ClassificationCache:
     ``POST /v1/classify`` of a language that app already classified answers from here
     without a round trip to a worker: the same text (regex, DFA JSON or formula), alphabet and
     :class:`~langclass.core.limits.Limits` always give the same canonical DFA (fingerprint) and
-    analysis, so the stored ``(parsed, analysis)`` pair is the answer (its ``timings_ms`` are those
-    of the computation that produced it). Only successes are stored — an error or a time limit is
-    computed again — and only languages of at most ``max_states`` minimal-DFA states.
+    analysis, so the stored answer (a :class:`ClassifiedJson`: the response body, already
+    serialized) is the answer (its ``timings_ms`` are those of the computation that produced it).
+    Only successes are stored — an error or a time limit is computed again — and only languages of
+    at most ``max_states`` minimal-DFA states.
     """
 
     def __init__(self, size: int = 512, max_states: int = 1000) -> None:
         self.size = size
         self.max_states = max_states
-        self._items: "OrderedDict[tuple[Any, ...], tuple[ParsedLanguage, dict[str, Any]]]" = OrderedDict()
+        self._items: "OrderedDict[tuple[Any, ...], Any]" = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -332,7 +371,8 @@ class ClassificationCache:
             return None
         return (regex, dfa_key, formula, None if alphabet is None else tuple(alphabet), limits)
 
-    def get(self, key: tuple[Any, ...] | None) -> tuple[ParsedLanguage, dict[str, Any]] | None:
+    def get(self, key: tuple[Any, ...] | None) -> Any:
+        """The stored answer of ``key`` (most recently used now), or None."""
         if key is None or self.size <= 0:
             return None
         with self._lock:
@@ -344,11 +384,12 @@ class ClassificationCache:
             self.hits += 1
             return hit
 
-    def put(self, key: tuple[Any, ...] | None, parsed: ParsedLanguage, analysis: dict[str, Any]) -> None:
-        if key is None or self.size <= 0 or parsed.dfa.num_states > self.max_states:
+    def put(self, key: tuple[Any, ...] | None, value: Any, *, num_states: int) -> None:
+        """Store ``value`` (the answer of a language of ``num_states`` minimal-DFA states) under ``key``."""
+        if key is None or self.size <= 0 or num_states > self.max_states:
             return
         with self._lock:
-            self._items[key] = (parsed, analysis)
+            self._items[key] = value
             self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
@@ -366,6 +407,79 @@ def classification_record(parsed: ParsedLanguage, analysis: Mapping[str, Any], v
     record.setdefault("num_states", parsed.dfa.num_states)
     record["code_version"] = version
     return record
+
+
+_CLASSIFICATION_ADAPTER: Any = None
+
+
+def classification_json(record: Mapping[str, Any]) -> bytes:
+    """``record`` (a :func:`classification_record`) as the JSON bytes ``POST /v1/classify`` sends:
+    validated against the response model :class:`~langclass.app.schemas.Classification` and
+    serialized by pydantic-core exactly as FastAPI's ``response_model`` does (validate, then
+    ``dump_json(by_alias=True)``) — but wherever this runs, which for the API is a classification
+    worker process, so a large record (an 8192-state DFA is ~350 kB of JSON) costs the API process
+    nothing but passing bytes on.
+
+    Raises:
+        pydantic.ValidationError: the record does not match the response model (a bug).
+    """
+    global _CLASSIFICATION_ADAPTER
+    if _CLASSIFICATION_ADAPTER is None:
+        from pydantic import TypeAdapter
+
+        from .schemas import Classification
+
+        _CLASSIFICATION_ADAPTER = TypeAdapter(Classification)
+    adapter = _CLASSIFICATION_ADAPTER
+    return adapter.dump_json(adapter.validate_python(record, from_attributes=True), by_alias=True)
+
+
+@dataclass(frozen=True)
+class ClassifiedJson:
+    """A finished classification as the API sends it.
+
+    Attributes:
+        fingerprint: the language id (SHA-256 hex of the canonical minimal DFA).
+        num_states: states of the minimal DFA.
+        body: the Classification resource, JSON bytes (:func:`classification_json`).
+    """
+
+    fingerprint: str
+    num_states: int
+    body: bytes
+
+
+def classify_json(
+    *,
+    regex: str | None = None,
+    dfa: Mapping[str, Any] | str | bytes | None = None,
+    formula: str | None = None,
+    alphabet: Sequence[str] | None = None,
+    limits: Limits,
+    version: str,
+) -> ClassifiedJson:
+    """:func:`parse_and_analyze` (one budget: ``limits.time_limit_s``), then the record and its JSON
+    (:func:`classification_json`) stamped with ``version`` — all of it in the caller's process (a
+    classification worker, for the API).
+
+    Raises:
+        as :func:`parse_and_analyze`.
+    """
+    parsed, analysis = parse_and_analyze(regex=regex, dfa=dfa, formula=formula, alphabet=alphabet, limits=limits)
+    record = classification_record(parsed, analysis, version)
+    return ClassifiedJson(parsed.fingerprint, parsed.dfa.num_states, classification_json(record))
+
+
+def warm_worker() -> None:
+    """Do once what the first classification of a process would otherwise pay for inside its own
+    time budget: the lazy imports of the analysis — the group tests' (``(aa)*`` has the group Z2;
+    ~0.8 s the first time) among them — and the response model's validator/serializer
+    (:func:`classification_json`). Classification worker processes call it before they report
+    ready."""
+    from ..core.limits import DEFAULT_LIMITS
+
+    for regex in ("(ab)*", "(aa)*", "(a|b)*a(a|b)"):
+        classify_json(regex=regex, alphabet=["a", "b"], limits=DEFAULT_LIMITS, version="warm-up")
 
 
 def classify(

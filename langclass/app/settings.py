@@ -70,6 +70,12 @@ class Settings(BaseSettings):
             503 ``busy`` with ``Retry-After``.
         classify_queue_max: requests that may wait for a classification worker; one more is
             answered 503 ``busy`` with ``Retry-After`` at once (admission control).
+        classify_light_workers: worker processes of the light lane, where classify requests
+            predicted small run first under hard bounds so they never wait behind heavy ones
+            (0 = no light lane); classify_light_max_states, classify_light_max_monoid_size,
+            classify_light_time_limit_s: those bounds (a request past one goes on to the main
+            workers within its budget); classify_light_queue_max: requests that may wait for a
+            light worker (one more goes to the main workers at once).
         classify_worker_max_tasks / classify_worker_max_rss_mb: a classification worker process
             is recycled after this many calls, or once its resident memory reached this many MiB.
         monoid_cache_mb: memory budget of each classification worker's cache of enumerated
@@ -119,6 +125,11 @@ class Settings(BaseSettings):
     classify_isolation: Literal["process", "thread"] = "process"
     classify_queue_timeout_s: float | None = Field(60.0, gt=0)
     classify_queue_max: int = Field(16, ge=0)
+    classify_light_workers: int = Field(1, ge=0)
+    classify_light_max_states: int = Field(256, ge=1)
+    classify_light_max_monoid_size: int = Field(5000, ge=1)
+    classify_light_time_limit_s: float = Field(1.0, gt=0, allow_inf_nan=False)
+    classify_light_queue_max: int = Field(8, ge=0)
     classify_worker_max_tasks: int = Field(500, ge=1)
     classify_worker_max_rss_mb: int = Field(1024, ge=16)
     monoid_cache_mb: int = Field(256, ge=0)

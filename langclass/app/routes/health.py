@@ -23,7 +23,10 @@ async def healthz() -> dict[str, str]:
     "/readyz", response_model=Readiness, summary="Readiness: database reachable, schema at head", responses=problem_responses(503)
 )
 async def readyz(request: Request) -> dict[str, object]:
-    """``ready`` when the database answers and its schema is at the newest migration, else 503."""
+    """``ready`` when the database answers and its schema is at the newest migration, else 503.
+
+    The check runs in a thread of the probe's own limiter (:func:`probe_threads`, 2 threads), never
+    in the shared thread pool, so a saturated pool (database reads, page renders) cannot delay it."""
     db: Database = request.app.state.db
 
     def check() -> dict[str, object]:
@@ -40,4 +43,16 @@ async def readyz(request: Request) -> dict[str, object]:
             )
         return {"status": "ready", "database": db.engine.dialect.name, "schema_revision": status["current"], "schema_head": status["head"]}
 
-    return await anyio.to_thread.run_sync(check)
+    return await anyio.to_thread.run_sync(check, limiter=probe_threads(request))
+
+
+def probe_threads(request: Request) -> anyio.CapacityLimiter:
+    """The app's own thread limiter for readiness checks (made on first use, on the event loop)."""
+    limiter = getattr(request.app.state, "probe_threads", None)
+    if limiter is None:
+        limiter = request.app.state.probe_threads = anyio.CapacityLimiter(PROBE_THREADS)
+    return limiter
+
+
+PROBE_THREADS = 2
+"""Threads of the readiness probe's own limiter (a fixed bound)."""

@@ -32,14 +32,16 @@ from ..security import require_api_key, require_write_key
 from ..runner import ClassifyRunner
 from ..service import (
     ClassificationCache,
+    ClassifiedJson,
     ParsedLanguage,
     analyze_language,
     classification_record,
+    classify_json,
     code_version,
     dfa_from_record,
     monoid_page,
-    parse_and_analyze,
     parse_language,
+    predicted_light,
 )
 from ..settings import Settings
 
@@ -66,6 +68,12 @@ def _classification_cache(request: Request) -> ClassificationCache:
     if cache is None:
         cache = request.app.state.classification_cache = ClassificationCache()
     return cache
+
+
+def _budget_end(request: Request) -> float | None:
+    """When the request must be answered: its arrival (``request.state.arrived``, stamped by the
+    app's outermost middleware) plus ``time_limit_s``."""
+    return _runner(request).budget_end(getattr(request.state, "arrived", None))
 
 
 def _version(request: Request) -> str:
@@ -98,22 +106,32 @@ def _load(db: Database, language_id: str) -> dict[str, Any]:
     summary="Classify a language without storing it",
     responses=problem_responses(400, 413, 415, 422, 503),
 )
-async def classify_language(body: ClassifyInput, request: Request) -> dict[str, Any]:
+async def classify_language(body: ClassifyInput, request: Request) -> Response:
     """Parse the language, build its minimal DFA and syntactic monoid, and return every class with
     its certificate and the encoding that suffices. Nothing is stored. A request this API process
     has already answered (same text, alphabet and limits) is served from its in-memory cache of the
-    last 512 classifications: the same record, with the timings of its first computation."""
-    limits = _settings(request).limits()
+    last 512 classifications: the same record, with the timings of its first computation.
+
+    A small request (a DFA of at most ``LANGCLASS_CLASSIFY_LIGHT_MAX_STATES`` states, a short regex
+    or formula) runs first in the light lane under hard bounds, so it does not wait behind heavy
+    ones; the record is built and serialized (validated against ``Classification``) in the worker
+    process, so the API process only passes the bytes on. One wall-clock budget of
+    ``LANGCLASS_TIME_LIMIT_S`` runs from the request's arrival to its answer.
+    """
+    settings = _settings(request)
+    limits = settings.limits()
     cache = _classification_cache(request)
     key = cache.key(regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits)
     hit = cache.get(key)
-    if hit is not None:  # classified by this app already: no worker round trip
-        return classification_record(*hit, _version(request))
-    parsed, analysis = await _runner(request).run(
-        parse_and_analyze, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits,
-    )
-    cache.put(key, parsed, analysis)
-    return classification_record(parsed, analysis, _version(request))
+    if hit is None:  # not classified by this app yet: one worker round trip
+        light = predicted_light(regex=body.regex, dfa=body.dfa, formula=body.formula, max_states=settings.classify_light_max_states)
+        hit = await _runner(request).run_light_first(
+            classify_json, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits,
+            version=_version(request), light_ok=light, budget_end=_budget_end(request),
+        )
+        cache.put(key, hit, num_states=hit.num_states)
+    answer: ClassifiedJson = hit
+    return Response(answer.body, media_type="application/json")
 
 
 # --- languages --------------------------------------------------------------------------------
@@ -141,7 +159,7 @@ async def create_language(
     record returned unchanged (``already_stored: true``; a name or tags that differ from the stored
     ones are listed in ``labels_not_applied`` — ``PATCH /v1/languages/{id}`` changes them)."""
     db = _db(request)
-    budget_end = _runner(request).budget_end()  # one budget for parsing and analysis together
+    budget_end = _budget_end(request)  # one budget, from arrival, for parsing and analysis together
     parsed = await _parse(request, body, budget_end)
 
     def existing() -> dict[str, Any] | None:

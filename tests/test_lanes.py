@@ -1,0 +1,166 @@
+"""Classify under load: probes that need no shared thread, the light lane, a budget from arrival,
+and the response body built in the worker.
+
+Mechanisms only, nothing timed: a shared thread pool held by a gate, counters of the lanes, a
+clock moved back, a serializer that fails in the API process.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import anyio
+import pytest
+
+from langclass.app import main as app_main
+from langclass.app import service
+from langclass.app.runner import ClassifyRunner, LightLane
+from langclass.core.errors import LimitExceeded
+from langclass.core.limits import Limits
+
+SMALL = {"regex": "(ab)*", "alphabet": ["a", "b"]}
+
+
+def test_health_and_readiness_never_wait_for_the_shared_thread_pool(make_client: Any, migrated_url: str) -> None:
+    """The shared pool cut to one thread, and that thread held: /healthz and /readyz still answer.
+    (Before: two plain-``def`` app-wide dependencies took a shared thread on every request, and
+    /readyz ran its check there.)"""
+    client = make_client(migrated_url, classify_isolation="thread")
+    gate = threading.Event()
+    held = threading.Event()
+
+    async def hold_the_shared_thread() -> None:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 1
+
+        def block() -> None:
+            held.set()
+            gate.wait(60)
+
+        await anyio.to_thread.run_sync(block)
+
+    holder = threading.Thread(target=lambda: client.portal.call(hold_the_shared_thread))
+    holder.start()
+    codes: dict[str, int] = {}
+    try:
+        assert held.wait(30)
+        prober = threading.Thread(target=lambda: codes.update({p: client.get(p).status_code for p in ("/healthz", "/readyz")}))
+        prober.start()
+        prober.join(30)
+        assert codes == {"/healthz": 200, "/readyz": 200}, f"a probe waited for the shared pool: {codes}"
+    finally:
+        gate.set()
+        holder.join(30)
+        client.portal.call(lambda: setattr(anyio.to_thread.current_default_thread_limiter(), "total_tokens", 40))
+
+
+def test_a_small_request_is_answered_by_the_light_lane(make_client: Any, sqlite_url: str) -> None:
+    client = make_client(sqlite_url, classify_isolation="thread")
+    runner: ClassifyRunner = client.app.state.runner
+    r = client.post("/v1/classify", json=SMALL)
+    assert r.status_code == 200 and r.json()["num_states"] == 3
+    assert runner.light_runner is not None and runner.light_runner.served == 1
+    assert runner.served == 0 and runner.light_overflows == 0
+
+
+def test_a_request_past_a_light_bound_goes_on_to_the_main_lane_with_the_full_limits(make_client: Any, sqlite_url: str) -> None:
+    # predicted small (short, counters add up to 5) but its minimal DFA has 2^6 = 64 states > 8
+    body = {"regex": "(a|b)*a(a|b){5}", "alphabet": ["a", "b"]}
+    assert service.predicted_light(regex=body["regex"], max_states=8)
+    client = make_client(sqlite_url, classify_isolation="thread", classify_light_max_states=8)
+    runner: ClassifyRunner = client.app.state.runner
+    r = client.post("/v1/classify", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["num_states"] == 64
+    assert runner.light_runner is not None and runner.light_runner.served == 1  # the attempt
+    assert runner.light_overflows == 1 and runner.served == 1
+
+
+def test_an_error_in_the_light_lane_is_the_answer(make_client: Any, sqlite_url: str) -> None:
+    client = make_client(sqlite_url, classify_isolation="thread")
+    runner: ClassifyRunner = client.app.state.runner
+    r = client.post("/v1/classify", json={"regex": "(ab", "alphabet": ["a", "b"]})
+    assert r.status_code == 422 and r.json()["field"] == "regex"
+    assert runner.light_overflows == 0 and runner.served == 0  # not tried again in the main lane
+
+
+def test_a_request_not_predicted_small_skips_the_light_lane(make_client: Any, sqlite_url: str) -> None:
+    client = make_client(sqlite_url, classify_isolation="thread")
+    runner: ClassifyRunner = client.app.state.runner
+    body = {"regex": "(a|b)*a(a|b){9}", "alphabet": ["a", "b"]}  # counters add up to 9 > 8
+    assert not service.predicted_light(regex=body["regex"], max_states=256)
+    assert client.post("/v1/classify", json=body).status_code == 200
+    assert runner.light_runner is not None and runner.light_runner.served == 0 and runner.served == 1
+
+
+def test_the_light_attempt_runs_under_the_hard_bounds_and_overflows_only_on_them() -> None:
+    """The light attempt sees the lowered limits; LimitExceeded on a lowered bound → main lane with
+    the request's own limits; on another limit → that error is the answer."""
+    light = LightLane(workers=1, max_states=10, max_monoid_size=20, time_limit_s=5.0, queue_max=2)
+    runner = ClassifyRunner(1, 60.0, "thread", 60.0, queue_max=4, light=light)
+    seen: list[tuple[str, Limits]] = []
+
+    def fn(limits: Limits, fail: str | None) -> str:
+        lane = "light" if limits.max_states == 10 else "main"
+        seen.append((lane, limits))
+        if lane == "light" and fail:
+            raise LimitExceeded(fail, getattr(limits, fail))
+        return lane
+
+    async def main() -> None:
+        full = Limits(max_states=1000, max_monoid_size=1000)
+        assert await runner.run_light_first(fn, full, None, light_ok=True) == "light"
+        assert await runner.run_light_first(fn, full, "max_monoid_size", light_ok=True) == "main"
+        with pytest.raises(LimitExceeded) as info:
+            await runner.run_light_first(fn, full, "max_alphabet", light_ok=True)
+        assert info.value.limit == "max_alphabet"
+
+    anyio.run(main)
+    lanes = [lane for lane, _ in seen]
+    assert lanes == ["light", "light", "main", "light"]
+    assert seen[0][1].max_monoid_size == 20 and seen[0][1].time_limit_s is not None and seen[0][1].time_limit_s <= 5.0
+    assert seen[2][1].max_states == 1000 and seen[2][1].max_monoid_size == 1000
+    assert runner.light_overflows == 1
+
+
+def test_the_budget_runs_from_the_requests_arrival(make_client: Any, sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request stamped as arrived 100 s ago (limit 30 s) is answered with the time limit, and no
+    worker is asked. (Before: the budget started when the handler first called the runner.)"""
+    client = make_client(sqlite_url, classify_isolation="thread", time_limit_s=30.0)
+    runner: ClassifyRunner = client.app.state.runner
+    real = app_main._arrival_clock
+    monkeypatch.setattr(app_main, "_arrival_clock", lambda: real() - 100.0)
+    r = client.post("/v1/classify", json={"regex": "(ab)*(ba)*", "alphabet": ["a", "b"]})
+    assert r.status_code == 422 and r.json()["limit"] == "time_limit_s" and r.json()["value"] == 30.0, r.text
+    assert runner.served == 0 and runner.light_runner is not None and runner.light_runner.served == 0
+    assert client.get("/healthz").headers["server-timing"].startswith("app;dur=")
+
+
+def test_the_classification_body_is_built_in_the_worker_as_the_response_model_would(
+    make_client: Any, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With process isolation the API process never builds or serializes the record (its
+    serializer is broken here and the answer is still 200), and the body equals what FastAPI's
+    ``response_model=Classification`` produces from the record."""
+    from pydantic import TypeAdapter
+
+    from langclass.app.schemas import Classification
+
+    def broken(record: Any) -> bytes:
+        raise AssertionError("the API process serialized a classification")
+
+    monkeypatch.setattr(service, "classification_json", broken)
+    client = make_client(sqlite_url, classify_isolation="process", classify_light_workers=0, classify_concurrency=1)
+    r = client.post("/v1/classify", json=SMALL)
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"] == "application/json"
+    monkeypatch.undo()
+    parsed, analysis = service.parse_and_analyze(**SMALL, limits=client.app.state.settings.limits())
+    adapter = TypeAdapter(Classification)
+    expected = adapter.dump_python(adapter.validate_python(service.classification_record(parsed, analysis, "v")),
+                                   mode="json", by_alias=True)
+    got = r.json()
+    for volatile in ("timings_ms", "code_version"):
+        got.pop(volatile), expected.pop(volatile)
+    assert got == json.loads(json.dumps(expected))
