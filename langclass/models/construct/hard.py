@@ -1,0 +1,192 @@
+"""Assembly of the B-RASP construction: a :class:`BraspPlan` → a masked unique-hard-attention transformer.
+
+*Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages*, Lemma 13 and Thm 24
+(the plan, :mod:`~langclass.models.construct.brasp_plan`, explains the layout). Input: the word
+itself (positions 1 … n, no BOS/EOS), readout at the last position; the empty word is accepted iff
+the program declares ``empty accept``. Each head has its operation's own mask and leftmost/rightmost
+tie (:func:`langclass.models.attention.hard_attention_weights`); the feed-forward layers are the
+plan's disjoint-cube units written by the shared writer
+(:func:`~langclass.models.construct.assembly.write_feed_forward`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from ...core.brasp import AttentionOp, Program
+from ...core.errors import InputError
+from ..attention import hard_attention_weights
+from .assembly import TORCH_DTYPES, dense, freeze, write_feed_forward
+from .brasp_plan import BraspPlan, HardHead, plan_brasp
+
+__all__ = ["BraspTransformer", "build_brasp_transformer", "SOURCE_HARD"]
+
+SOURCE_HARD = ("Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages: Lemma 13, Thm 12, "
+               "Thm 24 (B-RASP → masked unique-hard-attention transformer)")
+
+
+class _HardHead(nn.Module):
+    """One unique-hard-attention head with its own mask and tie rule (built on
+    :func:`langclass.models.attention.hard_attention_weights`).
+
+    Score ``q_i · k_j`` with ``q = x W_q``, ``k = x W_k``; output ``weights @ (x W_v)`` written back
+    through ``W_o``. Masks: none / future (j < i) / past (j > i) / non-strict variants.
+    Shapes: ``x [batch, n, d_model]`` → ``[batch, n, d_model]``."""
+
+    def __init__(self, d_model: int, d_qk: int, d_v: int, mask: str, tie: str) -> None:
+        super().__init__()
+        self.mask = mask
+        self.tie = tie
+        self.q = nn.Linear(d_model, d_qk, bias=False)
+        self.k = nn.Linear(d_model, d_qk, bias=False)
+        self.v = nn.Linear(d_model, d_v, bias=False)
+        self.o = nn.Linear(d_v, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        T = x.shape[1]
+        i = torch.arange(T, device=x.device)[:, None]
+        j = torch.arange(T, device=x.device)[None, :]
+        vis = {"none": torch.ones(T, T, dtype=torch.bool, device=x.device), "future": j < i, "past": j > i,
+               "future_nonstrict": j <= i, "past_nonstrict": j >= i}[self.mask][None]
+        scores = self.q(x) @ self.k(x).transpose(-1, -2)  # [B, T, T]
+        w = hard_attention_weights(scores, vis, self.tie)  # one-hot rows; zero rows when nothing is visible
+        return self.o(w @ self.v(x))
+
+
+def _head(info: HardHead, one: int, D: int) -> _HardHead:
+    """The head of one attention operation: query α_t, key β_t; value [1, β_t, V_t] → [flag, β̃_t, Ṽ_t]."""
+    nq = len(info.alpha)
+    nv = 1 + len(info.beta) + len(info.v)
+    hd = _HardHead(D, nq, nv, info.op.mask, info.op.direction)
+    Wq = torch.zeros(nq, D, dtype=torch.float64)
+    Wk = torch.zeros(nq, D, dtype=torch.float64)
+    for t, (a, b) in enumerate(zip(info.alpha, info.beta)):
+        Wq[t, a] = 1
+        Wk[t, b] = 1
+    Wv = torch.zeros(nv, D, dtype=torch.float64)
+    Wo = torch.zeros(D, nv, dtype=torch.float64)
+    Wv[0, one] = 1
+    Wo[info.flag, 0] = 1
+    for t, (b, bt) in enumerate(zip(info.beta, info.beta_t)):
+        Wv[1 + t, b] = 1
+        Wo[bt, 1 + t] = 1
+    off = 1 + len(info.beta)
+    for t, (v, vt) in enumerate(zip(info.v, info.v_t)):
+        Wv[off + t, v] = 1
+        Wo[vt, off + t] = 1
+    with torch.no_grad():
+        hd.q.weight.copy_(Wq)
+        hd.k.weight.copy_(Wk)
+        hd.v.weight.copy_(Wv)
+        hd.o.weight.copy_(Wo)
+    return hd
+
+
+class BraspTransformer(nn.Module):
+    """A masked unique-hard-attention transformer simulating a B-RASP program (module docstring).
+
+    Forward: ``ids int64 [batch, n]`` letter indices (n ≥ 1) → hidden ``[batch, n, d_model]``;
+    :meth:`decide` → accept logits ``[batch]`` at the last position; :meth:`vector_values` →
+    ``{vector name: [batch, n]}``. The plan it was assembled from is :attr:`plan`.
+
+    Raises:
+        InputError: unknown ``dtype``.
+        LimitExceeded: ``max_ffn_inputs`` (from the plan).
+    """
+
+    def __init__(self, program: Program, dtype: str = "float32", *, plan: BraspPlan | None = None) -> None:
+        super().__init__()
+        if dtype not in TORCH_DTYPES:
+            raise InputError(f"dtype must be one of {sorted(TORCH_DTYPES)}", field="dtype")
+        self.plan = plan if plan is not None else plan_brasp(program)
+        self.program = self.plan.program
+        self.dtype_name = dtype
+        self.K = self.plan.K
+        self.coord_names = list(self.plan.coord_names)
+        self.c_letter = dict(self.plan.c_letter)
+        self.c_one = self.plan.c_one
+        self.coord_of = dict(self.plan.coord_of)
+        self.d_model = self.plan.d_model
+        self.ffn_inputs = [layer.max_inputs for layer in self.plan.layers]
+        self.letter_names = {sym: [n for n, s in self.program.initial.items() if s == sym] for sym in self.program.alphabet}
+        self._assemble()
+
+    @classmethod
+    def from_plan(cls, plan: BraspPlan, dtype: str = "float32") -> "BraspTransformer":
+        """Assemble the transformer of a plan made by :func:`~langclass.models.construct.brasp_plan.plan_brasp`."""
+        return cls(plan.program, dtype, plan=plan)
+
+    def _assemble(self) -> None:
+        plan, D = self.plan, self.plan.d_model
+        E = torch.zeros(len(plan.letter_rows), D, dtype=torch.float64)
+        for t, row in enumerate(plan.letter_rows):
+            E[t] = dense(row, D)
+        self.embed = nn.Embedding(len(plan.letter_rows), D)
+        with torch.no_grad():
+            self.embed.weight.copy_(E)
+        self.attn_layers = nn.ModuleList()
+        self.ffns = nn.ModuleList()
+        for layer in plan.layers:
+            self.attn_layers.append(nn.ModuleList(_head(info, plan.c_one, D) for info in layer.heads))
+            self.ffns.append(write_feed_forward(layer.units, D))
+        self.readout = nn.Linear(D, 1)
+        with torch.no_grad():
+            self.readout.weight.zero_()
+            self.readout.weight[0, plan.output] = 1.0
+            self.readout.bias.fill_(-0.5)
+        freeze(self, self.dtype_name)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """Hidden states ``[batch, n, d_model]`` of letter indices ``ids int64 [batch, n]``."""
+        x = self.embed(ids)  # [B, n, D]
+        for heads, ffn in zip(self.attn_layers, self.ffns):
+            if len(heads):
+                x = x + sum(h(x) for h in heads)
+            if ffn is not None:
+                x = x + ffn(x)
+        return x
+
+    def decide(self, ids: torch.Tensor) -> torch.Tensor:
+        """Accept logits ``[batch]`` at the last position (> 0 ⇔ accept)."""
+        x = self.forward(ids)
+        return self.readout(x[:, -1])[:, 0]
+
+    def vector_values(self, hidden: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``{vector name: [batch, n]}`` read from the stream (initial and defined vectors)."""
+        return {name: hidden[..., c].double() for name, c in self.coord_of.items()}
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready description: sizes, masks, tie directions, source."""
+        return {
+            "attention": "hard",
+            "tie": sorted({op.direction for op in self.program.ops if isinstance(op, AttentionOp)}),
+            "masks": sorted({op.mask for op in self.program.ops if isinstance(op, AttentionOp)}),
+            "dtype": self.dtype_name,
+            "d_model": self.d_model,
+            "layers": self.K + 1,
+            "program_depth": self.program.depth,
+            "heads": sum(len(h) for h in self.attn_layers),
+            "ffn_units": sum(0 if f is None else f[0].out_features for f in self.ffns),
+            "parameters": int(sum(p.numel() for p in self.parameters())),
+            "encoding": "nope",
+            "input": "w (positions 1..n, no BOS/EOS); readout at position n; empty word by the program's declaration",
+            "source": SOURCE_HARD,
+        }
+
+
+def build_brasp_transformer(program: Program, dtype: str = "float32") -> BraspTransformer:
+    """Compile a B-RASP program into a masked unique-hard-attention transformer (plan, then assemble;
+    *Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages*, Lemma 13 / Thm 24).
+
+    Args:
+        program: a parsed :class:`~langclass.core.brasp.Program`.
+        dtype: ``"float32"`` (default), ``"float64"``, ``"bfloat16"`` or ``"float16"``.
+
+    Raises:
+        InputError: unknown ``dtype``.
+        LimitExceeded: ``max_ffn_inputs`` when one Boolean target reads too many coordinates.
+    """
+    return BraspTransformer(program, dtype)
