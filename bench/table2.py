@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -57,7 +58,7 @@ ENCODINGS = {
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--profile", default="quick", choices=["quick", "paper"])
+    ap.add_argument("--profile", default="quick", choices=["quick", "paper-lite", "paper"])
     ap.add_argument("--languages", nargs="+", default=list(LANGUAGES), choices=list(LANGUAGES))
     ap.add_argument("--encodings", nargs="+", default=["nope", "rope_periodic", "rope"], choices=list(ENCODINGS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -69,67 +70,87 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-per-length", type=int, default=None)
     ap.add_argument("--device", default=None)
     ap.add_argument("--json", type=Path, default=None, help="write the full results here")
-    ap.add_argument("--batched", action="store_true", help="also train the grid batched and print the speedup")
+    ap.add_argument("--batched", action="store_true", help="train the grid both ways (sequential and batched, per language "
+                    "back to back) and print the speedup; without it only the default (batched) path runs")
     args = ap.parse_args(argv)
 
     overrides: dict = {}
     if args.max_steps is not None:
         overrides["max_steps"] = args.max_steps
     if args.test_min is not None or args.test_max is not None:
-        overrides["test_lengths"] = {"min": args.test_min or 41, "max": args.test_max or (100 if args.profile == "quick" else 500), "step": args.test_step}
+        overrides["test_lengths"] = {"range": [args.test_min or 41, args.test_max or (100 if args.profile == "quick" else 500)], "step": args.test_step}
     if args.eval_per_length is not None:
         overrides["eval_per_length"] = args.eval_per_length
     if args.device is not None:
         overrides["device"] = args.device
 
-    def grid(batched: bool) -> tuple[dict, list, float, float]:
-        results, rows = {}, []
-        t_all, c_all = time.perf_counter(), time.process_time()
-        for lang in args.languages:
-            spec = {
-                "language": LANGUAGES[lang].to_canonical_dict(),
-                "encodings": [ENCODINGS[e] for e in args.encodings],
-                "profile": args.profile,
-                "seeds": args.seeds,
-                "overrides": overrides,
-                "prediction": {"sufficient": ["rope_periodic", "sinusoidal_periodic"], "reason": "LTL[P,MOD] with period 2 (Thm 3.1, 3.2)"},
-            }
-            if args.lr:
-                spec["learning_rates"] = args.lr
-            t0 = time.perf_counter()
-            res = run_experiment(spec, batched=batched)
-            results[lang] = res
-            print(f"\n{lang} over {{a,b}}: profile {args.profile}, {'batched' if batched else 'sequential'}, test lengths "
+    modes = ["sequential", "batched"] if args.batched else ["batched"]
+    results: dict[str, dict] = {m: {} for m in modes}
+    rows: dict[str, list] = {m: [] for m in modes}
+    wall: dict[str, float] = {m: 0.0 for m in modes}
+    cpu: dict[str, float] = {m: 0.0 for m in modes}
+    load0 = os.getloadavg()
+    print(f"load average at start {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} ({os.cpu_count()} CPUs)", flush=True)
+    for i, lang in enumerate(args.languages):
+        spec = {
+            "language": LANGUAGES[lang].to_canonical_dict(),
+            "encodings": [ENCODINGS[e] for e in args.encodings],
+            "profile": args.profile,
+            "seeds": args.seeds,
+            "overrides": overrides,
+            "prediction": {"sufficient": ["rope_periodic", "sinusoidal_periodic"], "reason": "LTL[P,MOD] with period 2 (Thm 3.1, 3.2)"},
+        }
+        if args.lr:
+            spec["learning_rates"] = args.lr
+        # both paths on the same language back to to back, alternating which goes first (the load drifts)
+        for mode in (modes if i % 2 == 0 else modes[::-1]):
+            t0, c0 = time.perf_counter(), time.process_time()
+            res = run_experiment(spec, batched=(mode == "batched"))
+            dw, dc = time.perf_counter() - t0, time.process_time() - c0
+            wall[mode] += dw
+            cpu[mode] += dc
+            results[mode][lang] = res
+            print(f"\n{lang} over {{a,b}}: profile {args.profile}, {mode}, test lengths "
                   f"{res['test_lengths'][0]}–{res['longest_tested_length']}, {res['settings']['eval_per_length']} strings/length, "
-                  f"device {res['device']}, {time.perf_counter() - t0:.1f} s", flush=True)
-            print(f"{'encoding':<14}{'seed':>5}{'lr':>9}{'steps':>7}{'stop':>11}{'train s':>9}{'eval s':>8}{'acc':>7}{'N*':>6}")
+                  f"device {res['device']}, {dw:.1f} s wall, {dc:.1f} s CPU, load {os.getloadavg()[0]:.1f}", flush=True)
+            print(f"{'encoding':<14}{'seed':>5}{'lr':>9}{'steps':>7}{'stop':>11}{'group':>6}{'train s':>9}{'eval s':>8}{'acc':>7}{'N*':>6}")
             for r in res["runs"]:
-                print(f"{r['encoding']:<14}{r['seed']:>5}{r['learning_rate']:>9.1e}{r['steps']:>7}{r['stopped']:>11}{r['train_wall_s']:>9.1f}"
-                      f"{r['eval_wall_s']:>8.1f}{r['accuracy']:>7.3f}{r['longest_perfect_length']:>6}")
-            for label, s in res["summary"].items():
-                rows.append((lang, label, s))
-        print("\nTable 2 (max accuracy, N* over the run grid; mean N*; runs reaching the longest tested length)")
+                print(f"{r['encoding']:<14}{r['seed']:>5}{r['learning_rate']:>9.1e}{r['steps']:>7}{r['stopped']:>11}{r['trained_with']:>6}"
+                      f"{r['train_wall_s']:>9.1f}{r['eval_wall_s']:>8.1f}{r['accuracy']:>7.3f}{r['longest_perfect_length']:>6}")
+            for label, summ in res["summary"].items():
+                rows[mode].append((lang, label, summ))
+    for mode in modes:
+        print(f"\nTable 2, {mode} (max accuracy, N* over the run grid; mean N*; runs reaching the longest tested length)")
         print(f"{'language':<9}{'encoding':<14}{'runs':>5}{'acc max':>9}{'acc mean':>9}{'N* max':>8}{'N* mean':>9}{'N* std':>8}{'perfect':>9}  verdict")
-        for lang, label, s in rows:
-            a, n = s["accuracy"], s["longest_perfect_length"]
-            print(f"{lang:<9}{label:<14}{s['runs']:>5}{a['max']:>9.3f}{a['mean']:>9.3f}{n['max']:>8.0f}{n['mean']:>9.1f}{n['std']:>8.1f}{s['reached_longest']:>5}/{s['runs']:<3}  {s['verdict']['status']}")
-        wall, cpu = time.perf_counter() - t_all, time.process_time() - c_all
-        print(f"total wall time {wall:.1f} s, CPU time {cpu:.1f} s ({'batched' if batched else 'sequential'})", flush=True)
-        return results, rows, wall, cpu
-
-    results, rows, wall, cpu = grid(False)
+        for lang, label, summ in rows[mode]:
+            a, n = summ["accuracy"], summ["longest_perfect_length"]
+            print(f"{lang:<9}{label:<14}{summ['runs']:>5}{a['max']:>9.3f}{a['mean']:>9.3f}{n['max']:>8.0f}{n['mean']:>9.1f}{n['std']:>8.1f}"
+                  f"{summ['reached_longest']:>5}/{summ['runs']:<3}  {summ['verdict']['status']}")
+        print(f"total {wall[mode]:.1f} s wall, {cpu[mode]:.1f} s CPU ({mode})", flush=True)
+    load1 = os.getloadavg()
+    print(f"load average at end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
     if args.batched:
-        b_results, b_rows, b_wall, b_cpu = grid(True)
-        key = ("encoding", "seed", "learning_rate", "steps", "longest_perfect_length")
-        same_runs = all([{k: r[k] for k in key} for r in results[lang]["runs"]] == [{k: r[k] for k in key} for r in b_results[lang]["runs"]]
-                        for lang in results)
-        same_n_star = all([r["longest_perfect_length"] for r in results[lang]["runs"]] == [r["longest_perfect_length"] for r in b_results[lang]["runs"]]
-                          for lang in results)
-        same_verdicts = [(l, lb, s["verdict"]["status"]) for l, lb, s in rows] == [(l, lb, s["verdict"]["status"]) for l, lb, s in b_rows]
-        print(f"\nbatched vs sequential: wall {wall:.1f} s → {b_wall:.1f} s (speedup {wall / b_wall:.2f}×), "
-              f"CPU {cpu:.1f} s → {b_cpu:.1f} s (speedup {cpu / b_cpu:.2f}×)")
-        print(f"same steps and N* for every run: {same_runs}; same N* per run: {same_n_star}; same verdicts: {same_verdicts}")
-        results = {"sequential": results, "batched": b_results}
+        seq, bat = results["sequential"], results["batched"]
+
+        def picks(res: dict, keys: tuple) -> list:
+            return [[{k: r[k] for k in keys} for r in res[lang]["runs"]] for lang in args.languages]
+
+        same_runs = picks(seq, ("encoding", "seed", "learning_rate", "steps", "longest_perfect_length")) == \
+            picks(bat, ("encoding", "seed", "learning_rate", "steps", "longest_perfect_length"))
+        same_reached = picks(seq, ("encoding", "seed", "reached_longest")) == picks(bat, ("encoding", "seed", "reached_longest"))
+        same_verdicts = [(l, lb, x["verdict"]["status"]) for l, lb, x in rows["sequential"]] == \
+            [(l, lb, x["verdict"]["status"]) for l, lb, x in rows["batched"]]
+        print(f"\nbatched vs sequential: wall {wall['sequential']:.1f} s → {wall['batched']:.1f} s (speedup {wall['sequential'] / wall['batched']:.2f}×), "
+              f"CPU {cpu['sequential']:.1f} s → {cpu['batched']:.1f} s (speedup {cpu['sequential'] / cpu['batched']:.2f}×)")
+        print(f"same steps and N* for every run: {same_runs}; same per-seed verdict (N* = longest tested length or not): "
+              f"{same_reached}; same verdicts per encoding: {same_verdicts}")
+        if not same_runs:
+            for lang in args.languages:
+                for a, b in zip(seq[lang]["runs"], bat[lang]["runs"]):
+                    if (a["steps"], a["longest_perfect_length"]) != (b["steps"], b["longest_perfect_length"]):
+                        print(f"  differs: {lang} {a['encoding']} seed {a['seed']}: steps {a['steps']} → {b['steps']}, "
+                              f"N* {a['longest_perfect_length']} → {b['longest_perfect_length']}")
+    results = results if args.batched else results["batched"]
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

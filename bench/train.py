@@ -33,7 +33,7 @@ AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0])  # (aa)* over 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--profile", default="quick", choices=["quick", "paper"])
+    ap.add_argument("--profile", default="quick", choices=["quick", "paper-lite", "paper"])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--lr", nargs="+", type=float, default=None)
     ap.add_argument("--device", default=None, help="cpu / cuda (default: the profile's)")

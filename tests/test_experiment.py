@@ -140,10 +140,15 @@ def test_cancel_returns_partial_results():
         return calls["n"] > 12  # the first run (4 steps + evaluation) finishes, the second does not
 
     with pytest.raises(ExperimentCancelled) as e:
-        run_experiment(spec(), should_cancel=cancel)
+        run_experiment(spec(batched=False), should_cancel=cancel)
     partial = e.value.partial
     assert partial["complete"] is False and len(partial["runs"]) == 1
     json.dumps(partial)
+    # batched (the default), both runs train in one group: a cancel inside it leaves no finished run
+    calls["n"] = 6  # 4 polls while drawing the test strings, then the group's 4 steps: stop at the 3rd
+    with pytest.raises(ExperimentCancelled) as e:
+        run_experiment(spec(), should_cancel=cancel)
+    assert e.value.partial["complete"] is False and e.value.partial["runs"] == []
 
 
 def test_table2_periodic_rope_generalizes_and_nope_does_not():

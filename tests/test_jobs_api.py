@@ -129,6 +129,30 @@ def test_ab_star_experiment_runs_and_stores_accuracies_and_n_star(sqlite_client:
     assert client.delete(f"/v1/jobs/{job['id']}").status_code == 409
 
 
+def test_train_job_trains_runs_sharing_a_shape_together_with_the_sequential_verdicts(sqlite_client: Any) -> None:
+    """A train job with 2 encodings × 2 seeds takes the batched path by default (all four runs share
+    the model shape: one group, ``trained_with`` 4) and gives the runs and verdicts of the same job
+    with ``batched: false`` (each run alone)."""
+    client = sqlite_client
+    lid = store_language(client, "(aa)*")
+    body = {"kind": "train", "encodings": ["nope", "rope_periodic"], "seeds": [0, 1], "learning_rates": [3e-3],
+            "overrides": {**TINY, "patience": 8}}
+    results = {}
+    for batched in (None, False):
+        r = client.post(f"/v1/languages/{lid}/experiments", json=body if batched is None else {**body, "batched": batched})
+        assert r.status_code == 202, r.text
+        done = wait_job(client, r.json()["id"])
+        assert done["status"] == "succeeded", done["error"]
+        results[batched] = done["result"]
+    together, alone = results[None], results[False]
+    assert together["batched"] is True and [r["trained_with"] for r in together["runs"]] == [4, 4, 4, 4]
+    assert alone["batched"] is False and [r["trained_with"] for r in alone["runs"]] == [1, 1, 1, 1]
+    keys = ("encoding", "seed", "steps", "stopped", "longest_perfect_length", "reached_longest")
+    assert [{k: r[k] for k in keys} for r in together["runs"]] == [{k: r[k] for k in keys} for r in alone["runs"]]
+    assert {k: v["status"] for k, v in together["verdict"]["per_encoding"].items()} == \
+        {k: v["status"] for k, v in alone["verdict"]["per_encoding"].items()}
+
+
 @pytest.mark.parametrize(
     "body,field",
     [
@@ -142,6 +166,7 @@ def test_ab_star_experiment_runs_and_stores_accuracies_and_n_star(sqlite_client:
         ({"kind": "train", "encodings": ["nope"], "overrides": {"test_lengths": [0, 20000]}}, "overrides.test_lengths"),
         ({"kind": "train", "encodings": ["nope"], "formula": "x"}, "formula"),
         ({"kind": "fly", "encodings": ["nope"]}, "kind"),
+        ({"kind": "train", "encodings": ["nope"], "batched": "sometimes"}, "batched"),
         ({"kind": "train", "encodings": ["nope"], "seeds": list(range(51))}, "seeds"),
     ],
 )

@@ -40,6 +40,16 @@ def test_train_prints_table_and_n_star(tmp_path: Path) -> None:
         row = next(line for line in res.stdout.splitlines() if line.startswith(r["encoding"]) and "e-03" in line)
         assert row.split()[4] == str(r["longest_perfect_length"]), row
     assert "verdict" in res.stdout
+    # both runs share the model shape: trained together by default, one after another with --sequential
+    assert result["batched"] is True and [r["trained_with"] for r in result["runs"]] == [2, 2]
+    alone = tmp_path / "alone.json"
+    res = CliRunner().invoke(app, ["train", "--regex", "(ab)*", "--alphabet", "ab", "--encoding", "nope", "--encoding", "rope_periodic",
+                                   *TINY_ARGS, "--sequential", "--save", str(alone)])
+    assert res.exit_code == 0, res.output
+    seq = json.loads(alone.read_text())
+    assert seq["batched"] is False and [r["trained_with"] for r in seq["runs"]] == [1, 1]
+    keys = ("encoding", "steps", "longest_perfect_length")
+    assert [{k: r[k] for k in keys} for r in seq["runs"]] == [{k: r[k] for k in keys} for r in result["runs"]]
 
 
 @pytest.mark.parametrize(

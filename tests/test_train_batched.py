@@ -11,7 +11,8 @@ from langclass.models.data import LanguageSampler
 from langclass.models.experiment import run_experiment
 from langclass.models.recognizer import RecognizerConfig
 from langclass.models.train import TrainConfig, TrainingCancelled, make_predict, train_recognizer
-from langclass.models.train_batched import BATCHABLE_FAMILIES, can_batch, train_group
+from langclass.models.evaluate import build_test_sets, evaluate_lengths
+from langclass.models.train_batched import BATCHABLE_FAMILIES, can_batch, evaluate_group, train_group
 
 AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0])  # (aa)* over {a, b}
 AB = DFA.from_table(["a", "b"], [[1, 2], [2, 0], [2, 2]], 0, [0])  # (ab)* over {a, b}
@@ -62,28 +63,49 @@ def test_group_equals_runs_alone_each_stopping_at_its_own_step():
     assert events and events[0]["runs_active"] == 3 and events[-1]["runs_active"] < 3
 
 
-@pytest.mark.parametrize("enc", ENCODINGS, ids=lambda e: e["name"])
-def test_every_batchable_family_trains_like_alone(enc):
-    """Each family of BATCHABLE_FAMILIES under vmap: three seeds, a few steps, the same losses
-    (float reassociation only) as training alone."""
-    assert enc["name"] in BATCHABLE_FAMILIES
+def test_one_group_of_every_batchable_family_trains_like_alone():
+    """Every family of BATCHABLE_FAMILIES in one group (one run each, own seed and learning rate):
+    the first steps' losses equal training alone (float reassociation only), and the trained models
+    decide the same words."""
+    assert {e["name"] for e in ENCODINGS} == set(BATCHABLE_FAMILIES)
     sampler = LanguageSampler(AA.canonical(), 12)
-    mc = RecognizerConfig(alphabet=("a", "b"), d_model=16, n_heads=2, n_layers=2, d_ff=32, encoding=enc)
-    cfgs = _configs([0, 1, 2], max_steps=3, patience=None, learning_rate=1e-3, train_lengths=(1, 10))
-    alone = [train_recognizer(mc, c, sampler) for c in cfgs]
-    together = train_group(mc, cfgs, [sampler] * 3, length_buckets=3)
+    mcs = [RecognizerConfig(alphabet=("a", "b"), d_model=16, n_heads=2, n_layers=2, d_ff=32, encoding=e) for e in ENCODINGS]
+    cfgs = [c for i in range(len(ENCODINGS))
+            for c in _configs([i], max_steps=3, patience=None, learning_rate=(1e-3, 3e-3)[i % 2], train_lengths=(1, 10))]
+    alone = [train_recognizer(mc, c, sampler) for mc, c in zip(mcs, cfgs)]
+    together = train_group(mcs, cfgs, [sampler] * len(cfgs), length_buckets=3)
     for a, b in zip(alone, together):
         assert b.steps == a.steps == 3 and b.stopped == "max_steps"
         for ha, hb in zip(a.history, b.history):
             assert hb["loss"] == pytest.approx(ha["loss"], rel=1e-4)
+        assert (make_predict(a.model, torch.device("cpu"))(WORDS) == make_predict(b.model, torch.device("cpu"))(WORDS)).all()
+
+
+def test_evaluate_group_gives_the_accuracies_of_each_model():
+    """Grouped evaluation on shared test sets = evaluate_lengths with each model's predict."""
+    sampler = LanguageSampler(AB.canonical(), 30)
+    mcs = [RecognizerConfig(alphabet=("a", "b"), d_model=16, n_heads=2, n_layers=2, d_ff=32, encoding=e) for e in ENCODINGS[:3]]
+    cfgs = [c for i in range(3) for c in _configs([i], max_steps=30, patience=None, learning_rate=1e-2, train_lengths=(1, 10))]
+    trained = train_group(mcs, cfgs, [sampler] * 3)
+    tests = build_test_sets(sampler, [11, 12, 20, 30], 40, 0)
+    grouped = evaluate_group([t.model for t in trained], tests)
+    alone = [evaluate_lengths(make_predict(t.model, torch.device("cpu")), tests) for t in trained]
+    assert grouped == alone
+    assert any(v not in (0.0, 1.0) for acc in alone for v in acc.values())  # not a trivial all-right/all-wrong case
+    stop = iter([False, False, True])
+    partial = evaluate_group([t.model for t in trained], tests, should_cancel=lambda: next(stop))
+    assert [sorted(p) for p in partial] == [[11, 12]] * 3
 
 
 def test_group_checks_its_runs_and_cancels():
     sampler = LanguageSampler(AA.canonical(), 12)
     mc = RecognizerConfig(alphabet=("a", "b"), d_model=8, n_heads=2, n_layers=1, d_ff=8)
     with pytest.raises(InputError) as e:
-        train_group(mc, _configs([0]) + _configs([1], learning_rate=1e-3), [sampler] * 2)
-    assert e.value.field == "learning_rate"
+        train_group(mc, _configs([0]) + _configs([1], max_steps=7), [sampler] * 2)
+    assert e.value.field == "max_steps"
+    with pytest.raises(InputError) as e:
+        train_group([mc, RecognizerConfig(alphabet=("a", "b"), d_model=16, n_heads=2, n_layers=1, d_ff=8)], _configs([0, 1]), [sampler] * 2)
+    assert e.value.field == "model_configs"
     with pytest.raises(InputError):
         train_group(mc, [], [])
     with pytest.raises(InputError):
@@ -92,7 +114,7 @@ def test_group_checks_its_runs_and_cancels():
         train_group(mc, _configs([0], train_lengths=(1, 20)), [sampler])
     hard = RecognizerConfig(alphabet=("a", "b"), d_model=8, n_heads=2, n_layers=1, d_ff=8, attention="hard")
     pj = RecognizerConfig(alphabet=("a", "b"), d_model=8, n_heads=2, n_layers=1, d_ff=8, encoding={"name": "pj_bias"})
-    assert can_batch(mc, _configs([0])[0])
+    assert can_batch(mc, _configs([0])[0]) and not can_batch(mc, _configs([0], precision="bfloat16")[0])
     assert not can_batch(hard, _configs([0])[0]) and not can_batch(pj, _configs([0])[0])
     assert not can_batch(mc, _configs([0], checkpoint_dir="/tmp/x")[0])
     with pytest.raises(InputError):
@@ -110,22 +132,23 @@ def test_group_checks_its_runs_and_cancels():
 
 @pytest.mark.slow
 def test_run_experiment_batched_gives_the_sequential_results():
-    """The grid of a tiny Table 2 spec (2 encodings × 2 seeds): batched training yields the runs of
-    sequential training (steps, N*, verdicts), in grid order, each marked with its group size."""
+    """The grid of a tiny Table 2 spec (2 encodings × 2 seeds): batched training (the default: all
+    four runs share a shape) yields the runs of sequential training (steps, N*, verdicts), in grid
+    order, each marked with its group size; the spec's ``batched: false`` trains them alone."""
     spec = {"language": AA.to_canonical_dict(), "encodings": ["nope", {"name": "rope_periodic", "params": {"periods": 2}}],
             "profile": "quick", "seeds": [0, 1],
             "overrides": {"n_layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 32, "max_steps": 20, "batch_size": 16,
                           "patience": 5, "test_lengths": [41, 44], "eval_per_length": 16, "train_lengths": [1, 12]},
             "prediction": {"sufficient": ["rope_periodic"]}}
-    seq = run_experiment(spec)
+    seq = run_experiment({**spec, "batched": False})
     events = []
-    bat = run_experiment(spec, batched=True, progress=events.append)
-    assert [r["trained_with"] for r in seq["runs"]] == [1, 1, 1, 1]
-    assert [r["trained_with"] for r in bat["runs"]] == [2, 2, 2, 2]
+    bat = run_experiment(spec, progress=events.append)
+    assert [r["trained_with"] for r in seq["runs"]] == [1, 1, 1, 1] and seq["batched"] is False
+    assert [r["trained_with"] for r in bat["runs"]] == [4, 4, 4, 4] and bat["batched"] is True
     keys = ("encoding", "seed", "learning_rate", "steps", "stopped", "longest_perfect_length", "accuracy_by_length")
     assert [{k: r[k] for k in keys} for r in bat["runs"]] == [{k: r[k] for k in keys} for r in seq["runs"]]
     assert {k: v["status"] for k, v in bat["verdict"]["per_encoding"].items()} == \
         {k: v["status"] for k, v in seq["verdict"]["per_encoding"].items()}
     train_events = [e for e in events if e["phase"] == "train"]
-    assert train_events and all(e["group"] in ([0, 1], [2, 3]) for e in train_events)
+    assert train_events and all(e["group"] == [0, 1, 2, 3] for e in train_events)
     assert events[-1]["phase"] == "done"

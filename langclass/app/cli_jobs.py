@@ -136,13 +136,15 @@ def train(
     alphabet: Annotated[Optional[str], typer.Option("--alphabet", "-a", help="'ab' = {a,b}; 'x1,x2' for longer symbols; '\\,' is a comma symbol ('a,\\,' = {a, ','})")] = None,
     dfa: Annotated[Optional[Path], typer.Option("--dfa", help="DFA JSON file ('-' = standard input)")] = None,
     encoding: Annotated[list[str], typer.Option("--encoding", "-e", help="encoding name or JSON {name, params} (repeat)")] = ["rope_periodic"],  # noqa: B006
-    profile: Annotated[str, typer.Option(help="quick (2-core CPU) or paper (App. E.2)")] = "quick",
+    profile: Annotated[str, typer.Option(help="quick (2-core CPU), paper-lite (2-core CPU, test lengths 41..500) or paper (App. E.2)")] = "quick",
     seed: Annotated[Optional[list[int]], typer.Option("--seed", help="training seed (repeat; default: the profile's)")] = None,
     lr: Annotated[Optional[list[float]], typer.Option("--lr", help="learning rate (repeat; default: the profile's)")] = None,
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="training step budget per run")] = None,
     test_lengths: Annotated[Optional[str], typer.Option(help="'41..100' = every length 41 to 100 (':STEP' adds a step); '41,60,100' = exactly those")] = None,
     eval_per_length: Annotated[Optional[int], typer.Option(min=1, help="test strings per length")] = None,
     device: Annotated[Optional[str], typer.Option(help="cpu | cuda | auto")] = None,
+    batched: Annotated[bool, typer.Option("--batched/--sequential", help="train runs that share a model shape together (default) "
+                                          "or one after another")] = True,
     override: Annotated[Optional[list[str]], typer.Option("--set", help="profile override KEY=JSON, e.g. d_model=64 (repeat)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the full JSON result instead of the table")] = False,
     save: Annotated[Optional[Path], typer.Option("--save", help="also write the full JSON result to this file")] = None,
@@ -185,7 +187,7 @@ def train(
 
         try:
             body = ExperimentRequest(kind="train", encodings=encs, profile=profile, seeds=seed or None,
-                                     learning_rates=lr or None, overrides=overrides or None)
+                                     learning_rates=lr or None, overrides=overrides or None, batched=None if batched else False)
         except ValidationError as exc:
             from ..models.specs import field_path
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.errors import InputError, UnsupportedError
-from ..models.specs import EncodingItem, EncodingSpec, JobLimits, LearningRate, Seed, TrainOverrides
+from ..models.specs import EncodingItem, EncodingSpec, JobLimits, LearningRate, ProfileName, Seed, TrainOverrides
 
 __all__ = [
     "ExperimentRequest",
@@ -71,11 +71,13 @@ class ExperimentRequest(BaseModel):
         None, min_length=1, max_length=MAX_ENCODINGS,
         description="encoding names or {name, params, label}; periodic encodings get periods = the language's period k unless given",
     )
-    profile: Literal["quick", "paper"] | None = Field(None, description="quick (2-core CPU, ~a minute) or paper (App. E.2)")
+    profile: ProfileName | None = Field(None, description="quick (2-core CPU, ~a minute), paper-lite (2-core CPU, test lengths 41–500) or paper (App. E.2)")
     seeds: list[Seed] | None = Field(None, min_length=1, max_length=MAX_SEEDS, description="training seeds (default: the profile's; each ≤ job_max_seed)")
     learning_rates: list[LearningRate] | None = Field(None, min_length=1, max_length=MAX_LEARNING_RATES, description="AdamW learning rates (default: the profile's)")
     overrides: TrainOverrides | None = Field(None, description="profile settings to change: max_steps, test_lengths, d_model, … (each under its named limit)")
     eval_seed: Seed | None = Field(None, description="seed of the test strings (shared by every run; ≤ job_max_seed)")
+    batched: bool | None = Field(None, description="train (kind train): train and evaluate the runs that share a model shape "
+                                 "together (default true); false trains them one after another")
     max_attempts: int | None = Field(None, ge=1, le=10, description="claims allowed if workers die (default LANGCLASS_JOB_MAX_ATTEMPTS)")
 
 
@@ -179,6 +181,8 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
         spec["overrides"] = body.overrides.model_dump(exclude_none=True, mode="json")
     if body.eval_seed is not None:
         spec["eval_seed"] = body.eval_seed
+    if body.batched is not None:
+        spec["batched"] = body.batched
     if defaults:
         spec["prediction"]["defaults_from_classification"] = defaults
     soft = (analysis.get("encodings") or {}).get("soft")

@@ -13,7 +13,8 @@ Spec (a JSON-ready dict; every key but ``language`` and ``encodings`` optional):
                                     #   or the input schema {"alphabet", "states", "initial",
                                     #   "accepting", "transitions": {q: {symbol: q'}}}
       "encodings": ["nope", {"name": "rope_periodic", "params": {"period": 2}}, ...],
-      "profile": "quick",           # "quick" (2-core CPU, ~a minute) or "paper" (App. E.2)
+      "profile": "quick",           # "quick" (2-core CPU, ~a minute), "paper-lite" (2-core CPU,
+                                    #   test lengths 41..500) or "paper" (App. E.2)
       "seeds": [0, 1, 2],           # default: the profile's seeds
       "learning_rates": [1e-3],     # default: the profile's learning rates
       "overrides": {                # any of the profile settings below
@@ -26,6 +27,7 @@ Spec (a JSON-ready dict; every key but ``language`` and ``encodings`` optional):
       },
       "prediction": {"sufficient": ["rope_periodic"], "reason": "...", "source": "..."},
       "eval_seed": 0,               # seeds the test strings (shared by every run)
+      "batched": true,              # train (and evaluate) runs sharing a model shape together
       "checkpoint_dir": null        # per-run checkpoints under this directory
     }
 
@@ -91,7 +93,7 @@ from .specs import (
 from .evaluate import build_test_sets, evaluate_lengths, longest_perfect_length
 from .train import TrainConfig, TrainingCancelled, configure_threads, make_predict, resolve_device, train_recognizer
 from .experiment_report import GridEncoding, format_results, summarize, verdict  # format_results: re-exported
-from .train_batched import can_batch, train_group
+from .train_batched import MAX_GROUP_RUNS, batch_key, evaluate_group, train_group
 
 __all__ = [
     "PROFILES",
@@ -135,6 +137,29 @@ PROFILES: dict[str, dict[str, Any]] = {
         "warmup_steps": 0,
         "device": "auto",
         "precision": "auto",
+    },
+    # Table 2 of Disentangling the Expressivity of RoPE (train lengths 1-40, every test length
+    # 41-500) sized for a 2-core CPU: the quick model, 32 strings per test length; the runs of an
+    # experiment train and evaluate together (langclass.models.train_batched).
+    "paper-lite": {
+        "n_layers": 2,
+        "d_model": 32,
+        "n_heads": 4,
+        "d_ff": 64,
+        "seeds": [0],
+        "learning_rates": [1e-3],
+        "batch_size": 64,
+        "max_steps": 1000,
+        "patience": 200,
+        "train_lengths": {"range": [1, 40]},
+        "test_lengths": {"range": [41, 500]},
+        "eval_per_length": 32,
+        "near_miss_fraction": DEFAULT_NEAR_MISS_FRACTION,
+        "weight_decay": 0.01,
+        "grad_clip": 1.0,
+        "warmup_steps": 0,
+        "device": "cpu",
+        "precision": "float32",
     },
     # Sized for a 2-core CPU: about a minute per encoding (issue 6 planning note).
     "quick": {
@@ -258,6 +283,7 @@ def _normalize(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMITS) 
         "eval_seed": parsed.eval_seed if parsed.eval_seed is not None else 0,
         "prediction": prediction,
         "checkpoint_dir": parsed.checkpoint_dir,
+        "batched": parsed.batched,
     }
 
 
@@ -343,7 +369,7 @@ def run_experiment(
     progress: Callable[[dict[str, Any]], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
     limits: JobLimits | None = None,
-    batched: bool = False,
+    batched: bool | None = None,
 ) -> dict[str, Any]:
     """Train and evaluate every (encoding, seed, learning rate) of ``spec``; see the module doc.
 
@@ -358,12 +384,17 @@ def run_experiment(
         should_cancel: polled every training step and between test lengths.
         limits: the named limits the spec is checked against (default
             :data:`~langclass.models.specs.DEFAULT_JOB_LIMITS`; the worker passes its settings').
-        batched: train the seeds of each (encoding, learning rate) together with
-            :func:`langclass.models.train_batched.train_group` (one vmapped pass, each run stopping at
-            its own early-stopping point) where :func:`~langclass.models.train_batched.can_batch`
-            allows; each run's ``trained_with`` says how many runs shared its pass, and its
-            ``train_wall_s`` is then the group's time up to its stop. Progress reports of a group
-            carry ``group`` (the grid indices) and ``runs_active``.
+        batched: train the runs that share a model shape (encodings of
+            :data:`~langclass.models.train_batched.BATCHABLE_FAMILIES`, any seeds and learning
+            rates) together with :func:`langclass.models.train_batched.train_group` (one grouped
+            pass, each run stopping at its own early-stopping point) and evaluate them together
+            (:func:`~langclass.models.train_batched.evaluate_group`) where
+            :func:`~langclass.models.train_batched.can_batch` allows; the other runs train alone.
+            None (default) takes the spec's ``batched`` (default true); False trains every run
+            alone. Each run's ``trained_with`` says how many runs shared its pass, and its
+            ``train_wall_s`` is then the group's time up to its stop (``eval_wall_s`` its share of
+            the group's evaluation). Progress reports of a group carry ``group`` (the grid
+            indices) and ``runs_active``.
 
     Returns:
         The JSON-ready result (``runs``, ``summary``, ``verdict``, settings, code version).
@@ -378,6 +409,8 @@ def run_experiment(
     if not isinstance(spec, Mapping):
         spec = spec.model_dump(exclude_none=True)
     norm = validate_spec(spec, limits or DEFAULT_JOB_LIMITS)
+    if batched is None:
+        batched = norm["batched"] is not False
     dfa: DFA = norm["dfa"]
     settings = norm["settings"]
     encodings: list[GridEncoding] = norm["encodings"]
@@ -411,6 +444,7 @@ def run_experiment(
         "notes": notes,
         "torch_version": __import__("torch").__version__,
         "device": str(device),
+        "batched": batched,
     }
 
     def finish(partial: bool) -> dict[str, Any]:
@@ -478,17 +512,25 @@ def run_experiment(
                 trained = [train_recognizer(model_configs[enc.label], configs[unit[0]], sampler,
                                             progress=progress_for(unit[0]), should_cancel=should_cancel)]
             else:
-                trained = train_group(model_configs[enc.label], [configs[i] for i in unit], [sampler] * len(unit),
+                trained = train_group([model_configs[grid[i][0].label] for i in unit], [configs[i] for i in unit], [sampler] * len(unit),
                                       progress=progress_for(unit[0], group=list(unit)), should_cancel=should_cancel)
         except TrainingCancelled:
             raise ExperimentCancelled(finish(partial=True)) from None
-        for idx, tr in zip(unit, trained):
+        t_eval = time.perf_counter()
+        if len(unit) > 1:  # the runs of a group are evaluated together too
+            progress_for(unit[0], group=list(unit))({"phase": "evaluate", "step": trained[0].steps, "total": settings["max_steps"]})
+            accs = evaluate_group([tr.model for tr in trained], test_sets, should_cancel=should_cancel)
+        else:
+            accs = [None]
+        group_eval_s = time.perf_counter() - t_eval
+        for idx, tr, acc in zip(unit, trained, accs):
             enc, seed, lr = grid[idx]
             on_progress = progress_for(idx)
-            on_progress({"phase": "evaluate", "step": tr.steps, "total": settings["max_steps"]})
             t_eval = time.perf_counter()
-            predict = make_predict(tr.model, resolve_device(tr.device), tr.precision)
-            acc = evaluate_lengths(predict, test_sets, should_cancel=should_cancel)
+            if acc is None:
+                on_progress({"phase": "evaluate", "step": tr.steps, "total": settings["max_steps"]})
+                predict = make_predict(tr.model, resolve_device(tr.device), tr.precision)
+                acc = evaluate_lengths(predict, test_sets, should_cancel=should_cancel)
             if len(acc) < len(test_sets):
                 raise ExperimentCancelled(finish(partial=True))
             n_star = longest_perfect_length(acc)
@@ -512,7 +554,7 @@ def run_experiment(
                 "longest_perfect_length": n_star,
                 "reached_longest": n_star == longest,
                 "train_wall_s": tr.wall_s,
-                "eval_wall_s": time.perf_counter() - t_eval,
+                "eval_wall_s": (time.perf_counter() - t_eval) + group_eval_s / len(unit),
                 "device": tr.device,
                 "precision": tr.precision,
                 "trained_with": len(unit),
@@ -530,19 +572,21 @@ def run_experiment(
 
 def _training_units(grid: list[tuple[GridEncoding, int, float]], configs: list[TrainConfig], model_configs: Mapping[str, Any],
                     batched: bool) -> list[list[int]]:
-    """Grid indices trained together: one index each, or with ``batched`` the seeds of one
-    (encoding, learning rate) that :func:`can_batch` accepts, in grid order."""
+    """Grid indices trained together: one index each, or with ``batched`` the runs with equal
+    :func:`~langclass.models.train_batched.batch_key` (same model shape and shared settings; the
+    encodings, seeds and learning rates may differ), at most ``MAX_GROUP_RUNS`` per unit, in grid
+    order of their first run."""
     if not batched:
         return [[i] for i in range(len(grid))]
-    groups: dict[tuple[str, float], list[int]] = {}
+    groups: dict[Any, list[int]] = {}
     units: list[list[int]] = []
-    for i, (enc, _seed, lr) in enumerate(grid):
-        if can_batch(model_configs[enc.label], configs[i]):
-            key = (enc.label, lr)
-            if key not in groups:
-                groups[key] = []
-                units.append(groups[key])
-            groups[key].append(i)
-        else:
+    for i, (enc, _seed, _lr) in enumerate(grid):
+        key = batch_key(model_configs[enc.label], configs[i])
+        if key is None:
             units.append([i])
+            continue
+        if key not in groups or len(groups[key]) >= MAX_GROUP_RUNS:
+            groups[key] = []
+            units.append(groups[key])
+        groups[key].append(i)
     return units

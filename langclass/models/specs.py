@@ -38,6 +38,7 @@ from pydantic import (
 from ..core.errors import InputError, LimitExceeded
 
 __all__ = [
+    "ProfileName",
     "JobLimits",
     "DEFAULT_JOB_LIMITS",
     "LABEL_PATTERN",
@@ -130,6 +131,12 @@ NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Seed = Annotated[int, Strict(), Field(ge=0, description="a seed (0 … job_max_seed)")]
 LearningRate = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False, description="AdamW learning rate in (0, 1)")]
+
+
+ProfileName = Literal["quick", "paper-lite", "paper"]
+"""Training profiles (:data:`langclass.models.experiment.PROFILES`): ``quick`` (2-core CPU, test
+lengths 41–100), ``paper-lite`` (2-core CPU, test lengths 41–500 as Table 2 of *Disentangling the
+Expressivity of RoPE*), ``paper`` (its App. E.2 settings)."""
 
 
 class _Frozen(BaseModel):
@@ -373,17 +380,20 @@ class TrainSpec(_Frozen):
     """The input of :func:`langclass.models.experiment.run_experiment` (a ``train`` job's ``spec``).
 
     ``language`` is DFA JSON (checked by ``parse_language`` when the run starts);
-    ``checkpoint_dir`` is set by the worker (never by a request).
+    ``checkpoint_dir`` is set by the worker (never by a request). ``batched`` (default true) trains
+    the runs that share a model shape together (:mod:`langclass.models.train_batched`); false trains
+    them one after another.
     """
 
     language: dict[str, Any] | str
     encodings: list[EncodingItem] = Field(min_length=1, max_length=100)
-    profile: Literal["quick", "paper"] = "quick"
+    profile: ProfileName = "quick"
     seeds: list[Seed] | None = Field(None, min_length=1, max_length=10_000)
     learning_rates: list[LearningRate] | None = Field(None, min_length=1, max_length=1_000)
     overrides: TrainOverrides | None = None
     prediction: Prediction | list[Annotated[str, Field(max_length=200)]] | str | None = None
     eval_seed: Seed | None = None
+    batched: bool | None = None
     checkpoint_dir: str | None = Field(None, max_length=4096)
 
     def encoding_specs(self) -> list[EncodingSpec]:
@@ -472,7 +482,7 @@ class SectorsSpec(_Frozen):
     prediction, the sparsity sweep and the reading thresholds."""
 
     language: dict[str, Any] | str
-    profile: Literal["quick", "paper"] = "quick"
+    profile: ProfileName = "quick"
     seeds: list[Seed] | None = Field(None, min_length=1, max_length=10_000)
     learning_rates: list[LearningRate] | None = Field(None, min_length=1, max_length=1_000)
     overrides: TrainOverrides | None = None

@@ -1,67 +1,82 @@
-"""Training several runs that share a model shape in one pass (the seeds of an experiment grid).
+"""Training and evaluating the runs of an experiment grid in one pass (runs that share a model shape).
 
-:func:`train_group` trains R recognizers of one :class:`~langclass.models.recognizer.RecognizerConfig`
-that differ only in their seed (and so in their initial parameters and their stream of training
-batches) together: their parameters are stacked along a leading run axis
-(``torch.func.stack_module_state``), one forward/backward pass evaluates all of them on their own
-batches (``torch.func.vmap`` over ``torch.func.functional_call``), and one AdamW step updates the
-stacked tensors — AdamW is elementwise, so a stacked step is R independent steps. Gradient clipping
-is per run (each run's global L2 norm, the formula of ``torch.nn.utils.clip_grad_norm_``). Each run
-stops at its own early-stopping point (``patience`` perfect training batches in a row); it then
-leaves the stack and the others continue.
+:func:`train_group` trains R recognizers whose configs share a shape
+(:func:`~langclass.models.grouped.group_key`: they may differ in positional encoding — any family of
+:data:`BATCHABLE_FAMILIES` — in seed and in learning rate) together: their parameters are one
+stacked tensor (:class:`~langclass.models.grouped.GroupedRecognizers`), one forward/backward pass
+scores every run on its own batch, and one stacked AdamW step (:class:`~langclass.models.grouped.StackedAdamW`,
+elementwise, so R independent steps) updates them. Gradient clipping is per run (each run's global
+L2 norm, the rule of ``torch.nn.utils.clip_grad_norm_``). Each run stops at its own early-stopping
+point (``patience`` perfect training batches in a row) and leaves the stack; the others continue.
+:func:`evaluate_group` scores every run on the shared test strings in the same way.
 
 Every run is the run :func:`~langclass.models.train.train_recognizer` would train with the same
 :class:`~langclass.models.train.TrainConfig`: the same initial parameters (``torch.manual_seed(seed)``
 before building the model), the same training batches (``random.Random(f"train/{seed}")``), the same
-loss (mean binary cross-entropy over the batch), optimizer, clipping and stopping rule. Results agree
-up to floating-point reassociation, not bit for bit: each step's batch is scored in
-``length_buckets`` groups of similar string length (sorted by length) so that padding is not
-computed — padding never changes a recognizer's output (:mod:`langclass.models.attention`) — and
-the vmapped kernels sum in another order.
+loss (mean binary cross-entropy over the batch), optimizer, clipping, warm-up and stopping rule —
+the protocol of *Disentangling the Expressivity of RoPE*, App. E.2. Results agree up to
+floating-point reassociation, not bit for bit: each step's batch is scored in ``length_buckets``
+groups of similar string length (sorted by length), so padding is not computed, and the grouped
+forward reads the EOS row only in the last layer (:mod:`langclass.models.grouped`). Over hundreds
+of steps such rounding differences can move a run's trajectory; the tests pin the first steps'
+losses and the verdicts.
 
-Limits: soft attention, encodings without learnable parameters (:data:`BATCHABLE_FAMILIES`), no
-checkpoints (a run with ``checkpoint_dir`` trains alone). :func:`can_batch` says whether a run
-qualifies.
+Limits: soft attention, strict mask, pre-norm, float32, encodings of :data:`BATCHABLE_FAMILIES`, no
+checkpoints (a run with ``checkpoint_dir`` trains alone); :func:`can_batch` says whether a run
+qualifies. A group holds at most :data:`MAX_GROUP_RUNS` runs (larger grids are split).
 """
 
 from __future__ import annotations
 
-import copy
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from torch.func import functional_call, stack_module_state, vmap
 
 from langclass.core.errors import InputError
 
-from .data import LanguageSampler
+from .data import LabeledWords, LanguageSampler
+from .grouped import GROUPABLE_FAMILIES, GroupedRecognizers, StackedAdamW, group_key
 from .tokens import PAD
 from .train import TrainConfig, TrainingCancelled, TrainResult, _autocast, _precision, encode_batch, resolve_device
 
-__all__ = ["BATCHABLE_FAMILIES", "can_batch", "train_group"]
+__all__ = ["BATCHABLE_FAMILIES", "MAX_GROUP_RUNS", "can_batch", "batch_key", "train_group", "evaluate_group"]
 
-BATCHABLE_FAMILIES = frozenset({"nope", "rope", "rope_periodic", "sinusoidal", "sinusoidal_periodic", "alibi"})
-"""Encoding families whose modules hold only fixed tables (no parameters), checked under vmap by the tests."""
+BATCHABLE_FAMILIES = GROUPABLE_FAMILIES
+"""Encoding families whose modules hold only fixed tables (no parameters)."""
 
-_SHARED_FIELDS = ("learning_rate", "max_steps", "batch_size", "train_lengths", "near_miss_fraction", "weight_decay",
+MAX_GROUP_RUNS = 32
+"""Most runs trained in one group (a bigger grid is split into several groups)."""
+
+EVAL_GROUP_ELEMENTS = 1 << 22
+"""Attention-score elements (runs × strings × heads × T²) per evaluation chunk (about 16 MiB)."""
+
+_SHARED_FIELDS = ("max_steps", "batch_size", "train_lengths", "near_miss_fraction", "weight_decay",
                   "betas", "eps", "grad_clip", "warmup_steps", "patience", "device", "precision")
 
 
 def can_batch(model_config: Any, config: TrainConfig) -> bool:
-    """True when a run of ``model_config`` / ``config`` can join a :func:`train_group` (soft attention,
-    an encoding of :data:`BATCHABLE_FAMILIES`, no checkpoint directory)."""
-    enc = getattr(model_config, "encoding", {}) or {}
-    return (getattr(model_config, "attention", None) == "soft" and enc.get("name") in BATCHABLE_FAMILIES
+    """True when a run of ``model_config`` / ``config`` can join a :func:`train_group` (see the
+    module doc: a groupable shape, float32, no checkpoint directory)."""
+    device = resolve_device(config.device)
+    return (group_key(model_config) is not None and _precision(config.precision, device) == "float32"
             and config.checkpoint_dir is None)
 
 
+def batch_key(model_config: Any, config: TrainConfig) -> tuple | None:
+    """Runs with equal non-None keys can be trained in one :func:`train_group` (same shape and
+    the same shared training settings); None when :func:`can_batch` refuses the run."""
+    if not can_batch(model_config, config):
+        return None
+    return (group_key(model_config), tuple(repr(getattr(config, f)) for f in _SHARED_FIELDS))
+
+
 def train_group(
-    model_config: Any,
+    model_configs: Any,
     configs: Sequence[TrainConfig],
     samplers: Sequence[LanguageSampler],
     *,
@@ -69,17 +84,19 @@ def train_group(
     progress: Callable[[dict[str, Any]], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
 ) -> list[TrainResult]:
-    """Train one recognizer per config (same shape, seeds may differ) in one pass; see the module doc.
+    """Train one recognizer per config in one pass; see the module doc.
 
     Args:
-        model_config: the shared :class:`~langclass.models.recognizer.RecognizerConfig`.
-        configs: one :class:`TrainConfig` per run; every field but ``seed`` (and the progress
-            interval) must be equal.
-        samplers: one :class:`LanguageSampler` per run (usually the same object), covering the
-            training lengths.
+        model_configs: one :class:`~langclass.models.recognizer.RecognizerConfig` per run, or one
+            shared by every run; all must have the same :func:`~langclass.models.grouped.group_key`.
+        configs: one :class:`TrainConfig` per run; every field but ``seed``, ``learning_rate`` and
+            ``progress_every`` must be equal.
+        samplers: one :class:`LanguageSampler` per run (runs may train on different languages over
+            the same alphabet), covering the training lengths.
         length_buckets: groups of similar length each step's batch is split into (≥ 1).
-        progress: called every ``progress_every`` steps with ``{"phase": "train", "step", "total",
-            "runs_active", "loss", "train_accuracy"}`` (means over the active runs).
+        progress: called every ``progress_every`` steps (of the first config) with ``{"phase":
+            "train", "step", "total", "runs_active", "loss", "train_accuracy"}`` (means over the
+            active runs).
         should_cancel: polled every step.
 
     Returns:
@@ -87,7 +104,7 @@ def train_group(
         the run's stop, shared by the runs that stop together).
 
     Raises:
-        InputError: an empty group, configs that differ in a shared field, a run that
+        InputError: an empty group, configs that differ in a shared field or in shape, a run that
             :func:`can_batch` refuses, a sampler that cannot produce the training lengths, a bad device.
         TrainingCancelled: ``should_cancel()`` returned True.
         FloatingPointError: a run's loss became NaN or infinite.
@@ -97,15 +114,20 @@ def train_group(
     R = len(configs)
     if R == 0 or len(samplers) != R:
         raise InputError("train_group needs one sampler per config and at least one run", field="configs")
+    mcs = list(model_configs) if isinstance(model_configs, (list, tuple)) else [model_configs] * R
+    if len(mcs) != R:
+        raise InputError("train_group needs one model config per run (or one for all)", field="model_configs")
     first = configs[0]
     for c in configs[1:]:
         for f in _SHARED_FIELDS:
             if getattr(c, f) != getattr(first, f):
                 raise InputError(f"runs of one group must share {f}: {getattr(c, f)!r} != {getattr(first, f)!r}", field=f)
-    for c in configs:
-        if not can_batch(model_config, c):
-            raise InputError("this run cannot be trained in a group (hard attention, a learnable encoding, or checkpoints)",
-                             field="encoding")
+    for mc, c in zip(mcs, configs):
+        if not can_batch(mc, c):
+            raise InputError("this run cannot be trained in a group (hard attention, a learnable encoding, "
+                             "bfloat16, or checkpoints)", field="encoding")
+    if len({group_key(mc) for mc in mcs}) != 1:
+        raise InputError("runs of one group must share the model shape", field="model_configs")
     if isinstance(length_buckets, bool) or not isinstance(length_buckets, int) or length_buckets < 1:
         raise InputError(f"length_buckets must be a positive integer, got {length_buckets!r}", field="length_buckets")
     lo, hi = first.train_lengths
@@ -118,41 +140,21 @@ def train_group(
     bs = first.batch_size
 
     models = []
-    for c in configs:
+    for mc, c in zip(mcs, configs):
         torch.manual_seed(c.seed)
-        models.append(Recognizer(model_config).to(device))
-    for m in models:
-        m.train()
+        models.append(Recognizer(mc).to(device))
+    group = GroupedRecognizers(models, device)
+    opt = StackedAdamW(group.theta, [c.learning_rate for c in configs], first.betas, first.eps, first.weight_decay)
     rngs = [random.Random(f"train/{c.seed}") for c in configs]
-    base = copy.deepcopy(models[0]).to("meta")
-    buffers = {n: b for n, b in models[0].named_buffers()}  # fixed encoding tables, the same for every run
-    params, _ = stack_module_state(models)  # name → [R, ...] leaves
-    no_decay = {"encoding." + n for n, _ in models[0].encoding.named_parameters()}
-
-    def forward(p: dict[str, torch.Tensor], ids: torch.Tensor, valid: torch.Tensor, eos: torch.Tensor) -> torch.Tensor:
-        return functional_call(base, (p, buffers), (ids, valid, eos))
-
-    batched_forward = vmap(forward, in_dims=(0, 0, 0, 0), randomness="different")
-
-    def make_optimizer(ps: dict[str, torch.Tensor]) -> torch.optim.AdamW:
-        groups = [{"params": [t for n, t in ps.items() if n not in no_decay], "weight_decay": first.weight_decay}]
-        if any(n in no_decay for n in ps):
-            groups.append({"params": [t for n, t in ps.items() if n in no_decay], "weight_decay": 0.0})
-        return torch.optim.AdamW(groups, lr=first.learning_rate, betas=first.betas, eps=first.eps)
-
     warm = max(0, first.warmup_steps)
-
-    def lr_at(s: int) -> float:  # LambdaLR(min(1, (s + 1)/warm)) of train_recognizer
-        return first.learning_rate * (min(1.0, (s + 1) / warm) if warm else 1.0)
-
-    optimizer = make_optimizer(params)
-    active = list(range(R))  # run index of each row of the stacked tensors
+    active = list(range(R))  # run index of each row of the stack
     patience = first.patience
     keep = patience or 100
     windows: list[list[tuple[float, float]]] = [[] for _ in range(R)]
     histories: list[list[dict[str, float]]] = [[] for _ in range(R)]
     perfect = [0] * R
     results: list[TrainResult | None] = [None] * R
+    n_chunks = min(length_buckets, bs)
     step = 0
     t0 = time.perf_counter()
     while active:
@@ -162,37 +164,29 @@ def train_group(
         batches = [samplers[r].draw_mixed(lengths, bs, rngs[r], first.near_miss_fraction) for r in active]
         target = torch.tensor(np.array([b.labels for b in batches], dtype=np.float32), device=device)  # [A, bs]
         orders = [np.argsort(np.fromiter((len(w) for w in b.words), dtype=np.int64, count=bs), kind="stable") for b in batches]
-        logits_all = torch.empty(A, bs, device=device)
-        loss_runs = torch.zeros(A, device=device)
-        optimizer.zero_grad(set_to_none=True)
-        for chunk in np.array_split(np.arange(bs), min(length_buckets, bs)):
-            sel = [o[chunk] for o in orders]
+        logits_parts, index_parts = [], []
+        for chunk in np.array_split(np.arange(bs), n_chunks):
+            sel = np.stack([o[chunk] for o in orders])  # [A, n]
             encoded = [encode_batch([b.words[j] for j in s], device) for b, s in zip(batches, sel)]
             T = max(e[0].shape[1] for e in encoded)
             ids = torch.stack([torch.nn.functional.pad(e[0], (0, T - e[0].shape[1]), value=PAD) for e in encoded])  # [A, n, T]
-            valid = ids != PAD
             eos = torch.stack([e[2] for e in encoded])  # [A, n]
-            idx = torch.from_numpy(np.stack(sel)).to(device)  # [A, n]
-            y = torch.gather(target, 1, idx)
             with _autocast(device, precision):
-                logits = batched_forward(params, ids, valid, eos)
-            logits = logits.float()  # [A, n]
-            per_run = torch.nn.functional.binary_cross_entropy_with_logits(logits, y, reduction="none").sum(dim=1) / bs
-            per_run.sum().backward()
-            loss_runs += per_run.detach()
-            logits_all.scatter_(1, idx, logits.detach())
+                logits_parts.append(group.logits(ids, eos))  # [A, n]
+            index_parts.append(torch.from_numpy(sel).to(device))
+        logits = torch.cat(logits_parts, dim=1)  # [A, bs] in bucket order
+        y = torch.gather(target, 1, torch.cat(index_parts, dim=1))
+        per_run = torch.nn.functional.binary_cross_entropy_with_logits(logits, y, reduction="none").mean(dim=1)  # [A]
+        group.theta.grad = None
+        per_run.sum().backward()
+        grad = group.theta.grad
         if first.grad_clip is not None:
-            grads = [p.grad for p in params.values() if p.grad is not None]
-            norms = torch.sqrt(sum(g.reshape(A, -1).float().pow(2).sum(dim=1) for g in grads))  # [A]
-            coef = (first.grad_clip / (norms + 1e-6)).clamp(max=1.0)
-            for g in grads:
-                g.mul_(coef.view(-1, *([1] * (g.dim() - 1))).to(g.dtype))
-        optimizer.step()
+            norms = grad.norm(dim=1)  # each run's global L2 norm
+            grad.mul_((first.grad_clip / (norms + 1e-6)).clamp(max=1.0)[:, None])
+        opt.step(group.theta, grad, min(1.0, (step + 1) / warm) if warm else 1.0)
         step += 1
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(step)
-        acc = ((logits_all > 0) == (target > 0.5)).float().mean(dim=1).tolist()
-        losses = loss_runs.tolist()
+        acc = ((logits.detach() > 0) == (y > 0.5)).float().mean(dim=1).tolist()
+        losses = per_run.detach().tolist()
         finished = []
         for a, r in enumerate(active):
             lv = losses[a]
@@ -215,9 +209,7 @@ def train_group(
         for a in finished:
             r = active[a]
             model = models[r]
-            with torch.no_grad():
-                for name, p in model.named_parameters():
-                    p.copy_(params[name][a])
+            group.copy_into(a, model)
             model.eval()
             recent = windows[r][-min(len(windows[r]), keep):] or [(float("nan"), 0.0)]
             stopped = "early_stop" if patience is not None and perfect[r] >= patience else "max_steps"
@@ -227,22 +219,49 @@ def train_group(
         rows = [a for a in range(A) if a not in set(finished)]
         active = [active[a] for a in rows]
         if active:
-            params, optimizer = _compact(params, optimizer, rows, make_optimizer)
+            group.select(rows)
+            opt.select(rows)
     return [r for r in results if r is not None]
 
 
-def _compact(params: dict[str, torch.Tensor], optimizer: torch.optim.AdamW, rows: list[int],
-             make_optimizer: Callable[[dict[str, torch.Tensor]], torch.optim.AdamW]) -> tuple[dict[str, torch.Tensor], torch.optim.AdamW]:
-    """Keep ``rows`` of every stacked parameter and of its AdamW moments (same step count and lr)."""
-    index = torch.tensor(rows, dtype=torch.long, device=next(iter(params.values())).device)
-    new = {n: p.detach().index_select(0, index).clone().requires_grad_(True) for n, p in params.items()}
-    opt = make_optimizer(new)
-    lrs = [g["lr"] for g in optimizer.param_groups]
-    for g, lr in zip(opt.param_groups, lrs):
-        g["lr"] = lr
-    for n, p in params.items():
-        state = optimizer.state.get(p)
-        if state:
-            opt.state[new[n]] = {k: (v.index_select(0, index).clone() if torch.is_tensor(v) and v.dim() > 0 else
-                                     (v.clone() if torch.is_tensor(v) else v)) for k, v in state.items()}
-    return new, opt
+def evaluate_group(
+    models: Sequence[torch.nn.Module],
+    test_sets: Mapping[int, LabeledWords],
+    *,
+    should_cancel: Callable[[], bool] | None = None,
+) -> list[dict[int, float]]:
+    """Accuracy per test length of every model, all models at once: ``[{length: correct/total}]``.
+
+    The models must share a :func:`~langclass.models.grouped.group_key`; each distinct word of a
+    length is scored once for every model (one grouped forward per chunk of about
+    :data:`EVAL_GROUP_ELEMENTS` attention-score elements). The decisions are those of
+    :func:`langclass.models.train.make_predict` (accept iff logit > 0) up to floating-point
+    reassociation. ``should_cancel`` is polled between lengths; when it returns True the lengths
+    evaluated so far are returned (as :func:`langclass.models.evaluate.evaluate_lengths` does).
+
+    Raises:
+        ValueError: models that cannot be grouped.
+    """
+    group = GroupedRecognizers(list(models))
+    device = group.device
+    R, H = group.R, group.H
+    out: list[dict[int, float]] = [{} for _ in range(R)]
+    with torch.inference_mode():
+        for n in sorted(test_sets):
+            if should_cancel is not None and should_cancel():
+                break
+            data = test_sets[n]
+            index: dict[tuple[int, ...], int] = {}
+            slot = np.fromiter((index.setdefault(tuple(w), len(index)) for w in data.words), dtype=np.int64, count=len(data.words))
+            uniq = list(index)
+            decided = np.zeros((R, len(uniq)), dtype=bool)
+            T = max((len(w) for w in uniq), default=0) + 2  # a test set's words all have length n: no padding
+            chunk = max(1, EVAL_GROUP_ELEMENTS // (R * H * T * T))
+            for i in range(0, len(uniq), chunk):
+                ids, _valid, eos = encode_batch(uniq[i:i + chunk], device)
+                decided[:, i:i + chunk] = (group.logits(ids[None], eos[None]) > 0).cpu().numpy()
+            truth = np.asarray(data.labels, dtype=bool)
+            correct = (decided[:, slot] == truth[None, :]).sum(axis=1)
+            for r in range(R):
+                out[r][n] = 1.0 if int(correct[r]) == truth.size else int(correct[r]) / truth.size
+    return out
