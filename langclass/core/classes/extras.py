@@ -18,6 +18,16 @@ from .context import Context
 __all__ = ["monoid_extras"]
 
 
+def _has_duplicates(a: np.ndarray) -> bool:
+    """Some value occurs twice in the non-negative integer array ``a`` (a count when the values are
+    dense, else a sort)."""
+    if a.size < 2:
+        return False
+    if int(a.max()) <= 4 * a.size + 1024:
+        return bool(np.bincount(a).max() > 1)
+    return bool(np.unique(a).size < a.size)
+
+
 def monoid_extras(ctx: Context) -> dict[str, Any]:
     """Further algebraic facts (the ``extra`` block of the ground truth): L-triviality, definiteness,
     local L-triviality, the stable semigroup's R-triviality (QR, algebraic test) and local R-triviality."""
@@ -29,8 +39,7 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
         definite = bool((ctx.left_rows(M.letter_ids)[:, E] == E[None, :]).all())  # a·e = e
         reverse_definite = bool((ctx.right_cols(M.letter_ids)[E, :] == E[:, None]).all())  # e·a = e
     else:  # few idempotents: compose their transformations, O(|E|·n·|Σ|)
-        X = M.elements.astype(np.intp)
-        gens, EE = X[M.letter_ids], X[E]
+        gens, EE = M.elements[M.letter_ids].astype(np.intp), M.elements[E].astype(np.intp)
         definite = all((EE[:, gens[a]] == EE).all() for a in range(gens.shape[0]))  # a·e = e
         reverse_definite = all((gens[a][EE] == EE).all() for a in range(gens.shape[0]))  # e·a = e
     nontriv_L = np.bincount(L)[L] > 1
@@ -40,7 +49,7 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
     for i in range(reps.size):
         ctx.check_time("extra facts")
         ids = np.flatnonzero(lm[i] & rm[i] & nontriv_L)
-        if ids.size and np.unique(L[ids]).size < ids.size:
+        if _has_duplicates(L[ids]):
             locally_l = False
             break
     # QR by the stable semigroup: T is R-trivial iff no x ∈ T, x ≠ e, is R-equivalent to an idempotent e ∈ T
@@ -62,7 +71,7 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
         lm, rm = ctx.fixed_masks(maxi[c0:c0 + chunk])
         rows, xs = np.nonzero(lm & rm & TR[None, :])  # x ∈ eMe ∩ T regular, for each e of the chunk
         keys = rows * (int(R.max()) + 1) + R[xs]
-        if np.unique(keys).size < keys.size:  # two of them R-equivalent for the same e
+        if _has_duplicates(keys):  # two of them R-equivalent for the same e
             stable_lr = False
             break
     return {

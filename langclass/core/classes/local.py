@@ -156,10 +156,10 @@ def decide_ltl_p_y(ctx: Context) -> ClassResult:
         checked.append(LocalMonoid(ew, int(mask.sum())))
         if ids.size:
             labs = R[ids]
-            uniq, inv, counts = np.unique(labs, return_inverse=True, return_counts=True)
+            counts = np.bincount(labs)
             if (counts > 1).any():
-                c = int(np.flatnonzero(counts > 1)[0])
-                x, y = (int(v) for v in ids[inv == c][:2])
+                c = int(np.flatnonzero(counts > 1)[0])  # the least R-class with two elements in eSe
+                x, y = (int(v) for v in ids[labs == c][:2])
                 u, v = M.right_path(x, y), M.right_path(y, x)
                 wit = LocalRWitness(ew, _sword(M, x), _sword(M, y), words(u), words(v), ctx.element_context(x, y))
                 return make_result("ltl_p_y", False,
@@ -182,7 +182,6 @@ def decide_locally_testable(ctx: Context) -> ClassResult:
     """
     M = need_monoid(ctx)
     T = ctx.mult_table
-    X = M.elements.astype(np.intp)
     cost = 1 if T is not None else M.num_states  # entries compared per product
     checked: list[LocalMonoid] = []
     reps = ctx.maximal_idempotent_reps
@@ -192,11 +191,7 @@ def decide_locally_testable(ctx: Context) -> ClassResult:
         ids = np.flatnonzero(lm[i] & rm[i])
         ew = _sword(M, e)
         checked.append(LocalMonoid(ew, int(ids.size)))
-        if T is not None:
-            idem = T[ids, ids] == ids
-        else:
-            A = X[ids]
-            idem = (np.take_along_axis(A, A, axis=1) == A).all(axis=1)
+        idem = M.idempotent[ids]  # x·x = x
         if not idem.all():
             x = int(ids[np.flatnonzero(~idem)[0]])
             xx = M.multiply(x, x)
@@ -219,7 +214,7 @@ def decide_locally_testable(ctx: Context) -> ClassResult:
                     bad_pair = (int(sub[i0]), int(ids[j0]))
                     break
         else:
-            A = X[ids]
+            A = M.elements[ids].astype(np.intp)
             chunk = max(1, 4_000_000 // max(1, r * M.num_states))
             for c0 in range(0, r, chunk):
                 ctx.check_time("locally testable")
@@ -262,7 +257,6 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
         wit = LTTCounter(c.word, c.state, c.m, c.cycle, c.prefix)
         return make_result("locally_threshold_testable", False,
                            f"the syntactic semigroup is not aperiodic (the word {show(M.word(x))} is a counter)", wit, wit)
-    X = M.elements.astype(np.intp)
     n = M.num_states
     if M.identity_in_semigroup:
         # e = f = 1: the identity reads x y z = z y x on S = M, i.e. M commutative (y = 1), and a commutative
@@ -317,10 +311,10 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
                     found = (int(A[i0]), int(Bc[q0]), int(A[j0]))
                     break
         else:
-            XA = X[A]  # [p, n]
+            XA = M.elements[A].astype(np.intp)  # [p, n]
             for b in B.tolist():
                 ctx.check_time("locally threshold testable")
-                P = X[b][XA]  # a·b : [p, n]
+                P = M.elements[b].astype(np.intp)[XA]  # a·b : [p, n]
                 L = XA[np.arange(A.size)[None, :, None], P[:, None, :]]  # [a, c, n]: (a·b)·c
                 bad = ~(L == L.transpose(1, 0, 2)).all(axis=2)
                 if bad.any():

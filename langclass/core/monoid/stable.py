@@ -12,7 +12,14 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["StableMixin"]
+__all__ = ["StableMixin", "PREIMAGE_CANDIDATES", "INCLUSION_LAG"]
+
+INCLUSION_LAG = 8
+"""The stable-semigroup levels switch to multiplying only new elements once η(Σ^{j-d}) ⊆ η(Σ^j) for some d ≤ this."""
+
+PREIMAGE_CANDIDATES = 4096
+"""A stable word is traced back through candidate predecessors while a letter has at most this many
+(transformations y with y·a = x); beyond, the reversed right Cayley graph is built (a sort of m·|Σ| ids)."""
 
 
 class StableMixin:
@@ -24,18 +31,38 @@ class StableMixin:
 
         The sets η(Σ^j) = η(Σ^{j-1})·Σ form an eventually periodic sequence with preperiod i and
         period p; η(Σ^s) = η(Σ^{2s}) iff s ≥ i and p | s, so s = p·⌈i/p⌉.
+
+        Each level is the previous one times every letter (a scatter over the right Cayley graph)
+        until some η(Σ^{j-d}) ⊆ η(Σ^j) with d ≤ :data:`INCLUSION_LAG`; from then on
+        η(Σ^{j+1}) = η(Σ^{j+1-d}) ∪ Δ_j·Σ with Δ_j = η(Σ^j) ∖ η(Σ^{j-d}) (multiply the inclusion by
+        Σ), so only the new elements are multiplied: each element enters each residue class mod d
+        once, O(d·m·|Σ|) in all instead of O(s·m·|Σ|).
         """
         m = self.size
+        right = self.right
         mask = np.zeros(m, dtype=bool)
-        mask[self.right[0]] = True
-        key = np.packbits(mask).tobytes()
-        seen: dict[bytes, int] = {key: 1}
-        levels = [np.packbits(mask)]
+        mask[right[0]] = True
+        packed = np.packbits(mask)
+        seen: dict[bytes, int] = {packed.tobytes(): 1}
+        levels = [packed]
         j = 1
+        lag = 0  # d once η(Σ^{j-d}) ⊆ η(Σ^j) was seen
+        ring: list[np.ndarray] = []  # lag mode: unpacked η(Σ^{j-d+1}), …, η(Σ^j), the oldest first
+        delta = np.zeros(0, dtype=np.int64)
+        slot = np.zeros(0, dtype=np.int64)
         while True:
-            cur = np.flatnonzero(mask)
-            mask = np.zeros(m, dtype=bool)
-            mask[self.right[cur].ravel()] = True
+            if lag:
+                mask = ring.pop(0)  # η(Σ^{j+1-d}), updated in place to η(Σ^{j+1})
+                cand = right[delta].ravel()
+                fresh = cand[~mask[cand]]
+                mask[fresh] = True
+                slot[fresh] = np.arange(fresh.size)  # keep one copy of each: the last writer of its slot
+                delta = fresh[slot[fresh] == np.arange(fresh.size)]
+                ring.append(mask)
+            else:
+                cur = np.flatnonzero(mask)
+                mask = np.zeros(m, dtype=bool)
+                mask[right[cur].ravel()] = True
             j += 1
             packed = np.packbits(mask)
             key = packed.tobytes()
@@ -44,6 +71,14 @@ class StableMixin:
                 break
             seen[key] = j
             levels.append(packed)
+            if not lag:
+                for d in range(1, min(INCLUSION_LAG, j - 1) + 1):
+                    if not (levels[j - 1 - d] & ~packed).any():  # η(Σ^{j-d}) ⊆ η(Σ^j)
+                        lag = d
+                        ring = [np.unpackbits(levels[i], count=m).astype(bool) for i in range(j - d, j - 1)] + [mask]
+                        delta = np.flatnonzero(mask & ~np.unpackbits(levels[j - 1 - d], count=m).astype(bool))
+                        slot = np.zeros(m, dtype=np.int64)
+                        break
         s = per * max(1, -(-pre // per))
         return s, pre, per, levels[:s]
 
@@ -77,23 +112,65 @@ class StableMixin:
         x = int(x)
         if not self.stable[x]:
             raise ValueError(f"element {x} is not in the stable semigroup")
-        order, starts = self._right_predecessors
         k = self.right.shape[1]
         levels = self._stable[3]
         letters = []
         for j in range(s, 1, -1):
             packed = levels[j - 2]  # η(Σ^{j-1})
-            for pos in order[starts[x]:starts[x + 1]].tolist():
-                y = pos // k
-                if (packed[y >> 3] >> (7 - (y & 7))) & 1:
-                    letters.append(pos % k)
-                    x = y
-                    break
-            else:  # pragma: no cover - x ∈ η(Σ^j) always has a predecessor in η(Σ^{j-1})
-                raise AssertionError("broken stable-semigroup levels")
+            y, a = self._first_predecessor(x, packed)
+            letters.append(a)
+            x = y
         letters.append(int(np.flatnonzero(self.right[0] == x)[0]))
         letters.reverse()
         return tuple(self.dfa.alphabet[a] for a in letters)
+
+    def _first_predecessor(self, x: int, packed: np.ndarray) -> tuple[int, int]:
+        """The least (y, a) (y first, then the letter) with y·a = x and y in the packed mask.
+
+        The candidates y with y·a = x are the transformations with y(q) ∈ δ_a⁻¹(x(q)) for every
+        state q; while their number is at most :data:`PREIMAGE_CANDIDATES` for every letter they are
+        enumerated and looked up, otherwise the reversed right Cayley graph is built once."""
+        k = self.right.shape[1]
+        if "_right_predecessors" not in self.__dict__:
+            found = self._predecessor_by_candidates(int(x), packed)
+            if found is not None:
+                return found
+        order, starts = self._right_predecessors
+        for pos in order[starts[x]:starts[x + 1]].tolist():
+            y = pos // k
+            if (packed[y >> 3] >> (7 - (y & 7))) & 1:
+                return y, pos % k
+        raise AssertionError("broken stable-semigroup levels")  # pragma: no cover
+
+    def _predecessor_by_candidates(self, x: int, packed: np.ndarray) -> tuple[int, int] | None:
+        """:meth:`_first_predecessor` by enumerating the candidate transformations; ``None`` when a
+        letter has more than :data:`PREIMAGE_CANDIDATES` of them."""
+        n, k = self.num_states, self.right.shape[1]
+        gens = self.elements[self.letter_ids].astype(np.int64)  # [k, n]: δ(q, a)
+        xt = self.elements[x].astype(np.int64)
+        best: tuple[int, int] | None = None
+        for a in range(k):
+            order = np.argsort(gens[a], kind="stable")
+            starts = np.searchsorted(gens[a][order], np.arange(n + 1))
+            cnt = (starts[1:] - starts[:-1])[xt]  # |δ_a⁻¹(x(q))| for every q
+            if (cnt == 0).any():
+                continue
+            if float(np.log2(cnt).sum()) > np.log2(PREIMAGE_CANDIDATES) + 1e-9:
+                return None
+            total = int(np.prod(cnt))
+            cand = np.broadcast_to(order[starts[xt]], (total, n)).copy()  # first preimage of every x(q)
+            rest = np.arange(total)
+            for q in np.flatnonzero(cnt > 1).tolist():  # mixed-radix enumeration of the other choices
+                c = int(cnt[q])
+                cand[:, q] = order[starts[xt[q]] + rest % c]
+                rest //= c
+            ids = self.ids_of(cand)
+            ids = ids[ids >= 0]
+            ids = ids[((packed[ids >> 3] >> (7 - (ids & 7))) & 1).astype(bool)]
+            if ids.size and (best is None or int(ids.min()) < best[0]):
+                best = (int(ids.min()), a)
+        assert best is not None, "broken stable-semigroup levels"
+        return best
 
     @cached_property
     def _right_predecessors(self) -> tuple[np.ndarray, np.ndarray]:
