@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .core.automaton import DFA
-from .core.errors import AlphabetError, DfaFormatError, InputError
+from .core.errors import AlphabetError
 from .core.drawing import user_state_names
 from .core.limits import DEFAULT_LIMITS, Limits
 
@@ -164,39 +164,15 @@ class Classification:
 
 def _parse(regex: str | None, alphabet: str | Sequence[str] | None, dfa: Any, formula: str | None,
            limits: Limits) -> tuple[DFA, dict[str, Any], dict[int, tuple[str, ...]]]:
-    given = [k for k, v in (("regex", regex), ("dfa", dfa), ("formula", formula)) if v is not None]
-    if len(given) != 1:
-        raise InputError(f"give exactly one of regex, dfa= or formula= (got {' and '.join(given) or 'none'})",
-                         field=given[1] if len(given) > 1 else "regex")
-    if given[0] == "dfa":
-        from .core.parse import parse_dfa_json
+    """The one language parser (:mod:`langclass.core.source`) with the Python API's spellings; a
+    string alphabet is one symbol per character (:func:`read_alphabet`)."""
+    from .core.source import language_source, parse_language
 
-        if isinstance(dfa, DFA):
-            machine = dfa.canonical()
-            return machine, {"kind": "dfa", "dfa": _dfa_json(dfa)}, {}
-        doc = json.loads(dfa) if isinstance(dfa, (str, bytes)) else dfa
-        if not isinstance(doc, Mapping):
-            raise DfaFormatError(f"the DFA must be a JSON object or a mapping, not {type(doc).__name__}", field="dfa")
-        try:
-            machine = parse_dfa_json(dfa if isinstance(dfa, (str, bytes)) else dict(dfa), limits)
-        except InputError as err:
-            err.field = "dfa" if err.field is None else f"dfa.{err.field}"
-            raise
-        if alphabet is not None and tuple(read_alphabet(alphabet)) != tuple(machine.alphabet):
-            raise AlphabetError("alphabet differs from the DFA's own alphabet", field="alphabet")
-        return machine, {"kind": "dfa", "dfa": dict(doc)}, user_state_names(doc, machine)
-    if alphabet is None:
-        raise AlphabetError(f"a {given[0]} needs an explicit alphabet (e.g. alphabet='ab')", field="alphabet")
-    alpha = read_alphabet(alphabet)
-    if given[0] == "regex":
-        from .core.parse import parse_regex
-
-        return parse_regex(regex, alpha, limits), {"kind": "regex", "regex": regex, "alphabet": alpha}, {}
-    from .core.formulas import formula_to_dfa, parse_formula
-
-    parsed = parse_formula(formula, alpha, limits)
-    machine = formula_to_dfa(parsed, alpha, limits).canonical()
-    return machine, {"kind": "formula", "formula": formula, "alphabet": alpha, "parsed": parsed.text()}, {}
+    alpha = None if alphabet is None else read_alphabet(alphabet)
+    parsed = parse_language(language_source(regex=regex, dfa=dfa, formula=formula, alphabet=alpha, spelling="python"),
+                            limits)
+    names = user_state_names(parsed.document, parsed.dfa) if parsed.document is not None else {}
+    return parsed.dfa, parsed.source, names
 
 
 def _dfa_json(dfa: DFA) -> dict[str, Any]:

@@ -13,7 +13,8 @@ from langclass.core.automaton import DFA
 from langclass.core.errors import AlphabetError, DfaFormatError, InputError, LimitExceeded, UnknownSymbolError
 from langclass.core.export import dfa_to_json
 from langclass.core.limits import Limits
-from langclass.core.parse import normalize_alphabet, parse_dfa_json, parse_language, parse_regex
+from langclass.core.parse import normalize_alphabet, parse_dfa_json, parse_regex
+from langclass.core.source import parse_language, source_from_mapping
 
 
 def base() -> dict:
@@ -187,16 +188,24 @@ def test_unreachable_states_are_removed() -> None:
 
 
 def test_parse_language_dispatch() -> None:
-    assert parse_language({"regex": "(a|b)*a", "alphabet": ["a", "b"]}) == parse_dfa_json(base())
-    assert parse_language({"dfa": base()}) == parse_dfa_json(base())
+    def parse(spec):
+        return parse_language(source_from_mapping(spec)).dfa
+
+    assert parse({"regex": "(a|b)*a", "alphabet": ["a", "b"]}) == parse_dfa_json(base())
+    assert parse({"dfa": base()}) == parse_dfa_json(base())
+    canonical = parse_dfa_json(base()).to_canonical_dict()  # the list form reads back to the same DFA
+    assert parse({"dfa": canonical}) == parse_dfa_json(base())
     with pytest.raises(DfaFormatError) as err:
-        parse_language({"dfa": _mutate(initial="zz")})
+        parse({"dfa": {**canonical, "transitions": [[0, 9], [1, 0]]}})
+    assert err.value.field == "dfa.transitions"
+    with pytest.raises(DfaFormatError) as err:
+        parse({"dfa": _mutate(initial="zz")})
     assert err.value.field == "dfa.initial"
     with pytest.raises(AlphabetError):
-        parse_language({"regex": "a"})
+        parse({"regex": "a"})
     for bad in ({}, {"regex": "a", "alphabet": ["a"], "dfa": base()}, "a*"):
         with pytest.raises(InputError):
-            parse_language(bad)  # type: ignore[arg-type]
+            parse(bad)  # type: ignore[arg-type]
 
 
 def test_error_dicts_are_json_ready() -> None:

@@ -95,27 +95,19 @@ def _safe_url(url: str) -> str:
 
 
 def _language(regex: str | None, alphabet: str | None, dfa: Path | None, limits: Any) -> Any:
-    from ..core.errors import DfaFormatError
+    """The canonical DFA of ``--regex`` (with ``--alphabet``) or ``--dfa`` (a file, ``-`` for stdin),
+    read and parsed by the one language parser (:mod:`langclass.core.source`)."""
+    from ..core.source import language_source, parse_language
 
-    if (regex is None) == (dfa is None):
-        raise InputError("give exactly one of --regex (with --alphabet) or --dfa", field="regex")
-    if regex is not None:
-        if alphabet is None:
-            raise InputError("--regex needs --alphabet", field="alphabet")
-        from ..core.parse import parse_regex
-
-        return parse_regex(regex, parse_alphabet(alphabet), limits)
-    try:
-        text = sys.stdin.read() if str(dfa) == "-" else Path(str(dfa)).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {dfa}: {exc.strerror}", field="dfa") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DfaFormatError(f"the DFA file is not valid JSON: {exc.msg} at line {exc.lineno}", field="dfa") from None
-    from ..core.parse import parse_dfa_json
-
-    return parse_dfa_json(data, limits)
+    text = None
+    if dfa is not None:
+        try:
+            text = sys.stdin.read() if str(dfa) == "-" else Path(str(dfa)).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot read {dfa}: {exc.strerror}", field="dfa") from None
+    source = language_source(regex=regex, dfa=text, alphabet=parse_alphabet(alphabet) if regex is not None and alphabet is not None else None,
+                             kinds=("regex", "dfa"), spelling="cli")
+    return parse_language(source, limits).dfa
 
 
 def _analysis(dfa: Any, limits: Any) -> dict[str, Any]:

@@ -312,11 +312,11 @@ def validate_construct_spec(spec: Mapping[str, Any], stored_dfa: Mapping[str, An
         verify._options(spec)
     from .service import dfa_from_record
 
-    if "formula" in spec:
-        from ..core.formulas import formula_from_mapping, formula_to_dfa
+    from ..core.source import language_source, parse_language, parse_source_program, source_from_mapping
 
-        formula, alphabet = formula_from_mapping(spec, limits)
-        fdfa = formula_to_dfa(formula, alphabet, limits)
+    if "formula" in spec:
+        fdfa = parse_language(source_from_mapping({k: spec[k] for k in ("formula", "alphabet") if k in spec},
+                                                  kinds=("formula",)), limits).dfa
         target = dfa_from_record(stored_dfa, limits)
         if fdfa.fingerprint() != target.fingerprint():
             word = fdfa.counterexample(target) if fdfa.alphabet == target.alphabet else None
@@ -325,8 +325,7 @@ def validate_construct_spec(spec: Mapping[str, Any], stored_dfa: Mapping[str, An
                 field="formula", counterexample=list(word) if word is not None else None,
             )
     if "program" in spec:
-        from ..core.brasp import parse_program
-
         if not isinstance(spec["program"], str):
             raise InputError("program must be B-RASP text", field="program")
-        parse_program(spec["program"], spec["alphabet"], limits)
+        parse_source_program(language_source(program=spec["program"], alphabet=spec.get("alphabet"), kinds=("program",)),
+                             limits)

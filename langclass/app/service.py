@@ -16,17 +16,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-import re
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..core.automaton import DFA
-from ..core.errors import AlphabetError, InputError, TimeLimitExceeded, UnsupportedError
+from ..core.errors import TimeLimitExceeded
 from ..core.limits import Limits
+from ..core.source import ParsedLanguage, language_source
+from ..core.source import parse_language as parse_source
 from ..version import code_version  # one function for records, CLI and job results
 
 __all__ = [
@@ -48,21 +48,6 @@ __all__ = [
     "warm_worker",
 ]
 
-@dataclass(frozen=True)
-class ParsedLanguage:
-    """A parsed input.
-
-    Attributes:
-        dfa: the canonical minimal complete DFA.
-        fingerprint: its SHA-256 fingerprint (the language id).
-        source: the input as given: ``{"kind": "regex"|"dfa"|"formula", ...}``.
-    """
-
-    dfa: DFA
-    fingerprint: str
-    source: dict[str, Any]
-
-
 def parse_language(
     *,
     regex: str | None = None,
@@ -71,11 +56,12 @@ def parse_language(
     alphabet: Sequence[str] | None = None,
     limits: Limits,
 ) -> ParsedLanguage:
-    """Parse exactly one of ``regex`` / ``dfa`` / ``formula`` into the canonical minimal DFA.
+    """The API's keyword form of the one language parser: exactly one of ``regex`` / ``dfa`` /
+    ``formula`` read by :func:`langclass.core.source.language_source` and parsed by
+    :func:`langclass.core.source.parse_language` into the canonical minimal DFA.
 
     ``regex`` and ``formula`` need ``alphabet``; a ``dfa`` (a mapping, or JSON text so duplicate keys
-    are detected) carries its own (a top-level ``alphabet``
-    given with it must be the same).
+    are detected) carries its own (a top-level ``alphabet`` given with it must be the same).
 
     Raises:
         InputError: none or several inputs given (``field`` names them).
@@ -83,77 +69,8 @@ def parse_language(
         RegexSyntaxError, DfaFormatError, FormulaSyntaxError, UnknownSymbolError, LimitExceeded:
             from the parsers in ``core``.
     """
-    given = [k for k, v in (("regex", regex), ("dfa", dfa), ("formula", formula)) if v is not None]
-    if len(given) != 1:
-        what = "none" if not given else " and ".join(given)
-        raise InputError(
-            f"give exactly one of 'regex', 'dfa' or 'formula' (got {what})", field=given[1] if len(given) > 1 else "regex"
-        )
-    kind = given[0]
-    if kind == "regex":
-        if alphabet is None:
-            raise AlphabetError("a regex needs an explicit 'alphabet' (a list of symbols)", field="alphabet")
-        from ..core.parse import parse_regex
-
-        machine = parse_regex(regex, list(alphabet), limits)  # type: ignore[arg-type]
-        source = {"kind": "regex", "regex": regex, "alphabet": list(alphabet)}
-    elif kind == "dfa":
-        from ..core.parse import parse_dfa_json
-
-        try:
-            machine = parse_dfa_json(dfa if isinstance(dfa, (str, bytes)) else dict(dfa), limits)  # type: ignore[arg-type]
-        except InputError as err:
-            err.field = "dfa" if err.field is None else f"dfa.{err.field}"
-            raise
-        if alphabet is not None:
-            from ..core.parse import normalize_alphabet
-
-            if tuple(normalize_alphabet(alphabet)) != tuple(machine.alphabet):
-                raise AlphabetError(
-                    "'alphabet' differs from the DFA's own alphabet (omit it, or give the same symbols in the same order)",
-                    field="alphabet",
-                )
-        source = {"kind": "dfa", "dfa": json.loads(dfa) if isinstance(dfa, (str, bytes)) else dict(dfa)}  # type: ignore[arg-type]
-    else:
-        if alphabet is None:
-            raise AlphabetError("a formula needs an explicit 'alphabet' (a list of symbols)", field="alphabet")
-        try:
-            from ..core.formulas import formula_to_dfa
-        except ImportError as exc:  # pragma: no cover - depends on the build
-            raise UnsupportedError("formula input is not available in this build", field="formula") from exc
-        from ..core.formulas import parse_formula
-
-        try:
-            parsed_formula = parse_formula(formula, list(alphabet), limits)  # type: ignore[arg-type]
-            machine = formula_to_dfa(parsed_formula, list(alphabet), limits)
-        except InputError as err:
-            if err.field is None:
-                err.field = "formula"
-            raise
-        source = {"kind": "formula", "formula": formula, "alphabet": list(alphabet), "parsed": parsed_formula.text()}
-        notes = mod_remainder_notes(formula)  # type: ignore[arg-type]
-        if notes:
-            source["notes"] = notes
-    machine = machine.canonical()
-    return ParsedLanguage(dfa=machine, fingerprint=machine.fingerprint(), source=source)
-
-
-_MOD_ATOM = re.compile(r"MOD\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)|MOD_(\d+)\^(\d+)")
-
-
-def mod_remainder_notes(formula: str) -> list[str]:
-    """One note per ``MOD(m, r)`` / ``MOD_m^r`` of ``formula`` whose remainder r is not in 0..m−1:
-    the formula syntax reads r modulo m (docs/formulas.md), which the record says out loud.
-
-    >>> mod_remainder_notes("MOD(2,5) & a")
-    ['MOD(2,5) is read as MOD(2,1): the remainder is taken modulo m']
-    """
-    notes = []
-    for match in _MOD_ATOM.finditer(formula):
-        m, r = (int(g) for g in (match.group(1, 2) if match.group(1) is not None else match.group(3, 4)))
-        if m >= 1 and r >= m:
-            notes.append(f"{match.group(0)} is read as MOD({m},{r % m}): the remainder is taken modulo m")
-    return notes
+    source = language_source(regex=regex, dfa=dfa, formula=formula, alphabet=alphabet)
+    return parse_source(source, limits)
 
 
 class _Pairs(list):

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from .automaton import DFA
-from .errors import AlphabetError, DfaFormatError, InputError, UnknownSymbolError
+from .errors import DfaFormatError, UnknownSymbolError
 from .inputs import check_alphabet, has_surrogate
 from .limits import DEFAULT_LIMITS, Deadline, Limits
 
-__all__ = ["normalize_alphabet", "parse_regex", "parse_dfa_json", "read_dfa_json", "parse_language", "DFA_KEYS"]
+__all__ = ["normalize_alphabet", "parse_regex", "parse_dfa_json", "read_dfa_json", "DFA_KEYS"]
 
 #: Keys of the DFA JSON object (all required).
 DFA_KEYS = ("alphabet", "states", "initial", "accepting", "transitions")
@@ -154,6 +154,34 @@ def _reject_constant(name: str) -> Any:
     raise DfaFormatError(f"the DFA JSON contains {name}, which is not JSON")
 
 
+_CANONICAL_KEYS = ("alphabet", "initial", "accepting", "transitions")
+
+
+def _read_canonical_form(doc: Mapping, limits: Limits) -> DFA:
+    """The canonical list form of DFA JSON (see :func:`read_dfa_json`), checked item by item."""
+    for key in doc:
+        if key not in _CANONICAL_KEYS:
+            raise DfaFormatError(f"unknown key {key!r} in the DFA object (the list form allows: {', '.join(_CANONICAL_KEYS)})",
+                                 field=str(key), key=key)
+    if "alphabet" not in doc:
+        raise DfaFormatError("the DFA object lacks the required key 'alphabet'", field="alphabet", key="alphabet")
+    alphabet = normalize_alphabet(doc["alphabet"], limits)
+    trans = doc["transitions"]
+    n = len(trans)
+    limits.check("max_states", n)
+    if n == 0 or not all(isinstance(r, list) and len(r) == len(alphabet) for r in trans):
+        raise DfaFormatError("transitions must have one row per state with one target per symbol", field="transitions")
+    if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < n for r in trans for t in r):
+        raise DfaFormatError("transitions names a state outside 0..n-1", field="transitions")
+    init = doc.get("initial", 0)
+    acc = doc.get("accepting", [])
+    if isinstance(init, bool) or not (isinstance(init, int) and 0 <= init < n):
+        raise DfaFormatError(f"initial {init!r} is not a state", field="initial")
+    if not isinstance(acc, list) or not all(isinstance(q, int) and not isinstance(q, bool) and 0 <= q < n for q in acc):
+        raise DfaFormatError("accepting must list states 0..n-1", field="accepting")
+    return DFA.from_table(list(alphabet), trans, init, acc)
+
+
 def parse_dfa_json(data: str | bytes | Mapping, limits: Limits = DEFAULT_LIMITS) -> DFA:
     """The canonical minimal complete DFA of a DFA given as JSON (:func:`read_dfa_json`, then
     :meth:`DFA.canonical`); raises what :func:`read_dfa_json` raises."""
@@ -167,6 +195,12 @@ def read_dfa_json(data: str | bytes | Mapping, limits: Limits = DEFAULT_LIMITS) 
 
         {"alphabet": ["a", "b"], "states": ["q0", "q1", 2], "initial": "q0",
          "accepting": ["q1"], "transitions": {"q0": {"a": "q1", "b": 2}, "q1": {"a": "q1"}, "2": {}}}
+
+    The canonical form that :meth:`DFA.to_canonical_dict` writes (stored languages, job specs) is
+    read too: no ``states``, states ``0..n-1``, ``transitions`` a list with one row per state and
+    one target per symbol in alphabet order, ``initial`` a state (default 0), ``accepting`` a list::
+
+        {"alphabet": ["a", "b"], "initial": 0, "accepting": [0], "transitions": [[1, 2], [2, 0], [2, 2]]}
 
     State names are strings or integers; JSON object keys are always strings, so ``"2"`` in
     ``transitions`` means the state ``2`` (a state list holding both ``2`` and ``"2"`` is an error).
@@ -194,6 +228,9 @@ def read_dfa_json(data: str | bytes | Mapping, limits: Limits = DEFAULT_LIMITS) 
     if not isinstance(doc, Mapping):
         raise DfaFormatError(f"the DFA must be a JSON object, not {type(doc).__name__}")
     _check_duplicates(doc, "")
+    if isinstance(doc.get("transitions"), list) and "states" not in doc:
+        dfa = _read_canonical_form(doc, limits)
+        return dfa, [str(q) for q in range(dfa.num_states)]
     for key in doc:
         if key not in DFA_KEYS:
             raise DfaFormatError(f"unknown key {key!r} in the DFA object (allowed: {', '.join(DFA_KEYS)})", field=str(key), key=key)
@@ -293,29 +330,3 @@ def read_dfa_json(data: str | bytes | Mapping, limits: Limits = DEFAULT_LIMITS) 
     else:
         dfa = DFA(alphabet, table[:n], init, acc[:n])
     return dfa, [_state_key(name, f"states[{i}]") for i, name in enumerate(states)]
-
-
-# ---------------------------------------------------------------------------- either one
-
-
-def parse_language(spec: Mapping, limits: Limits = DEFAULT_LIMITS, *, deadline: Deadline | None = None) -> DFA:
-    """Ingest ``{"regex": str, "alphabet": [...]}`` or ``{"dfa": {...DFA JSON...}}``.
-
-    Raises:
-        InputError: neither or both forms given; otherwise whatever :func:`parse_regex` or
-            :func:`parse_dfa_json` raise (``field`` prefixed with ``"dfa."`` for the DFA form).
-    """
-    if not isinstance(spec, Mapping):
-        raise InputError(f"a language is an object with 'regex' and 'alphabet', or 'dfa'; got {type(spec).__name__}")
-    has_regex, has_dfa = "regex" in spec, "dfa" in spec
-    if has_regex == has_dfa:
-        raise InputError("give exactly one of 'regex' (with 'alphabet') or 'dfa'", field="regex" if has_regex else None)
-    if has_regex:
-        if "alphabet" not in spec:
-            raise AlphabetError("a regex needs an explicit 'alphabet' (it is never inferred from the regex)", field="alphabet")
-        return parse_regex(spec["regex"], spec["alphabet"], limits, deadline=deadline)
-    try:
-        return parse_dfa_json(spec["dfa"], limits)
-    except InputError as e:
-        e.field = "dfa" if e.field is None else f"dfa.{e.field}"
-        raise

@@ -8,7 +8,7 @@ mean / std of accuracy and of the longest perfect length N* over the run grid; T
 Spec (a JSON-ready dict; every key but ``language`` and ``encodings`` optional)::
 
     {
-      "language": {...},            # DFA JSON: the canonical form {"alphabet", "initial", "accepting",
+      "language": {...},            # DFA JSON (either form of core.parse.read_dfa_json): the canonical form {"alphabet", "initial", "accepting",
                                     #   "transitions": [[q', ...] per state, letters in alphabet order]}
                                     #   or the input schema {"alphabet", "states", "initial",
                                     #   "accepting", "transitions": {q: {symbol: q'}}}
@@ -75,7 +75,9 @@ from typing import Any
 import numpy as np
 
 from langclass.core.automaton import DFA
-from langclass.core.errors import DfaFormatError, InputError
+from langclass.core.errors import InputError
+from langclass.core.source import DfaSource
+from langclass.core.source import parse_language as parse_source
 from langclass.version import code_version
 
 from pydantic import TypeAdapter
@@ -101,7 +103,6 @@ __all__ = [
     "validate_spec",
     "format_results",
     "ExperimentCancelled",
-    "parse_language",
     "MAX_RUNS",
     "MAX_TEST_LENGTH",
     "code_version",
@@ -195,39 +196,14 @@ class ExperimentCancelled(Exception):
 
 
 # ------------------------------------------------------------------------------ spec parsing
-def parse_language(data: Any) -> DFA:
-    """The canonical minimal DFA of a DFA JSON object (canonical list form or input schema).
+def _language(data: Any) -> DFA:
+    """The canonical minimal DFA of the spec's ``language`` (DFA JSON in either documented form,
+    or its JSON text), read by the one language parser (:func:`langclass.core.source.parse_language`).
 
     Raises:
-        DfaFormatError: malformed DFA JSON.
+        DfaFormatError: malformed DFA JSON (``field`` under ``language``).
     """
-    if isinstance(data, (str, bytes)):
-        try:
-            data = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise DfaFormatError(f"language is not valid JSON: {exc}", field="language") from exc
-    if not isinstance(data, Mapping):
-        raise DfaFormatError("language must be a DFA JSON object", field="language")
-    trans = data.get("transitions")
-    if isinstance(trans, list):
-        alphabet = data.get("alphabet")
-        if not isinstance(alphabet, list) or not all(isinstance(s, str) for s in alphabet):
-            raise DfaFormatError("language.alphabet must be a list of symbols", field="language.alphabet")
-        n = len(trans)
-        if n == 0 or not all(isinstance(r, list) and len(r) == len(alphabet) for r in trans):
-            raise DfaFormatError("language.transitions must have one row per state with one target per symbol", field="language.transitions")
-        if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < n for r in trans for t in r):
-            raise DfaFormatError("language.transitions names a state outside 0..n-1", field="language.transitions")
-        init = data.get("initial", 0)
-        acc = data.get("accepting", [])
-        if not (isinstance(init, int) and 0 <= init < n):
-            raise DfaFormatError(f"language.initial {init!r} is not a state", field="language.initial")
-        if not isinstance(acc, list) or not all(isinstance(q, int) and 0 <= q < n for q in acc):
-            raise DfaFormatError("language.accepting must list states 0..n-1", field="language.accepting")
-        return DFA.from_table(alphabet, trans, init, acc).canonical()
-    from langclass.core.parse import parse_dfa_json  # the input schema (names, partial transitions)
-
-    return parse_dfa_json(data)
+    return parse_source(DfaSource(data, field="language")).dfa
 
 
 def _lengths(value: Any, field: str) -> list[int]:
@@ -344,7 +320,7 @@ def validate_spec(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMIT
         spec_language = spec["language"]
     else:
         spec_language = spec.language
-    dfa = parse_language(spec_language)
+    dfa = _language(spec_language)
     model_configs = {}
     for i, e in enumerate(norm["encodings"]):
         try:

@@ -33,9 +33,11 @@ import torch
 
 from ..core import formulas as F
 from ..core.automaton import DFA
-from ..core.brasp import Program, formula_to_brasp, parse_program, run_program
+from ..core.brasp import Program, formula_to_brasp, run_program
 from ..core.errors import InputError, LimitExceeded, UnsupportedError
 from ..core.limits import DEFAULT_LIMITS, Limits
+from ..core.source import language_source, parse_source_program, source_from_mapping
+from ..core.source import parse_language as parse_source
 from .construct import (
     BraspTransformer, ConstructionOptions, FormulaTransformer, build_brasp_transformer, build_formula_transformer,
 )
@@ -358,30 +360,29 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
     formula: F.Formula | None = None
     dfa: DFA | None = None
     source_input: str
-    if "program" in spec:
+    if "program" in spec:  # a program, and optionally its reference language (a regex or a DFA)
         source_input = "program"
-        if "alphabet" not in spec:
-            raise InputError("a B-RASP program needs an 'alphabet'", field="alphabet")
-        program = parse_program(spec["program"], spec["alphabet"], limits)
+        program = parse_source_program(
+            language_source(program=spec["program"], alphabet=spec.get("alphabet"), kinds=("program",)), limits)
         if "regex" in spec or "dfa" in spec:
-            from ..core.parse import parse_language
-
-            dfa = parse_language({k: spec[k] for k in ("regex", "dfa", "alphabet") if k in spec}
-                                 if "regex" in spec else {"dfa": spec["dfa"]}, limits)
+            reference = {k: spec[k] for k in ("regex", "dfa") if k in spec}
+            dfa = parse_source(language_source(**reference, alphabet=spec.get("alphabet") if "regex" in spec else None,
+                                               kinds=("regex", "dfa")), limits).dfa
             if dfa.alphabet != program.alphabet:
                 raise InputError("the reference language's alphabet differs from the program's", field="alphabet")
         attention = "hard"
     elif "formula" in spec:
         source_input = "formula"
-        formula, alpha = F.formula_from_mapping(spec, limits)
-        dfa = F.formula_to_dfa(formula, alpha, limits)
+        parsed = parse_source(source_from_mapping({k: spec[k] for k in ("formula", "alphabet") if k in spec},
+                                                  kinds=("formula",)), limits)
+        formula, dfa = parsed.formula, parsed.dfa
     elif "regex" in spec or "dfa" in spec:
-        from ..core.parse import parse_language
         from ..core.synthesis import synthesize
 
         source_input = "regex" if "regex" in spec else "dfa"
-        dfa = parse_language({k: spec[k] for k in ("regex", "alphabet") if k in spec} if "regex" in spec
-                             else {"dfa": spec["dfa"]}, limits)
+        dfa = parse_source(source_from_mapping({k: spec[k] for k in ("regex", "dfa", "alphabet") if k in spec}
+                                               if "regex" in spec else {"dfa": spec["dfa"]}, kinds=("regex", "dfa")),
+                           limits).dfa
         try:
             synthesis = synthesize(dfa, limits)
         except UnsupportedError as soft_err:
