@@ -145,6 +145,39 @@ async def _run(base: str, total: int, concurrency: int, kind: str) -> tuple[list
     return latencies, errors, wall
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc; 0 when gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def _wait_until_idle(pid: int, timeout: float = 90.0) -> None:
+    """Wait until the server's worker processes have finished starting (their CPU stops growing)."""
+    end = time.monotonic() + timeout
+    last = -1.0
+    while time.monotonic() < end:
+        now = sum(_cpu_s(k) for k in _children(pid))
+        if abs(now - last) < 0.05:
+            return
+        last = now
+        time.sleep(1.0)
+
+
 def _pct(sorted_values: list[float], q: float) -> float:
     k = max(0, min(len(sorted_values) - 1, round(q * (len(sorted_values) - 1))))
     return sorted_values[k]
@@ -171,9 +204,17 @@ def main() -> None:
         proc = _start_server(port, os.path.join(tmp.name, "bench.db"), args.isolation)
         base = f"http://127.0.0.1:{port}"
     results = {}
+    cpu: dict[str, tuple[float, float]] = {}
     try:
+        if proc is not None:
+            _wait_until_idle(proc.pid)
         for kind in ("healthz", "repeat", "distinct"):
+            kids = _children(proc.pid) if proc is not None else []
+            before = (_cpu_s(proc.pid), sum(_cpu_s(k) for k in kids)) if proc is not None else (0.0, 0.0)
             results[kind] = asyncio.run(_run(base, total, args.concurrency, kind))
+            if proc is not None:  # CPU per request (warm-up requests included) in the API process and in its workers
+                n = total + len(LANGUAGES)
+                cpu[kind] = ((_cpu_s(proc.pid) - before[0]) * 1000 / n, (sum(_cpu_s(k) for k in kids) - before[1]) * 1000 / n)
     finally:
         if proc is not None:
             proc.send_signal(signal.SIGINT)
@@ -185,7 +226,8 @@ def main() -> None:
 
     where = args.url or f"uvicorn 1 worker, classify isolation {args.isolation}"
     print(f"{where}, {os.cpu_count()} CPUs, {total} requests per line, {args.concurrency} concurrent clients, one httpx client")
-    print(f"{'requests':<58}{'req/s':>8}{'p50 ms':>8}{'p90 ms':>8}{'p99 ms':>8}{'max ms':>8}{'p99/p50':>8}{'errors':>7}")
+    print(f"{'requests':<62}{'req/s':>8}{'p50 ms':>8}{'p90 ms':>8}{'p99 ms':>8}{'max ms':>8}{'p99/p50':>8}{'errors':>7}"
+          f"{'CPU ms/req api':>15}{'workers':>8}")
     labels = {"healthz": "GET /healthz",
               "repeat": f"POST /v1/classify, {len(LANGUAGES)} small languages repeated (cache hits)",
               "distinct": "POST /v1/classify, distinct languages, 2-6 state DFAs (misses)"}
@@ -193,10 +235,14 @@ def main() -> None:
     for kind, (latencies, errors, wall) in results.items():
         lat = sorted(latencies)
         rps[kind] = len(lat) / wall
-        print(f"{labels[kind]:<58}{rps[kind]:>8.1f}{1000 * _pct(lat, 0.5):>8.1f}{1000 * _pct(lat, 0.9):>8.1f}"
-              f"{1000 * _pct(lat, 0.99):>8.1f}{1000 * lat[-1]:>8.1f}{_pct(lat, 0.99) / _pct(lat, 0.5):>8.1f}{errors:>7}")
+        api_cpu, worker_cpu = cpu.get(kind, (float("nan"), float("nan")))
+        print(f"{labels[kind]:<62}{rps[kind]:>8.1f}{1000 * _pct(lat, 0.5):>8.1f}{1000 * _pct(lat, 0.9):>8.1f}"
+              f"{1000 * _pct(lat, 0.99):>8.1f}{1000 * lat[-1]:>8.1f}{_pct(lat, 0.99) / _pct(lat, 0.5):>8.1f}{errors:>7}"
+              f"{api_cpu:>15.2f}{worker_cpu:>8.2f}")
     print(f"ratio classify / healthz throughput: repeated {rps['repeat'] / rps['healthz']:.2f}, "
-          f"distinct {rps['distinct'] / rps['healthz']:.2f}")
+          f"distinct {rps['distinct'] / rps['healthz']:.2f} (goal ≥ 0.5 and p99 ≤ 4 × p50)")
+    print("CPU ms/req: user+system CPU of the API process and of its worker processes per request of the line "
+          "(where the time goes, unaffected by the machine's load)")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import pytest
 
 from langclass.app import service
 from langclass.app.isolation import ClassifierBusy, ProcessPool
-from langclass.app.runner import ClassifyRunner, kill_grace_s
+from langclass.app.runner import ClassifyRunner, answer_reserve_s, kill_grace_s
 from langclass.core.errors import TimeLimitExceeded
 from langclass.core.limits import Limits
 
@@ -154,8 +154,9 @@ def test_calls_of_one_request_share_its_budget_and_the_kill_comes_at_its_end(mon
 
     anyio.run(main)
     (kill_at, cooperative), = calls
-    assert cooperative <= 30.0 and kill_at == pytest.approx(cooperative + kill_grace_s(cooperative))
-    assert kill_at <= 30.0 + 2.0  # one budget, not one per phase (was 2 × 30 + 15 s)
+    assert cooperative <= 30.0 - answer_reserve_s(30.0) + 0.1  # room for the answer to go out
+    assert kill_at == pytest.approx(cooperative + kill_grace_s(cooperative))
+    assert kill_at <= 30.0  # one budget, not one per phase (was 2 × 30 + 15 s); killed by its end
 
 
 def test_a_worker_ignoring_its_deadline_is_killed_at_the_budget() -> None:
@@ -194,7 +195,10 @@ def test_workers_are_recycled_after_max_tasks_and_past_max_rss() -> None:
             _until(lambda: os.kill(first, 0) and False, "the recycled worker to exit", timeout=10)
         a = by_rss.call(os.getpid, (), {}, 60, 60)
         b = by_rss.call(os.getpid, (), {}, 60, 60)
-        assert a != b and by_rss.recycled == 2 and by_rss.process_count() == 0
+        assert a != b and by_rss.recycled == 2
+        # the replacement starts in the background (not inside the next call), and only one
+        _until(lambda: by_rss.idle_count() == 1, "a replacement worker started in the background")
+        assert by_rss.process_count() == 1
     finally:
         by_tasks.close()
         by_rss.close()

@@ -10,7 +10,7 @@ and replaced, so the CPU it used is returned at once.
 The pool is shared by every app in the process (:func:`get_pool`), is thread-safe (callers block in
 worker threads, never on the event loop) and is shut down at interpreter exit. It never runs more
 than ``size`` processes (start-up in the background and on demand share one count), and it
-*recycles* a worker — kills it after the call and starts a fresh one when next needed — once the
+*recycles* a worker — kills it after the call and starts a fresh one in the background — once the
 worker has served ``max_tasks`` calls or its resident memory (RSS) reached ``max_rss_bytes``, so
 memory a heavy request made the interpreter keep is given back to the system.
 
@@ -256,11 +256,13 @@ class ProcessPool:
         return False
 
     def _give_back(self, worker: _Worker) -> None:
-        if self._worn_out(worker):
+        if worker.tasks and self._worn_out(worker):  # a fresh worker is never recycled (no restart loop
+            # when a configured RSS bound is below a fresh interpreter's)
             with self._lock:
                 self.recycled += 1
             log.info("recycling classification worker %d after %d calls", worker.process.pid, worker.tasks)
             self._discard(worker)
+            self._replenish()  # the fresh worker starts (and warms up) now, not inside the next call
             return
         with self._changed:
             if not self._closed and self._live <= self.size:

@@ -12,9 +12,11 @@
   whatever the classify load.
 * **one budget** — a request has one wall-clock budget of ``time_limit_s`` from its arrival
   (:meth:`ClassifyRunner.budget_end`), shared by its queue wait and all its calls (parse, then
-  analysis). Each call gets the remaining time as the cooperative deadline of ``core`` (which then
-  names the step that overran) and, with process isolation, its worker process is killed at the
-  remaining time plus a short grace whatever it is doing. Errors name the configured
+  analysis). Each call gets the remaining time less a small reserve for the answer to travel
+  (:func:`answer_reserve_s`) as the cooperative deadline of ``core`` (which then names the step that
+  overran) and, with process isolation, its worker process is killed a short grace after that
+  deadline (:func:`kill_grace_s`) whatever it is doing — at the budget's end for budgets of 20 s
+  and more, at most 1 s past it for small ones. Errors name the configured
   ``time_limit_s``.
 
 * **a light lane** — :meth:`ClassifyRunner.run_light_first` first offers a request predicted small
@@ -53,15 +55,23 @@ from ..core.errors import LimitExceeded, TimeLimitExceeded
 from ..core.limits import Limits
 from .isolation import ClassifierBusy, get_pool
 
-__all__ = ["ClassifyRunner", "LightLane", "kill_grace_s"]
+__all__ = ["ClassifyRunner", "LightLane", "answer_reserve_s", "kill_grace_s"]
 
 T = TypeVar("T")
 
 
+def answer_reserve_s(remaining: float) -> float:
+    """Seconds of a call's remaining budget kept back from its cooperative deadline, for the answer
+    (result or error) to come back and go out before the budget ends (5 % of it, at most 1 s)."""
+    return min(1.0, 0.05 * remaining)
+
+
 def kill_grace_s(remaining: float) -> float:
-    """Seconds past the cooperative deadline before a worker process is killed: enough for the
-    deadline to fire and its error to come back, even on a loaded machine (1 s … 2 s, 5 % of the budget)."""
-    return min(2.0, max(1.0, 0.05 * remaining))
+    """Seconds past the cooperative deadline (``remaining`` seconds away) before a worker process is
+    killed: enough for the deadline to fire and its error to come back, even on a loaded machine
+    (1 s; with :func:`answer_reserve_s` the kill comes at the budget's end for budgets of 20 s and
+    more, at most 1 s past it for small ones)."""
+    return 1.0
 
 
 def _with_time_limit(args: tuple[Any, ...], kwargs: dict[str, Any], seconds: float | None) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -262,10 +272,11 @@ class ClassifyRunner:
             remaining = None if end is None else end - time.monotonic()
             if remaining is not None and remaining <= 0:
                 raise self._restated(TimeLimitExceeded("time_limit_s", self.time_limit_s, "budget spent waiting for a worker"))
-            args, kwargs = _with_time_limit(args, kwargs, remaining)
+            cooperative = None if remaining is None else remaining - answer_reserve_s(remaining)
+            args, kwargs = _with_time_limit(args, kwargs, cooperative)
             try:
                 if self.isolation == "process":
-                    kill_at = None if remaining is None else remaining + kill_grace_s(remaining)
+                    kill_at = None if cooperative is None else cooperative + kill_grace_s(cooperative)
                     call = functools.partial(self.pool.call, fn, args, kwargs, kill_at, self.time_limit_s, remaining)
                     return await anyio.to_thread.run_sync(call, limiter=self._threads)
                 call = functools.partial(fn, *args, **kwargs)
