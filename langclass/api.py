@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .core.automaton import DFA
-from .core.errors import AlphabetError
+from .core.errors import AlphabetError, DfaFormatError
 from .core.drawing import user_state_names
 from .core.limits import DEFAULT_LIMITS, Limits
 
