@@ -20,7 +20,6 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
