@@ -17,8 +17,9 @@ FO[<,MOD] (AC⁰)             hard + periodic sinusoidal PE (finite image,    ib
                             period s = the stability index)
 ==========================  ==============================================  =====================================
 
-The encoding names are those of ``langclass.models.encodings.make_encoding`` (``"nope"``,
-``"rope_periodic"``, ``"sinusoidal_periodic"``, ``"rope"``, ``"alibi"``), and every answer and
+The encoding names are members of :class:`~langclass.core.encoding_families.EncodingFamily`, the
+families of ``langclass.models.encodings.make_encoding`` (``"nope"``, ``"rope_periodic"``,
+``"sinusoidal_periodic"``, ``"rope"``, ``"alibi"``), and every answer and
 catalogue entry carries ``build``: the ``make_encoding`` arguments of one instance (the model's
 d_model / d_head / n_heads added by the caller), so every named encoding exists.
 """
@@ -29,6 +30,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping
 
+from .encoding_families import EncodingFamily
+
 __all__ = [
     "EncodingParams",
     "DEFAULT_PARAMS",
@@ -36,6 +39,10 @@ __all__ = [
     "encoding_catalogue",
     "conventional_rope_length",
 ]
+
+# every encoding name below is spelled through the enum the model registry checks against
+_NOPE, _ROPE, _ROPE_PERIODIC = EncodingFamily.NOPE.value, EncodingFamily.ROPE.value, EncodingFamily.ROPE_PERIODIC.value
+_SINUSOIDAL_PERIODIC, _ALIBI = EncodingFamily.SINUSOIDAL_PERIODIC.value, EncodingFamily.ALIBI.value
 
 _RoPE = "Disentangling the Expressivity of RoPE"
 _HARD = "Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages"
@@ -117,12 +124,12 @@ def _build(encoding: str | None, parameters: Mapping[str, Any]) -> dict[str, Any
     """``make_encoding`` arguments of one instance of an answer's encoding (None for no encoding)."""
     if encoding is None:
         return None
-    if encoding in ("rope_periodic", "sinusoidal_periodic"):
+    if encoding in (_ROPE_PERIODIC, _SINUSOIDAL_PERIODIC):
         return {"name": encoding, "periods": int(parameters.get("period") or parameters.get("modulus") or 1)}
-    if encoding == "rope":  # base 10 000: the first pair turns by θ_1 = base^0 = 1 rad = g
-        return {"name": "rope", "base": 10_000.0}
-    if encoding == "alibi":  # one P head (slope 0) and one recency head
-        return {"name": "alibi", "n_heads": 2, "slopes": [0.0, float(parameters.get("slope", RECENCY_SLOPE_FLOAT32))]}
+    if encoding == _ROPE:  # base 10 000: the first pair turns by θ_1 = base^0 = 1 rad = g
+        return {"name": _ROPE, "base": 10_000.0}
+    if encoding == _ALIBI:  # one P head (slope 0) and one recency head
+        return {"name": _ALIBI, "n_heads": 2, "slopes": [0.0, float(parameters.get("slope", RECENCY_SLOPE_FLOAT32))]}
     return {"name": encoding}
 
 
@@ -148,23 +155,23 @@ def choose_encodings(members: Mapping[str, bool | None], *, period: int | None =
 
 def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, params: EncodingParams) -> dict[str, Any]:
     if m.get("ltl_p") is True:
-        return _entry("nope", "NoPE (soft attention, strict future mask, BOS)", "ltl_p", {}, "all lengths",
+        return _entry(_NOPE, "NoPE (soft attention, strict future mask, BOS)", "ltl_p", {}, "all lengths",
                       f"{_RoPE}, §2.2 (softmax transformers without PE recognize exactly LTL[P]; Li & Cotterell)",
                       "the language is in LTL[P], which soft attention recognizes without any positional encoding")
     if m.get("ltl_p_mod") is True:
         k = int(period)
-        return _entry("rope_periodic", f"periodic RoPE with period {k}", "ltl_p_mod",
+        return _entry(_ROPE_PERIODIC, f"periodic RoPE with period {k}", "ltl_p_mod",
                       {"period": k, "table": f"T(r) = round_F(Rot_(2π/{k}, r)) for 0 ≤ r < {k}, indexed by i mod {k}",
                        "bos_anchor": True, "unrotated_pairs_for_P": True},
                       "all lengths", f"{_RoPE}, Thm 3.1 (SMAT[RoPE_P] = LTL[P,MOD]), Lemma 3.2 and App. C.3",
                       f"the language is in LTL[P,MOD] with least period k = {k} but not in LTL[P]; NoPE is not enough "
                       "(soft attention without PE recognizes exactly LTL[P])",
-                      [{"encoding": "sinusoidal_periodic", "parameters": {"period": k},
+                      [{"encoding": _SINUSOIDAL_PERIODIC, "parameters": {"period": k},
                         "theorem": f"{_RoPE}, Thm 3.2 (SMAT[SiPE_P] = LTL[P,MOD])"}])
     if m.get("ltl_p_y") is True:
         params_d = params.to_dict()
         if delay is None:
-            return _entry("rope", "conventional RoPE (length-bounded)", "ltl_p_y", dict(params_d, k=None, n_max=None),
+            return _entry(_ROPE, "conventional RoPE (length-bounded)", "ltl_p_y", dict(params_d, k=None, n_max=None),
                           "unknown (the Y-offset k was not determined within limits)",
                           f"{_RoPE}, Cor 4.1 and App. D (Eq. 9–10)",
                           "the language is in LTL[P,Y] but in no periodic class; conventional RoPE simulates Y^k only "
@@ -178,7 +185,7 @@ def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, p
         guarantee = f"lengths n ≤ {n_max}" if n_max is not None else "unknown"
         if n_max is not None and n_max >= params.max_length:
             guarantee = f"lengths n ≤ {n_max} (the examined maximum; N_max may be larger)"
-        return _entry("rope", f"conventional RoPE (angle g = {params.g} rad, score scale C = {params.C:g}) up to n = {n_max}",
+        return _entry(_ROPE, f"conventional RoPE (angle g = {params.g} rad, score scale C = {params.C:g}) up to n = {n_max}",
                       "ltl_p_y",
                       dict(params_d, k=k, n_max=n_max, n_max_per_offset=cert.get("n_max_per_offset"),
                            f_large=cert.get("f_large"), construct_note=CONSTRUCT_SCALE_NOTE),
@@ -198,21 +205,21 @@ def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, p
 def _recency_alternative(k: int | None) -> dict[str, Any]:
     parameters = {"slope": RECENCY_SLOPE_FLOAT32, "dtype": "float32", "y_heads": "slope s on each Y head, 0 on the P heads",
                   "layers_for_y_k": "Y^k = k stacked Y heads" + (f" (k = {k})" if k else "")}
-    return {"encoding": "alibi", "name": "recency heads (ALiBi, slope ≥ f_large) — all lengths", "parameters": parameters,
+    return {"encoding": _ALIBI, "name": "recency heads (ALiBi, slope ≥ f_large) — all lengths", "parameters": parameters,
             "length_guarantee": "all lengths (while −s·n is finite in the score dtype)", "theorem": _RECENCY,
-            "build": _build("alibi", parameters)}
+            "build": _build(_ALIBI, parameters)}
 
 
 def _hard(m: Mapping[str, bool | None], s: int | None) -> dict[str, Any]:
     sf, si, fm = m.get("star_free"), m.get("stutter_invariant"), m.get("fo_mod")
     if sf is True and si is True:
-        return _entry("nope", "NoPE, non-strict mask (unique hard attention)", "star_free",
+        return _entry(_NOPE, "NoPE, non-strict mask (unique hard attention)", "star_free",
                       {"mask": "nonstrict", "tie": "rightmost"}, "all lengths",
                       f"{_HARD}, Thm 18 (non-strict masking = stutter-invariant star-free)",
                       "the language is star-free and stutter-invariant, so even non-strict masking suffices",
-                      [{"encoding": "nope", "parameters": {"mask": "strict", "tie": "rightmost"}, "theorem": f"{_HARD}, Thm 17"}])
+                      [{"encoding": _NOPE, "parameters": {"mask": "strict", "tie": "rightmost"}, "theorem": f"{_HARD}, Thm 17"}])
     if sf is True:
-        return _entry("nope", "NoPE, strict future mask, rightmost ties (unique hard attention)", "star_free",
+        return _entry(_NOPE, "NoPE, strict future mask, rightmost ties (unique hard attention)", "star_free",
                       {"mask": "strict", "tie": "rightmost"}, "all lengths",
                       f"{_HARD}, Thm 17 (future-masked rightmost hard attention = star-free)",
                       "the language is star-free" + (" but not stutter-invariant, so the mask must be strict (Thm 18)" if si is False else ""))
@@ -222,7 +229,7 @@ def _hard(m: Mapping[str, bool | None], s: int | None) -> dict[str, Any]:
             params["modulus"] = int(s)
             params["period"] = int(s)
             params["frequencies"] = [f"{j}/{s}" for j in range(1, int(s))] if s > 1 else []
-        return _entry("sinusoidal_periodic", f"periodic sinusoidal PE, period {s} (finite image; unique hard attention)",
+        return _entry(_SINUSOIDAL_PERIODIC, f"periodic sinusoidal PE, period {s} (finite image; unique hard attention)",
                       "fo_mod", params, "all lengths",
                       f"{_HARD}, Thm 19 (finite-image PE: the position marks i mod m) and Cor 20 (rational sinusoidal "
                       "PE = regular languages in AC⁰ = FO[<,MOD])",
@@ -244,28 +251,28 @@ def encoding_catalogue() -> list[dict[str, Any]]:
 
 
 _CATALOGUE: list[dict[str, Any]] = [
-        {"encoding": "nope", "attention": "soft", "mask": "strict", "class": "ltl_p", "captures": "LTL[P]",
+        {"encoding": _NOPE, "attention": "soft", "mask": "strict", "class": "ltl_p", "captures": "LTL[P]",
          "parameters": [], "length_guarantee": "all lengths",
          "source": f"{_RoPE}, §2.2 (Li & Cotterell: softmax transformers without PE = LTL[P])"},
-        {"encoding": "rope_periodic", "attention": "soft", "mask": "strict", "class": "ltl_p_mod", "captures": "LTL[P,MOD]",
+        {"encoding": _ROPE_PERIODIC, "attention": "soft", "mask": "strict", "class": "ltl_p_mod", "captures": "LTL[P,MOD]",
          "parameters": ["period k (rotation table T(r), r = i mod k)"], "length_guarantee": "all lengths",
          "source": f"{_RoPE}, Thm 3.1, Prop 2.2 and Eq. 7 (realized by table lookup, never θ·i)"},
-        {"encoding": "sinusoidal_periodic", "attention": "soft", "mask": "strict", "class": "ltl_p_mod", "captures": "LTL[P,MOD]",
+        {"encoding": _SINUSOIDAL_PERIODIC, "attention": "soft", "mask": "strict", "class": "ltl_p_mod", "captures": "LTL[P,MOD]",
          "parameters": ["period k"], "length_guarantee": "all lengths", "source": f"{_RoPE}, Thm 3.2"},
-        {"encoding": "rope", "attention": "soft", "mask": "strict", "class": "ltl_p_y", "captures": "LTL[P,Y] up to a length",
+        {"encoding": _ROPE, "attention": "soft", "mask": "strict", "class": "ltl_p_y", "captures": "LTL[P,Y] up to a length",
          "parameters": ["angle g (irrational g/2π)", "scale C", "dtype", "Y-offset k"],
          "length_guarantee": "n ≤ N_max^(k)(g, C, F) (Eq. 10)", "source": f"{_RoPE}, Cor 4.1, Prop 4.1 and App. D"},
-        {"encoding": "nope", "attention": "hard", "mask": "strict", "tie": "rightmost", "class": "star_free",
+        {"encoding": _NOPE, "attention": "hard", "mask": "strict", "tie": "rightmost", "class": "star_free",
          "captures": "star-free = FO[<] = LTL[S]", "parameters": [], "length_guarantee": "all lengths",
          "source": f"{_HARD}, Thm 17"},
-        {"encoding": "nope", "attention": "hard", "mask": "nonstrict", "class": "star_free",
+        {"encoding": _NOPE, "attention": "hard", "mask": "nonstrict", "class": "star_free",
          "captures": "stutter-invariant star-free", "parameters": [], "length_guarantee": "all lengths",
          "source": f"{_HARD}, Thm 18"},
-        {"encoding": "sinusoidal_periodic", "attention": "hard", "mask": "strict", "class": "fo_mod",
+        {"encoding": _SINUSOIDAL_PERIODIC, "attention": "hard", "mask": "strict", "class": "fo_mod",
          "captures": "FO[<,MOD] = regular ∩ AC⁰", "parameters": ["period m (frequencies r/m: a finite image)"],
          "length_guarantee": "all lengths",
          "source": f"{_HARD}, Thm 19 and Cor 20 (Barrington, Compton, Straubing & Thérien 1992)"},
-        {"encoding": "alibi", "attention": "soft", "mask": "strict", "class": "ltl_p_y", "captures": "LTL[P,Y] at all lengths",
+        {"encoding": _ALIBI, "attention": "soft", "mask": "strict", "class": "ltl_p_y", "captures": "LTL[P,Y] at all lengths",
          "parameters": ["slope s ≥ f_large(dtype) on the Y heads, 0 on the P heads"], "length_guarantee": "all lengths",
          "source": _RECENCY},
     ]

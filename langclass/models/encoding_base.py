@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..core.encoding_families import EncodingFamily
 from ..core.errors import InputError
 
 __all__ = [
@@ -206,8 +207,9 @@ def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pair_lay
 
 
 ENCODING_FAMILIES: dict[str, type[PositionalEncoding]] = {}
-"""Family name → class; filled by :mod:`langclass.models.encodings` (built-in families) and by
-:func:`register_family` (families defined elsewhere)."""
+"""Family name (an :class:`~langclass.core.encoding_families.EncodingFamily` value) → class; filled
+through :func:`register_family` by :mod:`langclass.models.encodings` (built-in families) and by the
+modules that define further families."""
 
 _CONTEXT: dict[str, tuple[str, ...]] = {}
 """Family name → the model sizes its constructor takes (``d_model``, ``d_head``, ``n_heads``)."""
@@ -217,6 +219,16 @@ def register_family(cls: type[PositionalEncoding], context: tuple[str, ...]) -> 
     """Add an encoding family defined in another module (e.g. :mod:`langclass.models.pj`) to
     :data:`ENCODING_FAMILIES`; ``context`` names the model sizes it takes (``d_model``, ``d_head``,
     ``n_heads``). The package ``langclass.models`` imports those modules, so the registry is complete
-    whenever ``langclass.models.encodings`` is importable."""
-    ENCODING_FAMILIES[cls.family] = cls
-    _CONTEXT[cls.family] = tuple(context)
+    whenever ``langclass.models.encodings`` is importable.
+
+    Raises:
+        ValueError: ``cls.family`` is not an :class:`~langclass.core.encoding_families.EncodingFamily`
+            (core names encodings through that enum, so a family outside it could never be chosen).
+    """
+    try:
+        family = EncodingFamily(cls.family).value
+    except ValueError:
+        raise ValueError(f"encoding family {cls.family!r} of {cls.__name__} is not an EncodingFamily; "
+                         "add it to langclass.core.encoding_families first") from None
+    ENCODING_FAMILIES[family] = cls
+    _CONTEXT[family] = tuple(context)

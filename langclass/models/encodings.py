@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..core.encoding_families import EncodingFamily
 from ..core.errors import InputError
 
 __all__ = [
@@ -514,22 +515,9 @@ class ALiBi(PositionalEncoding):
         return {**super().spec(), "n_heads": self.n_heads, "slopes": list(self.slopes)}
 
 
-ENCODING_FAMILIES.update({
-    "nope": NoPE,
-    "sinusoidal": Sinusoidal,
-    "sinusoidal_periodic": SinusoidalPeriodic,
-    "rope": RoPE,
-    "rope_periodic": PeriodicRoPE,
-    "alibi": ALiBi,
-})
-_CONTEXT.update({
-    "nope": (),
-    "sinusoidal": ("d_model",),
-    "sinusoidal_periodic": ("d_model",),
-    "rope": ("d_head",),
-    "rope_periodic": ("d_head",),
-    "alibi": ("n_heads",),
-})
+for _cls, _context in [(NoPE, ()), (Sinusoidal, ("d_model",)), (SinusoidalPeriodic, ("d_model",)), (RoPE, ("d_head",)),
+                       (PeriodicRoPE, ("d_head",)), (ALiBi, ("n_heads",))]:
+    register_family(_cls, _context)
 
 
 def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None = None, n_heads: int | None = None,
@@ -537,8 +525,9 @@ def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None =
     """Build a positional encoding by family name.
 
     Args:
-        name: one of ``nope, sinusoidal, sinusoidal_periodic, rope, rope_periodic, alibi, pj_bias,
-            pj_rotary`` (the last two from :mod:`langclass.models.pj`).
+        name: an :class:`~langclass.core.encoding_families.EncodingFamily` or its value, one of ``nope,
+            sinusoidal, sinusoidal_periodic, rope, rope_periodic, alibi, pj_bias, pj_rotary`` (the last
+            two from :mod:`langclass.models.pj`).
         d_model, d_head, n_heads: model context; each family takes what it needs (the recognizer
             passes all three), the rest is ignored. The same key inside ``params`` (as in
             :meth:`PositionalEncoding.spec`) must agree with the context.
@@ -557,6 +546,8 @@ def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None =
         >>> enc.rotary_dim, enc.manifest()["periods"]
         (4, [2, 2])
     """
+    if isinstance(name, EncodingFamily):
+        name = name.value
     if name not in ENCODING_FAMILIES:
         raise InputError(f"unknown positional encoding {name!r}; expected one of {', '.join(ENCODING_FAMILIES)}", field="encoding.name")
     cls = ENCODING_FAMILIES[name]

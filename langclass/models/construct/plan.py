@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ...core import formulas as F
+from ...core.encoding_families import COMPOSITE_SEPARATOR, EncodingFamily
 from ...core.errors import InputError, UnsupportedError
 from ...core.numerics import delta_L, f_large, float_format
 from .gates import Gate, Literal, ReluUnit, Row, gate_units, literal_row
@@ -114,10 +115,10 @@ class Head:
 
 @dataclass(frozen=True)
 class EncodingSpec:
-    """The positional encoding of attention layers: ``family`` (a ``make_encoding`` family) and the
-    constructor arguments ``arguments`` as ``((name, value), …)`` (sequences as tuples)."""
+    """The positional encoding of attention layers: ``family`` and the ``make_encoding`` arguments
+    ``arguments`` as ``((name, value), …)`` (sequences as tuples)."""
 
-    family: str
+    family: EncodingFamily
     arguments: tuple[tuple[str, Any], ...] = ()
 
     def kwargs(self) -> dict[str, Any]:
@@ -348,34 +349,34 @@ def _encodings(heads: Sequence[Sequence[Head]], moduli: tuple[int, ...], offsets
     n_pairs = d_head // 2
     specs: list[EncodingSpec] = []
     index: list[int] = []
-    seen: dict[str, int] = {}
+    seen: dict[EncodingFamily, int] = {}
     for layer_index, hs in enumerate(heads):
         if not hs:
             index.append(-1)
             continue
         if has_recency and any(hd.kind == "Y" for hd in hs):
             slopes = tuple(recency_slope if hd.kind == "Y" else 0.0 for hd in hs)
-            specs.append(EncodingSpec("alibi", (("n_heads", len(hs)), ("slopes", slopes))))
+            specs.append(EncodingSpec(EncodingFamily.ALIBI, (("n_heads", len(hs)), ("slopes", slopes))))
             index.append(len(specs) - 1)
             continue
         if moduli and (layer_index == 0 or not offsets):
-            key = "rope_periodic"
+            key = EncodingFamily.ROPE_PERIODIC
         elif offsets:
-            key = "rope"
+            key = EncodingFamily.ROPE
         else:
-            key = "nope"
+            key = EncodingFamily.NOPE
         if key not in seen:
-            if key == "rope":
+            if key == EncodingFamily.ROPE:
                 angles = [0.0] * n_pairs
                 angles[pair_y] = float(g)
-                spec = EncodingSpec("rope", (("d_head", d_head), ("rotary_dim", d_head), ("pair_layout", "interleaved"),
+                spec = EncodingSpec(key, (("d_head", d_head), ("rotary_dim", d_head), ("pair_layout", "interleaved"),
                                              ("angles", tuple(angles))))
-            elif key == "rope_periodic":
+            elif key == EncodingFamily.ROPE_PERIODIC:
                 periods = tuple(moduli) + (1,) * (n_pairs - len(moduli))
-                spec = EncodingSpec("rope_periodic", (("d_head", d_head), ("periods", periods), ("steps", 1),
+                spec = EncodingSpec(key, (("d_head", d_head), ("periods", periods), ("steps", 1),
                                                       ("rotary_dim", d_head), ("pair_layout", "interleaved")))
             else:
-                spec = EncodingSpec("nope")
+                spec = EncodingSpec(key)
             specs.append(spec)
             seen[key] = len(specs) - 1
         index.append(seen[key])
@@ -423,18 +424,9 @@ def plan_formula(formula: F.Formula | str, alphabet: Sequence[str], options: Con
     pair_flat = len(moduli) + (1 if offsets else 0)
     d_head = 2 * (pair_flat + 1)
     has_recency = recency and pl.heads_by_kind["Y"] > 0
-    if moduli and offsets:
-        encoding_name = "rope_periodic+rope"
-    elif moduli and has_recency:
-        encoding_name = "rope_periodic+alibi"
-    elif has_recency:
-        encoding_name = "alibi"
-    elif moduli:
-        encoding_name = "rope_periodic"
-    elif offsets:
-        encoding_name = "rope"
-    else:
-        encoding_name = "nope"
+    families = ([EncodingFamily.ROPE_PERIODIC] if moduli else []) + (
+        [EncodingFamily.ROPE] if offsets else [EncodingFamily.ALIBI] if has_recency else [])
+    encoding_name = COMPOSITE_SEPARATOR.join(f.value for f in families) or EncodingFamily.NOPE.value
     C_mod = {m: float(options.mod_safety * 2 * fl / mod_delta(m)) for m in moduli}
     C_y: float | None = None
     if offsets:
