@@ -7,17 +7,20 @@ accuracy). The paper's result: periodic RoPE reaches accuracy 1.00 and N* = 500 
 languages, NoPE fails on (aa)*; conventional RoPE does not generalize perfectly (Fig. 2, Table 4).
 
     .venv/bin/python bench/table2.py                       # quick profile on CPU (a few minutes)
+    .venv/bin/python bench/table2.py --profile paper-lite --encodings nope rope_periodic   # test lengths 41..500
     .venv/bin/python bench/table2.py --profile paper --seeds 0 1 2 --lr 5e-4 --max-steps 3000
     .venv/bin/python bench/table2.py --json out.json       # also write the full results
     .venv/bin/python bench/table2.py --batched             # sequential and batched training, same run
 
-``--batched`` trains the grid twice in one process — one run after another (``run_experiment``'s
-sequential path), then the seeds of each encoding together (``run_experiment(..., batched=True)``,
-:mod:`langclass.models.train_batched`) — and prints both N* tables, whether every run's steps, N* and
-verdict agree, the wall and CPU seconds of each pass with their ratio, and the peak RSS. Measured
-(2-core machine at load 13–16; ``--languages '(aa)*' --encodings nope rope_periodic --seeds 0 1 2
---max-steps 300 --test-max 60 --eval-per-length 64``): sequential 647.7 s wall / 102.2 s CPU,
-batched 422.5 s / 83.2 s (1.53× wall, 1.23× CPU), the same steps, N* and verdicts for every run.
+Without ``--batched`` the grid takes the default path of ``run_experiment`` (runs sharing a model
+shape trained and evaluated together, :mod:`langclass.models.train_batched`). ``--batched`` trains
+every language both ways in one process, back to back (alternating which goes first, since the
+machine's load drifts) — one run after another (``run_experiment(spec, batched=False)``) and
+together (``batched=True``) — and prints both N* tables, whether every run's steps and N* agree,
+whether every seed's verdict (N* = the longest tested length or not) and every encoding's verdict
+agree, the wall and CPU seconds of each path with their ratios, the load average and the peak RSS.
+``bench/train_batched.py`` splits the speedup into what the grouped implementation gives with one
+run and what stacking runs adds.
 
 Figures depend on the machine's load; the N* columns do not (seeded). Measured on the 2-core
 development machine (load average ~2, one torch thread), quick profile, seeds 0 1 2, 553 s in all:

@@ -89,7 +89,8 @@ def test_group_key_refuses_what_it_cannot_stack():
     assert group_key(RecognizerConfig(**base)) == group_key(RecognizerConfig(**base, encoding={"name": "rope"}))
     assert group_key(RecognizerConfig(**base)) != group_key(RecognizerConfig(**{**base, "d_model": 32}))
     for bad in ({"attention": "hard"}, {"mask": "nonstrict"}, {"norm": "post"}, {"bias": False}, {"dropout": 0.1},
-                {"dtype": "float64"}, {"encoding": {"name": "pj_bias"}}, {"d_head": 3}):
+                {"dtype": "float64"}, {"encoding": {"name": "pj_bias"}}, {"d_head": 3},
+                {"encoding": {"name": "rope", "compute_dtype": "float64"}}):
         assert group_key(RecognizerConfig(**base, **bad)) is None, bad
     with pytest.raises(ValueError):
         GroupedRecognizers([Recognizer(RecognizerConfig(**base)), Recognizer(RecognizerConfig(**{**base, "d_model": 32}))])
