@@ -62,3 +62,29 @@ def test_csv_export_pages(api: Any) -> None:
     filtered = list(csv.DictReader(io.StringIO(api.get("/v1/languages", params={"format": "csv", "class": "group"}).text)))
     assert sorted(x["source"] for x in filtered) == ["(aa)*", "a*"]  # a* over {a} is trivially a group language
     assert api.get("/v1/languages", params={"format": "xml"}).status_code == 422
+
+
+def test_a_schema_invalid_item_is_answered_in_its_row(api: Any) -> None:
+    """One item with an unknown key, a NUL in a tag, or no object at all does not cost the batch:
+    each gets 422 ``validation-error`` naming the field inside the item, the valid ones are stored."""
+    body = {"languages": [
+        {"regex": "(aa)*", "alphabet": ["a"]},
+        {"regex": "a*", "alphabet": ["a"], "colour": "red", "name": "typo"},
+        {"regex": "b*", "alphabet": ["b"], "tags": ["ok", "n\u0000l"]},
+        "(ab)*",
+        {"regex": "(ab)*", "alphabet": ["a", "b"]},
+    ]}
+    r = api.post("/v1/languages:batch", json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert (out["created"], out["existing"], out["errors"]) == (2, 0, 3)
+    items = out["items"]
+    assert [it["status"] for it in items] == [201, 422, 422, 422, 201]
+    extra, nul, not_object = (items[i]["problem"] for i in (1, 2, 3))
+    assert extra["code"] == "validation-error" and extra["field"] == "colour" and items[1]["name"] == "typo"
+    assert extra["detail"].startswith("body.languages[1].colour: ")
+    assert nul["code"] == "validation-error" and nul["field"] == "tags[1]" and "NUL" in nul["detail"]
+    assert not_object["code"] == "validation-error" and not_object["detail"].startswith("body.languages[3]: ")
+    assert api.get(f"/v1/languages/{items[4]['id']}").status_code == 200
+    # only the envelope is checked as a whole
+    assert api.post("/v1/languages:batch", json={"languages": "(ab)*"}).status_code == 422

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, Request
+
+from fastapi import APIRouter, FastAPI, Path, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -47,6 +48,7 @@ __all__ = [
     "problem_response",
     "install_problem_handlers",
     "problem_responses",
+    "validation_problem",
     "ServiceError",
     "NotFoundError",
     "AuthenticationError",
@@ -220,11 +222,30 @@ async def _langclass_error_handler(request: Request, exc: Exception) -> JSONResp
     )
 
 
+def validation_problem(errors: Any, *, location: str | None = None) -> dict[str, Any]:
+    """The ``validation-error`` problem (without ``type``/``instance``) for pydantic ``errors``:
+    ``detail`` names the first offending field (and counts the others), ``field`` is its dotted
+    path, ``errors`` lists each as ``{location, field, message, type}``. Used for a whole request
+    (the handler below) and, with ``location`` (e.g. ``body.languages[3]``: the errors' paths are
+    relative to it), for one item of ``POST /v1/languages:batch``."""
+    errs = []
+    for err in errors:
+        loc = tuple(err.get("loc", ()))
+        if location is not None:
+            loc = (location, *loc)
+        where, field = _loc_to_field(loc)
+        errs.append({"location": where, "field": field, "message": str(err.get("msg", "")), "type": str(err.get("type", ""))})
+    first = errs[0] if errs else {"field": None, "message": "invalid request", "location": "body"}
+    detail = f"{first['location']}{'.' + first['field'] if first['field'] else ''}: {first['message']}"
+    if len(errs) > 1:
+        detail += f" (and {len(errs) - 1} more)"
+    return {"code": "validation-error", "title": "Request validation failed", "status": 422, "detail": detail,
+            "field": first["field"], "errors": errs}
+
+
 async def _validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errs = []
     for err in exc.errors():
-        where, field = _loc_to_field(err.get("loc", ()))
         if err.get("type") == "json_invalid":
             ctx = err.get("ctx") or {}
             where_txt = f" at position {err['loc'][-1]}" if len(err.get("loc", ())) > 1 else ""
@@ -232,14 +253,8 @@ async def _validation_error_handler(request: Request, exc: Exception) -> JSONRes
             return problem_response(
                 400, "malformed-json", "Malformed JSON", f"the request body is not valid JSON{where_txt}: {reason}", instance=request.url.path
             )
-        errs.append({"location": where, "field": field, "message": str(err.get("msg", "")), "type": str(err.get("type", ""))})
-    first = errs[0] if errs else {"field": None, "message": "invalid request", "location": "body"}
-    detail = f"{first['location']}{'.' + first['field'] if first['field'] else ''}: {first['message']}"
-    if len(errs) > 1:
-        detail += f" (and {len(errs) - 1} more)"
-    return problem_response(
-        422, "validation-error", "Request validation failed", detail, instance=request.url.path, field=first["field"], errors=errs
-    )
+    p = validation_problem(exc.errors())
+    return problem_response(422, p["code"], p["title"], p["detail"], instance=request.url.path, field=p["field"], errors=p["errors"])
 
 
 async def _http_error_handler(request: Request, exc: Exception) -> JSONResponse:
@@ -374,14 +389,14 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 router = APIRouter(tags=["problems"])
 
 
-@router.get("/problems", summary="Every problem type this service returns")
+@router.get("/problems", summary="Every problem type this service returns", responses=problem_responses(422))
 def list_problems() -> list[dict[str, Any]]:
     """The catalogue of problem types (``code``, ``title``, ``status``, ``description``)."""
     return sorted(problem_catalogue().values(), key=lambda p: (p["status"], p["code"]))
 
 
-@router.get("/problems/{code}", summary="Describe one problem type", responses=problem_responses(404))
-def describe_problem(code: str) -> dict[str, Any]:
+@router.get("/problems/{code}", summary="Describe one problem type", responses=problem_responses(404, 422))
+def describe_problem(code: Annotated[str, Path(max_length=200, json_schema_extra={"pattern": "^[^\\u0000]*$"})]) -> dict[str, Any]:
     """The documentation of the problem type ``/problems/{code}`` (the ``type`` URI of a problem)."""
     cat = problem_catalogue()
     if code not in cat:

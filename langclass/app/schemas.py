@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
 
 from ..core.classes.aperiodic import GroupEvidence
 from .evidence_models import EvidenceModel, evidence_model
@@ -30,6 +31,9 @@ __all__ = [
     "LanguageEncodings",
     "Health",
     "Readiness",
+    "NO_NUL_PATTERN",
+    "CURSOR_SCHEMA",
+    "DfaDocument",
 ]
 
 
@@ -45,16 +49,36 @@ def _unicode_text(value: str) -> str:
     return value
 
 
-Text = Annotated[str, AfterValidator(_unicode_text)]
+NO_NUL_PATTERN = "^[^\\u0000]*$"
+"""The JSON-schema ``pattern`` of every text field and parameter: no NUL character (the server
+refuses one with 422; lone surrogates are refused too, but a JSON Schema pattern cannot name them
+without also refusing astral characters in UTF-16 engines)."""
+
+CURSOR_SCHEMA = {"pattern": "^[A-Za-z0-9_-]+$"}
+"""The form of a listing cursor (URL-safe base64 without padding, :mod:`langclass.app.pagination`);
+its content (a ``[time, id]`` the service issued) is opaque: a well-formed cursor that does not
+decode to one is 400 ``invalid-cursor``."""
+
+_NO_NUL = Field(json_schema_extra={"pattern": NO_NUL_PATTERN})
+
+Text = Annotated[str, AfterValidator(_unicode_text), _NO_NUL]
 """A string that is storable Unicode text (no lone surrogates, no NUL)."""
 
-Tag = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_unicode_text)]
+Symbol = Annotated[str, AfterValidator(_unicode_text), Field(json_schema_extra={"pattern": NO_NUL_PATTERN, "minLength": 1})]
+"""An alphabet symbol: non-empty text (the schema says so; the alphabet rule
+:func:`langclass.core.inputs.check_alphabet` enforces it with its own messages)."""
+
+Alphabet = Annotated[list[Symbol], Field(json_schema_extra={"minItems": 1, "uniqueItems": True})]
+"""An ordered alphabet: at least one symbol, no symbol twice (enforced by ``check_alphabet``, which
+also refuses two spellings of one symbol after NFC normalization — a rule no schema states)."""
+
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_unicode_text), _NO_NUL]
 """A tag: 1 to 64 characters of storable text."""
 
 MAX_NAME_LENGTH = 200
 """Longest language name, in characters."""
 
-Name = Annotated[str, StringConstraints(max_length=MAX_NAME_LENGTH), AfterValidator(_unicode_text)]
+Name = Annotated[str, StringConstraints(max_length=MAX_NAME_LENGTH), AfterValidator(_unicode_text), _NO_NUL]
 """A language name: up to 200 characters of storable text (the constraint sits on the string, so its
 error says "characters")."""
 
@@ -72,7 +96,7 @@ def _distinct_tags(tags: list[str]) -> list[str]:
     return tags
 
 
-Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS), AfterValidator(_distinct_tags)]
+Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS, json_schema_extra={"uniqueItems": True}), AfterValidator(_distinct_tags)]
 """Up to 32 distinct tags."""
 
 _AB_STAR_DFA = {
@@ -90,6 +114,44 @@ _INPUT_EXAMPLES = [
 ]
 
 
+StateName = Annotated[str, Field(min_length=1, pattern=NO_NUL_PATTERN)] | int
+"""A state of a DFA document: a non-empty string or an integer (``1`` and ``"1"`` name one state)."""
+
+
+class DfaDocument(BaseModel):
+    """The DFA JSON schema (:func:`langclass.core.parse.read_dfa_json`): states by name, one target
+    per state and symbol, missing transitions going to an added sink. What a schema cannot say —
+    ``initial``, ``accepting`` and every target are listed in ``states``, every transition symbol is
+    in ``alphabet``, two names of one state (``1`` and ``"1"``) — the parser refuses with 422
+    ``invalid-dfa`` / ``unknown-symbol`` naming the item."""
+
+    model_config = ConfigDict(extra="forbid", title="DFA")
+
+    alphabet: Alphabet
+    states: list[StateName] = Field(min_length=1, json_schema_extra={"uniqueItems": True})
+    initial: StateName
+    accepting: list[StateName] = Field(json_schema_extra={"uniqueItems": True})
+    transitions: dict[Annotated[str, Field(min_length=1, pattern=NO_NUL_PATTERN)],
+                      dict[Annotated[str, Field(min_length=1, pattern=NO_NUL_PATTERN)], StateName]]
+
+
+DfaJson = Annotated[dict[str, Any], WithJsonSchema(DfaDocument.model_json_schema())]
+"""A DFA document as the server reads it (a mapping checked by the DFA parser, whose messages name
+the item), published with :class:`DfaDocument`'s schema."""
+
+# Exactly one input, and the alphabet with a regex or formula: the parser's rule
+# (``service.parse_language``), stated for the published schema. Each branch pins the other inputs to
+# null-or-absent, so at most one branch holds.
+_ONE_INPUT = [
+    {"title": "regex", "required": ["regex", "alphabet"],
+     "properties": {"regex": {"type": "string"}, "alphabet": {"type": "array"}, "dfa": {"type": "null"}, "formula": {"type": "null"}}},
+    {"title": "dfa", "required": ["dfa"],
+     "properties": {"dfa": {"type": "object"}, "regex": {"type": "null"}, "formula": {"type": "null"}}},
+    {"title": "formula", "required": ["formula", "alphabet"],
+     "properties": {"formula": {"type": "string"}, "alphabet": {"type": "array"}, "regex": {"type": "null"}, "dfa": {"type": "null"}}},
+]
+
+
 class ClassifyInput(BaseModel):
     """A language: exactly one of ``regex`` (with ``alphabet``), ``dfa`` or ``formula`` (with ``alphabet``).
 
@@ -98,12 +160,14 @@ class ClassifyInput(BaseModel):
     (partial transitions go to a sink).
     """
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": _INPUT_EXAMPLES[:1] + _INPUT_EXAMPLES[1:2]})
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": _INPUT_EXAMPLES[:1] + _INPUT_EXAMPLES[1:2],
+                                                                 "oneOf": _ONE_INPUT})
 
     regex: Text | None = Field(None, description="regular expression over `alphabet` (docs/regex.md)")
-    dfa: dict[str, Any] | None = Field(None, description="a DFA in the DFA JSON schema")
+    dfa: DfaJson | None = Field(None, description="a DFA in the DFA JSON schema")
     formula: Text | None = Field(None, description="an LTL formula over `alphabet` (docs/formulas.md)")
-    alphabet: list[Text] | None = Field(None, description="ordered alphabet: a list of non-empty symbols (required with regex/formula)")
+    alphabet: Alphabet | None = Field(None, description="ordered alphabet: a list of distinct non-empty symbols (required with regex/formula; "
+                                                        "with a dfa, the DFA's own alphabet if given)")
     name: Name | None = Field(
         None, description="a label for browsing (≤ 200 characters); POST /v1/classify checks and ignores it, so one body serves both endpoints"
     )
@@ -115,7 +179,7 @@ class ClassifyInput(BaseModel):
 class LanguageInput(ClassifyInput):
     """A language to classify and store, with optional labels (not part of its identity)."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": _INPUT_EXAMPLES})
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": _INPUT_EXAMPLES, "oneOf": _ONE_INPUT})
 
 
 class LanguagePatch(BaseModel):
@@ -128,7 +192,8 @@ class LanguagePatch(BaseModel):
     )
 
     name: Name | None = Field(None, description="the new name (≤ 200 characters); null removes it")
-    tags: Tags | None = Field(None, description="the new tags, replacing the stored ones (distinct, ≤ 32, each 1 to 64 characters)")
+    # null is not a value (the route answers 422 "give [] to remove every tag"); left out = unchanged
+    tags: Tags | SkipJsonSchema[None] = Field(None, description="the new tags, replacing the stored ones (distinct, ≤ 32, each 1 to 64 characters; [] removes every tag)")
 
 
 class ClassResult(BaseModel):

@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -125,11 +126,22 @@ never become file names."""
 LABEL_RULE = ("a label is 1-100 letters, digits, spaces and .,:;=+-*^'#%@!?|~<>()[]{} "
               "(no '/', '\\', '$' or control characters)")
 
-StrictInt = Annotated[int, Strict()]
-PositiveInt = Annotated[int, Strict(), Field(ge=1)]
-NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
+def _integral_number(value: Any) -> Any:
+    """A JSON number with no fractional part (``3.0``) as the integer it is — JSON Schema's
+    ``integer`` admits it — so integer fields accept it; booleans, strings and ``3.5`` stay refused
+    (the fields are strict)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+_Integral = BeforeValidator(_integral_number)
+StrictInt = Annotated[int, _Integral, Strict()]
+# constraints go before the BeforeValidator: after it pydantic publishes them as "ge", not "minimum"
+PositiveInt = Annotated[int, Field(ge=1), _Integral, Strict()]
+NonNegativeInt = Annotated[int, Field(ge=0), _Integral, Strict()]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
-Seed = Annotated[int, Strict(), Field(ge=0, description="a seed (0 … job_max_seed)")]
+Seed = Annotated[int, Field(ge=0, description="a seed (0 … job_max_seed)"), _Integral, Strict()]
 LearningRate = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False, description="AdamW learning rate in (0, 1)")]
 
 
@@ -143,13 +155,26 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _param_value_schema(depth: int) -> dict[str, Any]:
+    """The JSON schema of one ``params`` value, as ``EncodingSpec._params`` checks it: a number, a
+    string of ≤ 200 characters, a boolean, null, or a list of ≤ 256 of them nested ≤ ``depth`` deep
+    (an empty list deeper still)
+    (finiteness is JSON's own: it has no infinities)."""
+    scalars: list[dict[str, Any]] = [{"type": "number"}, {"type": "string", "maxLength": 200}, {"type": "boolean"}, {"type": "null"}]
+    # a list at the deepest level may only be empty (its items would nest too deeply)
+    scalars.append({"type": "array", "maxItems": 256, "items": _param_value_schema(depth - 1)} if depth > 0
+                   else {"type": "array", "maxItems": 0})
+    return {"anyOf": scalars}
+
+
 class EncodingSpec(_Frozen):
     """One encoding of an experiment: a family name, its parameters and an optional label."""
 
     name: str = Field(max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
                       description="family: nope, sinusoidal, sinusoidal_periodic, rope, rope_periodic, alibi, …")
     params: dict[Annotated[str, Field(max_length=64)], Any] = Field(
-        default_factory=dict, max_length=32, description='family parameters, e.g. {"periods": 2} or {"base": 10000}')
+        default_factory=dict, max_length=32, description='family parameters, e.g. {"periods": 2} or {"base": 10000}',
+        json_schema_extra={"additionalProperties": _param_value_schema(3)})
     label: str | None = Field(None, pattern=LABEL_PATTERN, description="name in results (default: name(params))")
 
     @field_validator("label")
@@ -473,7 +498,7 @@ class SectorPrediction(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
     class_: Literal["ltl_p", "ltl_p_mod", "ltl_p_y"] | None = Field(None, alias="class")
-    period: Annotated[int, Strict(), Field(ge=1, le=1_000_000)] | None = None
+    period: Annotated[int, Field(ge=1, le=1_000_000), _Integral, Strict()] | None = None
 
 
 class SectorsSpec(_Frozen):
@@ -490,7 +515,7 @@ class SectorsSpec(_Frozen):
     pj: dict[str, Any] = Field(default_factory=dict, description="pj_bias parameters (max_order, n_freqs, sectors, omega_init, …)")
     prediction: SectorPrediction | None = None
     sparsity: list[Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)]] | None = Field(None, min_length=1, max_length=8)
-    max_root_order: Annotated[int, Strict(), Field(ge=1, le=1000)] = 12
+    max_root_order: Annotated[int, Field(ge=1, le=1000), _Integral, Strict()] = 12
     root_tolerance: Annotated[float, Field(ge=0, le=math.pi, allow_inf_nan=False)] = 0.05
     energy_threshold: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 1.0
 

@@ -1,9 +1,12 @@
 """``POST /v1/languages:batch``: classify and store many languages in one request (bounded).
 
-Each item goes through exactly the path of ``POST /v1/languages`` (the same parsing, limits,
-idempotence and labels); an item that fails becomes a problem in the answer, never an abort of the
-others. The answer lists, in input order, each item's status (201 stored, 200 already stored, or
-the 4xx/503 of its problem), its id and its problem.
+Each item goes through exactly the path of ``POST /v1/languages`` (the same validation, parsing,
+limits, idempotence and labels); an item that fails — a schema-invalid item included (an unknown
+key, a wrong type, a NUL: 422 ``validation-error`` naming the field inside the item) — becomes a
+problem in its row, never an abort of the others. The answer lists, in input order, each item's
+status (201 stored, 200 already stored, or the 4xx/503 of its problem), its id and its problem.
+Only the envelope is checked as a whole: a body that is not ``{"languages": [1 … 100 items]}`` is
+a 422 for the request.
 
 The path is ``/v1/languages:batch`` (a custom method in the style of Google's API design guide,
 AIP-136), not ``/v1/languages/batch``: that one would also be ``/v1/languages/{id}`` with the id
@@ -15,12 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...core.errors import LangclassError
 from ..body import JsonBodyRoute
 from ..errors import http_status, problem_dict
-from ..problems import problem_responses
+from ..problems import problem_responses, validation_problem
 from ..schemas import LanguageInput
 from ..security import require_write_key
 from .languages import create_language
@@ -42,8 +45,12 @@ class BatchInput(BaseModel):
         {"formula": "P(b & Y a)", "alphabet": ["a", "b", "c"]},
     ]}]})
 
-    languages: list[LanguageInput] = Field(min_length=1, max_length=MAX_BATCH_LANGUAGES,
-                                           description=f"1 to {MAX_BATCH_LANGUAGES} languages")
+    # LanguageInput | Any: a valid item arrives as a LanguageInput, any other JSON value as it is and
+    # gets its validation problem in its row (the schema says so: anyOf [LanguageInput, anything])
+    languages: list[LanguageInput | Any] = Field(
+        min_length=1, max_length=MAX_BATCH_LANGUAGES,
+        description=f"1 to {MAX_BATCH_LANGUAGES} languages, each a LanguageInput; an item that is not one is answered "
+                    "in its row (422 validation-error naming the field inside the item), the others are stored")
 
 
 class BatchItem(BaseModel):
@@ -78,7 +85,17 @@ async def create_languages(body: BatchInput, request: Request, _key: str | None 
     """Classify and store each language in turn; a failing item is reported with its problem and the
     others go on. 200 with ``items`` (input order) and the counts ``created``, ``existing``, ``errors``."""
     items: list[dict[str, Any]] = []
-    for i, lang in enumerate(body.languages):
+    for i, raw in enumerate(body.languages):
+        if isinstance(raw, LanguageInput):
+            lang = raw
+        else:
+            try:
+                lang = LanguageInput.model_validate(raw)
+            except ValidationError as exc:
+                problem = validation_problem(exc.errors(include_url=False, include_input=False), location=f"body.languages[{i}]")
+                name = raw.get("name") if isinstance(raw, dict) and isinstance(raw.get("name"), str) else None
+                items.append({"index": i, "status": 422, "name": name, "problem": problem})
+                continue
         response = Response()
         try:
             resource = await create_language(lang, request, response, _key)

@@ -12,7 +12,7 @@ from ..schemas import Health, Readiness
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", response_model=Health, summary="Liveness: the process answers")
+@router.get("/healthz", response_model=Health, summary="Liveness: the process answers", responses=problem_responses(422))
 async def healthz() -> dict[str, str]:
     """Always ``{"status": "ok"}`` while the process serves requests (no database access, no thread:
     it answers on the event loop whatever the classify load)."""
@@ -20,7 +20,7 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get(
-    "/readyz", response_model=Readiness, summary="Readiness: database reachable, schema at head", responses=problem_responses(503)
+    "/readyz", response_model=Readiness, summary="Readiness: database reachable, schema at head", responses=problem_responses(422, 503)
 )
 async def readyz(request: Request) -> dict[str, object]:
     """``ready`` when the database answers and its schema is at the newest migration, else 503.

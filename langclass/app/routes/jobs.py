@@ -33,6 +33,7 @@ from ..experiments import (  # noqa: F401 - the use cases; re-exported for calle
     validate_train_spec,
 )
 from ..problems import ConflictError, NotFoundError, problem_responses
+from ..schemas import CURSOR_SCHEMA, NO_NUL_PATTERN
 from ..body import JsonBodyRoute
 from ..security import require_api_key
 from ..settings import Settings
@@ -41,8 +42,8 @@ __all__ = ["router", "build_train_spec", "predicted_sufficient", "ExperimentRequ
 
 router = APIRouter(prefix="/v1", route_class=JsonBodyRoute)
 
-JobId = Annotated[str, Path(description="the job's id (UUID)", max_length=64)]
-LanguageId = Annotated[str, Path(description="the language's fingerprint (SHA-256 hex)", max_length=200)]
+JobId = Annotated[str, Path(description="the job's id (UUID)", max_length=64, json_schema_extra={"pattern": NO_NUL_PATTERN})]
+LanguageId = Annotated[str, Path(description="the language's fingerprint (SHA-256 hex)", max_length=200, json_schema_extra={"pattern": NO_NUL_PATTERN})]
 
 class JobSummary(BaseModel):
     """A job without its spec and result (the listing form)."""
@@ -173,11 +174,11 @@ async def get_job(job_id: JobId, request: Request) -> dict[str, Any]:
             responses=problem_responses(400, 422))
 async def list_jobs(
     request: Request,
-    language_id: Annotated[str | None, Query(max_length=200, description="only this language's jobs")] = None,
+    language_id: Annotated[str | None, Query(max_length=200, description="only this language's jobs", json_schema_extra={"pattern": NO_NUL_PATTERN})] = None,
     status: Annotated[Literal["queued", "running", "succeeded", "failed", "cancelled"] | None, Query()] = None,
     kind: Annotated[Literal["train", "construct", "sectors"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="page size")] = 50,
-    cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page")] = None,
+    cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page", json_schema_extra=CURSOR_SCHEMA)] = None,
 ) -> dict[str, Any]:
     """Jobs newest first, filtered, paginated by cursor; items omit ``spec`` and ``result``."""
     db = _db(request)

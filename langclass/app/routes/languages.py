@@ -18,6 +18,8 @@ from ..body import JsonBodyRoute
 from ..db import Database
 from ..problems import ConflictError, NotFoundError, problem_responses
 from ..schemas import (
+    CURSOR_SCHEMA,
+    NO_NUL_PATTERN,
     Classification,
     ClassifyInput,
     Language,
@@ -47,7 +49,7 @@ from ..settings import Settings
 
 router = APIRouter(prefix="/v1", route_class=JsonBodyRoute)
 
-LanguageId = Annotated[str, Path(description="the language's fingerprint (SHA-256 hex)", max_length=200)]
+LanguageId = Annotated[str, Path(description="the language's fingerprint (SHA-256 hex)", max_length=200, json_schema_extra={"pattern": NO_NUL_PATTERN})]
 
 
 def _settings(request: Request) -> Settings:
@@ -266,17 +268,18 @@ def _known_class_keys() -> set[str] | None:
 async def list_languages(
     request: Request,
     class_key: Annotated[
-        str | None, Query(alias="class", max_length=64, description="class key, e.g. ltl_p_mod", examples=["ltl_p_mod"])
+        str | None, Query(alias="class", max_length=64, description="class key, e.g. ltl_p_mod", examples=["ltl_p_mod"],
+              json_schema_extra={"enum": sorted(_known_class_keys() or ())})
     ] = None,
     member: Annotated[bool | None, Query(description="with `class`: members (true, the default) or non-members (false)")] = None,
     alphabet_size: Annotated[int | None, Query(ge=1, le=1_000_000, description="exact alphabet size")] = None,
     states: Annotated[int | None, Query(ge=1, le=2**31 - 1, description="exact number of states of the minimal DFA")] = None,
     min_states: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
     max_states: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
-    name: Annotated[str | None, Query(max_length=200, description="case-insensitive substring of the name")] = None,
-    tag: Annotated[str | None, Query(min_length=1, max_length=64, description="languages carrying exactly this tag")] = None,
+    name: Annotated[str | None, Query(max_length=200, description="case-insensitive substring of the name", json_schema_extra={"pattern": NO_NUL_PATTERN})] = None,
+    tag: Annotated[str | None, Query(min_length=1, max_length=64, description="languages carrying exactly this tag", json_schema_extra={"pattern": NO_NUL_PATTERN})] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="page size")] = 50,
-    cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page")] = None,
+    cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page", json_schema_extra=CURSOR_SCHEMA)] = None,
     format: Annotated[Literal["json", "csv"], Query(description="json (a page object) or csv (export)")] = "json",
 ) -> Any:
     """Stored languages in a stable order (creation time, then id), filtered and paginated by cursor.
@@ -494,7 +497,7 @@ async def delete_language(
 # --- encodings catalogue ------------------------------------------------------------------------
 
 
-@router.get("/encodings", tags=["encodings"], summary="The positional-encoding catalogue")
+@router.get("/encodings", tags=["encodings"], summary="The positional-encoding catalogue", responses=problem_responses(422))
 def list_encodings() -> list[dict[str, Any]]:
     """Each encoding family, the class of languages it captures, its parameters and the source."""
     from ...core.encoding_choice import encoding_catalogue
