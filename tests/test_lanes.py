@@ -151,10 +151,14 @@ def test_the_classification_body_is_built_in_the_worker_as_the_response_model_wo
         raise AssertionError("the API process serialized a classification")
 
     monkeypatch.setattr(service, "classification_json", broken)
-    client = make_client(sqlite_url, classify_isolation="process", classify_light_workers=0, classify_concurrency=1)
+    client = make_client(sqlite_url, classify_isolation="process", classify_concurrency=1)
+    runner: ClassifyRunner = client.app.state.runner
     r = client.post("/v1/classify", json=SMALL)
     assert r.status_code == 200, r.text
     assert r.headers["content-type"] == "application/json"
+    # answered by the light lane's own worker process
+    assert runner.light_runner is not None and runner.light_runner.served == 1 and runner.served == 0
+    assert runner.light_runner.pool is not runner.pool and runner.light_runner.pool.process_count() == 1
     monkeypatch.undo()
     parsed, analysis = service.parse_and_analyze(**SMALL, limits=client.app.state.settings.limits())
     adapter = TypeAdapter(Classification)
