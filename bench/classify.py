@@ -7,6 +7,7 @@ Usage::
     python bench/classify.py --skip-t7       # only the polynomial tests
     python bench/classify.py --local-only    # only the small-monoid family (a|b)*b(a|b){n}, n = 4..9
     python bench/classify.py --memory        # peak RSS per step: 10^5-state DFA, T7 (--t8: also T8)
+    python bench/classify.py --skip-poly --skip-local --t8   # T7 and T8 against libsemigroups
 
 Prints:
 
@@ -15,7 +16,9 @@ Prints:
    shows as a flat µs/state column);
 2. the full transformation monoid T7 (823,543 elements, a 7-state DFA over 3 letters: a
    transposition, a 7-cycle and a rank-6 map): our closure, our full classification, and
-   libsemigroups' own Froidure–Pin enumeration, with the ratios;
+   libsemigroups' own Froidure–Pin enumeration, interleaved rounds, with the ratios of the medians;
+   with ``--t8`` also T8 (16,777,216 elements): the same steps, each in a forked child whose address
+   space is capped at 8 GiB, with peak RSS and the ratios (or the error a step hit);
 3. the family ``(a|b)*b(a|b){n}`` (n+1-th letter from the end is b; 2^(n+1) states, monoid of
    2^(n+2) - 1 elements, 2^(n+1) idempotents, all maximal, in one D-class) for n = 4..9 and
    ``(a|b|c)*a(a|b|c){6}``: analyze() per stage, then each local step on its own (multiplication
@@ -126,27 +129,44 @@ def _timed(fn):
     return out, time.perf_counter() - w, time.process_time() - c
 
 
-def bench_t7() -> None:
+def _ls_gens(d: DFA):
+    import libsemigroups_pybind11 as ls
+
+    ls.ReportGuard(False)
+    n = d.num_states
+    return ls, [ls.Transf([int(d.transitions[q, a]) for q in range(n)]) for a in range(d.num_letters)]
+
+
+def bench_t7(repeat: int = 3) -> None:
+    """T7 side by side with libsemigroups, ``repeat`` times interleaved (ours, theirs, ours, …) so
+    both see the same load; the ratio is taken on the medians (and shown per round)."""
     d = t7_dfa()
     limits = Limits(max_monoid_size=1_000_000, time_limit_s=None)
     analyze(t7_dfa(4), limits)  # imports (group identification, scipy graphs) before anything is timed
-    M, t_closure, c_closure = _timed(lambda: transition_monoid(d, limits))
-    r, t_full, c_full = _timed(lambda: analyze(d, limits))
+    try:
+        ls, gens = _ls_gens(d)
+    except ImportError:
+        ls = None
+    rounds = []
+    for _ in range(repeat):
+        M, t_closure, c_closure = _timed(lambda: transition_monoid(d, limits))
+        del M
+        r, t_full, c_full = _timed(lambda: analyze(d, limits))
+        ls_t = _timed(lambda: ls.FroidurePin(gens).size()) if ls is not None else (None, float("nan"), float("nan"))
+        rounds.append((t_closure, c_closure, t_full, c_full, ls_t[1], ls_t[2], r))
+    med = lambda i: float(np.median([x[i] for x in rounds]))  # noqa: E731
+    r = rounds[-1][6]
     print()
     print(f"T7: |M| = {r.monoid_summary['size']}, idempotents = {r.monoid_summary['idempotents']}, "
-          f"D-classes = {r.monoid_summary['d_classes']}, s = {r.monoid_summary['stability_index']}")
+          f"D-classes = {r.monoid_summary['d_classes']}, s = {r.monoid_summary['stability_index']}; "
+          f"{repeat} interleaved rounds, medians (load: {_load()})")
     print(f"{'':<55}{'wall s':>9}{'CPU s':>9}")
-    print(f"  {'our closure (elements, words, right Cayley graph)':<53}{t_closure:9.3f}{c_closure:9.3f}   (|M| = {M.size})")
-    print(f"  {'our build + full classification (analyze)':<53}{t_full:9.3f}{c_full:9.3f}")
-    print("  stages (wall ms):", r.timings_ms)
-    try:
-        import libsemigroups_pybind11 as ls
-    except ImportError:
+    print(f"  {'our closure (elements, words, right Cayley graph)':<53}{med(0):9.3f}{med(1):9.3f}")
+    print(f"  {'our build + full classification (analyze)':<53}{med(2):9.3f}{med(3):9.3f}")
+    print("  stages of the last round (wall ms):", r.timings_ms)
+    if ls is None:
         print("  libsemigroups_pybind11 not installed: no comparison")
         return
-    ls.ReportGuard(False)
-    gens = [ls.Transf([int(d.transitions[q, a]) for q in range(7)]) for a in range(3)]
-    size, t_ls, c_ls = _timed(lambda: ls.FroidurePin(gens).size())
 
     def full_ls():
         S2 = ls.FroidurePin(gens)
@@ -156,10 +176,68 @@ def bench_t7() -> None:
         return S2.number_of_idempotents()
 
     ni, t_ls2, c_ls2 = _timed(full_ls)
-    print(f"  {'libsemigroups FroidurePin enumeration':<53}{t_ls:9.3f}{c_ls:9.3f}   (|S| = {size})")
+    print(f"  {'libsemigroups FroidurePin enumeration':<53}{med(4):9.3f}{med(5):9.3f}")
     print(f"  {f'libsemigroups + both Cayley graphs + idempotents ({ni})':<53}{t_ls2:9.3f}{c_ls2:9.3f}")
-    print(f"  ratio closure / libsemigroups enumeration:             wall {t_closure / t_ls:6.2f}   CPU {c_closure / c_ls:6.2f}")
-    print(f"  ratio full classification / libsemigroups enumeration: wall {t_full / t_ls:6.2f}   CPU {c_full / c_ls:6.2f}")
+    print("  per round, full classification / libsemigroups (CPU): "
+          + ", ".join(f"{x[3] / x[5]:.2f}" for x in rounds))
+    print(f"  ratio closure / libsemigroups enumeration:             wall {med(0) / med(4):6.2f}   CPU {med(1) / med(5):6.2f}")
+    print(f"  ratio full classification / libsemigroups enumeration: wall {med(2) / med(4):6.2f}   CPU {med(3) / med(5):6.2f}")
+
+
+T8_MEMORY_BYTES = 8 << 30
+"""T8 runs in children whose address space is capped at 8 GiB (RLIMIT_AS): the memory goal as a limit that holds."""
+
+
+def bench_t8() -> None:
+    """T8 (16,777,216 elements): closure, full classification and libsemigroups' enumeration, each in
+    a forked child under an 8 GiB address-space limit; time, CPU, peak RSS and the ratios."""
+    d = t7_dfa(8)
+    limits = Limits(max_monoid_size=20_000_000, max_monoid_entries=20_000_000 * 8, time_limit_s=None)
+    print()
+    print(f"T8: each step in a forked child, address space capped at {T8_MEMORY_BYTES >> 30} GiB (load: {_load()})")
+    print(f"{'':<55}{'wall s':>9}{'CPU s':>9}{'peak MiB':>10}  result")
+    rows = {}
+
+    def show(name, key, fn):
+        out, sec, cpu, _, peak = in_child(fn, as_limit=T8_MEMORY_BYTES, cpu=True)
+        rows[key] = (sec, cpu, out)
+        print(f"  {name:<53}{sec:9.2f}{cpu:9.2f}{peak:10.0f}  {out}", flush=True)
+
+    show("our closure (elements, words, right Cayley graph)", "closure",
+         lambda: f"|M| = {transition_monoid(d, limits).size}")
+
+    def full():
+        r = analyze(d, limits)
+        ms = r.monoid_summary
+        if "error" in ms:
+            return f"monoid: {ms['error']}"
+        undecided = [k for k, c in r.classes.items() if c.member is None]
+        return (f"|M| = {ms['size']}, idempotents = {ms['idempotents']}, D-classes = {ms['d_classes']}, "
+                f"s = {ms['stability_index']}, undecided: {undecided or 'none'}")
+
+    show("our build + full classification (analyze)", "full", full)
+    try:
+        ls, gens = _ls_gens(d)
+    except ImportError:
+        print("  libsemigroups_pybind11 not installed: no comparison")
+        return
+    show("libsemigroups FroidurePin enumeration", "ls", lambda: f"|S| = {ls.FroidurePin(gens).size()}")
+    ok = all(not str(rows[k][2]).startswith("error") for k in rows)
+    if ok:
+        for key, label in (("closure", "closure"), ("full", "full classification")):
+            print(f"  ratio {label} / libsemigroups enumeration: wall {rows[key][0] / rows['ls'][0]:6.2f}   "
+                  f"CPU {rows[key][1] / rows['ls'][1]:6.2f}")
+    else:
+        print("  a step failed (see its result): no ratio")
+
+
+def _load() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            one, five, fifteen = f.read().split()[:3]
+        return f"{one} {five} {fifteen} on {os.cpu_count()} CPUs"
+    except OSError:
+        return "unknown"
 
 
 # ----------------------------------------------------------------------------- peak memory per step
@@ -174,20 +252,26 @@ def _rss_mib(field: str) -> float:
     return float("nan")
 
 
-def in_child(fn):
+def in_child(fn, as_limit: int | None = None, cpu: bool = False):
     """Run ``fn()`` in a forked child; returns (its printable result, seconds, RSS at the start of the
-    step, peak RSS of the step) — the child's own high-water mark, so each step is measured alone."""
+    step, peak RSS of the step) — the child's own high-water mark, so each step is measured alone.
+    With ``cpu``: (result, seconds, CPU seconds, RSS at start, peak). ``as_limit``: cap the child's
+    address space (bytes); a step over it reports its MemoryError."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child
         os.close(r)
         try:
+            if as_limit:
+                import resource
+
+                resource.setrlimit(resource.RLIMIT_AS, (as_limit, as_limit))
             start = _rss_mib("VmRSS")
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out = fn()
-            msg = repr((str(out), time.perf_counter() - t0, start, _rss_mib("VmHWM")))
+            msg = repr((str(out), time.perf_counter() - t0, time.process_time() - c0, start, _rss_mib("VmHWM")))
         except BaseException as exc:  # report and leave
-            msg = repr((f"error: {exc!r}", float("nan"), float("nan"), float("nan")))
+            msg = repr((f"error: {exc!r}"[:300], float("nan"), float("nan"), float("nan"), _rss_mib("VmHWM")))
         os.write(w, msg.encode())
         os.close(w)
         os._exit(0)
@@ -196,10 +280,14 @@ def in_child(fn):
     while chunk := os.read(r, 65536):
         data += chunk
     os.close(r)
-    os.waitpid(pid, 0)
+    _, status = os.waitpid(pid, 0)
     import ast
 
-    return ast.literal_eval(data.decode())
+    if not data:  # killed (e.g. by the OOM killer)
+        res = (f"error: the child died (status {status})", float("nan"), float("nan"), float("nan"), float("nan"))
+    else:
+        res = ast.literal_eval(data.decode())
+    return res if cpu else (res[0], res[1], res[3], res[4])
 
 
 def bench_memory(t8: bool = False) -> None:
@@ -210,6 +298,7 @@ def bench_memory(t8: bool = False) -> None:
     dfas = [("T7", t7_dfa(7), 1_000_000)]
     if t8:
         dfas.append(("T8", t7_dfa(8), 20_000_000))
+    print(f"load: {_load()}")
     print()
     print("peak memory per step (each step in a forked child; RSS at its start = the parent's, peak = its high-water mark)")
     print(f"{'step':<48}{'seconds':>9}{'RSS start MiB':>15}{'peak MiB':>10}{'step +MiB':>11}  result")
@@ -227,7 +316,7 @@ def bench_memory(t8: bool = False) -> None:
 
     show("10^5-state DFA: automaton tests", in_child(automaton_tests))
     for name, dfa, cap in dfas:
-        limits = Limits(max_monoid_size=cap, time_limit_s=None)
+        limits = Limits(max_monoid_size=cap, max_monoid_entries=cap * dfa.num_states, time_limit_s=None)
         show(f"{name}: closure (transition monoid)", in_child(lambda: transition_monoid(dfa, limits).size))
         show(f"{name}: build + full classification (analyze)", in_child(lambda: analyze(dfa, limits).monoid_summary["size"]))
 
@@ -391,7 +480,8 @@ def main(argv=None) -> None:
     ap.add_argument("--skip-local", action="store_true", help="skip the (a|b)*b(a|b){n} family")
     ap.add_argument("--local-only", action="store_true", help="only the (a|b)*b(a|b){n} family")
     ap.add_argument("--memory", action="store_true", help="peak RSS per step (10^5-state DFA, T7)")
-    ap.add_argument("--t8", action="store_true", help="with --memory: also T8 (16,777,216 elements)")
+    ap.add_argument("--t8", action="store_true", help="also T8 (16,777,216 elements; with --memory: its peak RSS per step)")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of T7 against libsemigroups")
     args = ap.parse_args(argv)
     if args.memory:
         bench_memory(args.t8)
@@ -402,7 +492,9 @@ def main(argv=None) -> None:
     if not args.skip_poly:
         bench_polynomial()
     if not args.skip_t7:
-        bench_t7()
+        bench_t7(args.repeat)
+    if args.t8:
+        bench_t8()
     if not args.skip_local:
         bench_local()
     if args.verify:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .automaton import DFA
+from .classes.definite import find_definite
 from .classes import (
     AUTOMATON_KEYS,
     DECIDERS,
@@ -170,6 +171,20 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
                 f"the word {_w(counter.word)} is a counter of the minimal DFA: q·w^{counter.m} = q ≠ q·w for "
                 f"q = {counter.state} (found without the monoid, which is over its cap)",
                 counter, counter, CLASS_INFO["star_free"].source, "automaton")
+        definite = None
+        try:
+            definite = find_definite(A, deadline=deadline)
+        except LimitExceeded:
+            definite = None
+        if definite is not None:
+            what = ("the last" if definite.side == "suffix" else "the first")
+            how = ("every word of length {k} maps all states of the minimal DFA to one state" if definite.side == "suffix"
+                   else "every word of length {k} leads the initial state to a sink").format(k=definite.k)
+            results["locally_testable"] = ClassResult(
+                "locally_testable", True,
+                f"membership of words of length ≥ {definite.k} depends on {what} {definite.k} letters only ({how}; found "
+                "without the monoid, which is over its cap), so the language is locally testable",
+                definite, None, CLASS_INFO["locally_testable"].source, "automaton")
         summary = {"error": monoid_error.to_dict()}
     timings["algebraic_tests"] = (time.perf_counter() - t0) * 1e3
 

@@ -22,6 +22,7 @@ from ..errors import LimitExceeded
 from .aperiodic import counter_from_element, need_monoid, replay_counter
 from .base import CERT_LIST_MAX, ClassResult, Decider, Evidence, make_result, register, show, words
 from .context import Context
+from .definite import Definite, check_definite
 from .evidence import MonoidWords, Separation, monoid_words
 from .replaykit import Checker, ReplayError, WordMonoid
 from ..wording import count_noun
@@ -364,7 +365,10 @@ def _replay_ltl_p_y_yes(chk: Checker, cert: LocalMonoids) -> None:
             raise ReplayError(f"the local monoid of idempotent {e} is not R-trivial")
 
 
-def _replay_lt_yes(chk: Checker, cert: LocalMonoids) -> None:
+def _replay_lt_yes(chk: Checker, cert: LocalMonoids | Definite) -> None:
+    if isinstance(cert, Definite):  # found on the DFA alone (the monoid over its cap)
+        check_definite(chk.A, cert)
+        return
     W = chk.monoid(cert.monoid) if cert.monoid is not None else None
     _check_listed(chk, W, cert)
     if W is None:
@@ -450,7 +454,7 @@ def _replay_ltt_no(chk: Checker, wit: LTTCounter | LTTIdentity) -> None:
 
 
 register(Decider("ltl_p_y", decide_ltl_p_y, (LocalMonoids,), (LocalRWitness,), _replay_ltl_p_y_yes, _replay_ltl_p_y_no))
-register(Decider("locally_testable", decide_locally_testable, (LocalMonoids,), (LTWitness,), _replay_lt_yes,
+register(Decider("locally_testable", decide_locally_testable, (LocalMonoids, Definite), (LTWitness,), _replay_lt_yes,
                  _replay_lt_no))
 register(Decider("locally_threshold_testable", decide_locally_threshold_testable, (LTTCertificate,),
                  (LTTCounter, LTTIdentity), _replay_ltt_yes, _replay_ltt_no))

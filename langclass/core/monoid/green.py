@@ -85,10 +85,16 @@ class GreenMixin:
         # D = R ∘ L (= J, M finite): connected components of the bipartite graph R-classes — L-classes
         nr = int(R.max()) + 1
         nl = int(L.max()) + 1
-        g = csr_matrix((np.ones(m, dtype=np.int8), (R, nr + L)), shape=(nr + nl, nr + nl))
+        H = canonical_labels(R * nl + L)
+        # one edge per H-class (its first element) is enough for the components
+        first = np.zeros(int(H.max()) + 1, dtype=np.int64)
+        new_h = np.ones(m, dtype=bool)
+        new_h[1:] = H[1:] > np.maximum.accumulate(H)[:-1]  # canonical ids: a class's first element raises the max
+        first[H[new_h]] = np.flatnonzero(new_h)
+        er, el = R[first], L[first]
+        g = csr_matrix((np.ones(er.size, dtype=np.int8), (er, nr + el)), shape=(nr + nl, nr + nl))
         _, comp = connected_components(g, directed=False)
         J = canonical_labels(comp[R])
-        H = canonical_labels(R * nl + L)
         for arr in (R, L, J, H):
             arr.setflags(write=False)
         return {"R": R, "L": L, "H": H, "J": J}

@@ -271,7 +271,11 @@ class TransitionMonoid(GreenMixin, StableMixin, GroupsMixin, DescribeMixin):
             out = self.multiply_many(ids, ids) == ids
         else:
             e = self.elements
-            out = (np.take_along_axis(e, e.astype(np.intp), axis=1) == e).all(axis=1)
+            out = np.empty(self.size, dtype=bool)
+            step = max(1, (1 << 22) // max(1, self.num_states))  # bounded temporaries (int indices)
+            for c0 in range(0, self.size, step):
+                blk = e[c0:c0 + step]
+                out[c0:c0 + step] = (np.take_along_axis(blk, blk.astype(np.intp), axis=1) == blk).all(axis=1)
         out.setflags(write=False)
         return out
 
