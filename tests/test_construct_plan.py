@@ -61,6 +61,22 @@ def test_schedule_of_a_y_formula():
     assert p.d_head == 4 and p.pair_y == 0 and p.pair_flat == 1 and p.C_y is not None
 
 
+def test_plans_are_pure_and_frozen():
+    """Planning twice gives equal plans; a plan and its mappings cannot be changed."""
+    import dataclasses
+
+    a, b = plan_formula("MOD(2,1) & Y a | P b", ["a", "b"]), plan_formula("MOD(2,1) & Y a | P b", ["a", "b"])
+    assert a == b and a is not b
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.C_p = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        a.literals[F.TOP] = Literal(0)  # type: ignore[index]
+    q = plan_brasp(parse_program(DYCK_1_DEPTH_2, ["a", "b"]))
+    assert q == plan_brasp(parse_program(DYCK_1_DEPTH_2, ["a", "b"]))
+    with pytest.raises(TypeError):
+        q.coord_of["x"] = 0  # type: ignore[index]
+
+
 def test_schedule_of_mod_and_recency_formulas():
     p = plan_formula("MOD(3,2) & MOD(5,0)", ["a"])
     assert [[h.kind for h in lp.heads] for lp in p.layers] == [["MOD", "P", "MOD"], []]

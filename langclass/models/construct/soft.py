@@ -59,6 +59,13 @@ class FormulaTransformer(nn.Module):
     ``valid bool [batch, seq]`` → hidden states ``[batch, seq, d_model]``. :meth:`decide` gives the
     accept logits at EOS ``[batch]``; :meth:`literal_values` the value of every formula node at every
     position ``{node: [batch, seq]}``. The plan it was assembled from is :attr:`plan`.
+
+    Args:
+        formula: the parsed formula (no S); alphabet: Σ; options: :class:`ConstructionOptions`.
+        plan: an existing plan of exactly these (see :meth:`from_plan`); planned when omitted.
+
+    Raises:
+        UnsupportedError, InputError: from :func:`~langclass.models.construct.plan.plan_formula`.
     """
 
     # the plan's fields under the names this class has always exposed
