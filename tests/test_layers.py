@@ -226,3 +226,39 @@ def test_no_module_is_over_the_line_limit() -> None:
     assert over == {}, f"split these modules along a concept seam: {over}"
     stale = [m for m in OVERSIZE_PENDING if sizes.get(m, 0) <= MAX_MODULE_LINES]
     assert stale == [], f"split done: remove {stale} from OVERSIZE_PENDING"
+
+
+def _unbound_names(path: Path, root: Path = ROOT) -> list[str]:
+    """Names a module reads that nothing in it binds (import, def, class, assignment, argument,
+    except/with/for target) and that are not builtins: a lost import after a move or a rebase."""
+    import builtins
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bound = set(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__path__"}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound |= set(node.names)
+    read = {n.id: n.lineno for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return [f"{path.relative_to(root)}:{line} {name}" for name, line in sorted(read.items()) if name not in bound]
+
+
+def test_no_module_reads_a_name_it_never_binds() -> None:
+    """Catches an import lost when code moves between modules (a NameError only when that line runs)."""
+    unbound = [u for p in sorted(PKG.rglob("*.py")) for u in _unbound_names(p)]
+    assert unbound == []
+
+
+def test_the_unbound_name_check_sees_a_lost_import(tmp_path: Path) -> None:
+    mod = tmp_path / "m.py"
+    mod.write_text("import json\n\ndef f(x):\n    return re.sub('a', 'b', json.dumps(x))\n", encoding="utf-8")
+    assert _unbound_names(mod, tmp_path) == ["m.py:4 re"]
