@@ -116,7 +116,15 @@ class PositionalEncoding(nn.Module):
     def _apply(self, fn, recurse=True):  # noqa: D401 - nn.Module hook
         """Move buffers and parameters with ``.to(device)`` but never change their dtype:
         ``model.to(torch.bfloat16)`` or ``model.half()`` leave the tables, frequencies and learnable
-        kernel parameters in the compute dtype (phases stay float32)."""
+        kernel parameters in the compute dtype (phases stay float32).
+
+        Why an ``_apply`` override and not a public mechanism: torch has no public hook that exempts a
+        module's tensors from a dtype cast while still moving them between devices, and the cast cannot
+        be refused per tensor without also changing what ``Tensor.to``/``.double()`` do inside
+        ``forward`` (pj.py computes kernels in float64 from float32 parameters). torch's own
+        ``nn.RNNBase`` overrides ``_apply`` for the same reason (re-flattening its weights after a
+        move). The contract is pinned by tests/test_pj.py and tests/test_encodings.py (device moves,
+        ``.to(torch.bfloat16)`` keeps the compute dtype)."""
         for key, buf in self._buffers.items():
             if buf is not None:
                 moved = fn(buf)
