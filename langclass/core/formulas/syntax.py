@@ -6,6 +6,7 @@ See :mod:`langclass.core.formulas` for the logic's semantics and text syntax.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import reduce
@@ -64,10 +65,51 @@ def _cached_hash(self) -> int:
     return h
 
 
+_INTERN: "weakref.WeakValueDictionary[tuple, Formula]" = weakref.WeakValueDictionary()
+"""Hash-consing table: every node built by calling its class is shared with a structurally equal live
+node, so equal formulas are one object and comparing them is an identity test (synthesized formulas
+are DAGs whose structural comparison would otherwise be exponential)."""
+
+
+def _intern_new(cls, *args, **kwargs):
+    if not args and not kwargs:  # copy / unpickling path: a fresh object, compared structurally
+        obj = object.__new__(cls)
+        object.__setattr__(obj, "_loose", True)
+        return obj
+    vals = list(args)
+    for name in cls._fields[len(args):]:
+        vals.append(kwargs[name] if name in kwargs else cls.__dataclass_fields__[name].default)
+    key = (cls, *vals)
+    try:
+        hit = _INTERN.get(key)
+    except TypeError:  # an unhashable argument: let the dataclass reject or keep it
+        return object.__new__(cls)
+    if hit is not None:
+        return hit
+    obj = object.__new__(cls)
+    _INTERN[key] = obj
+    return obj
+
+
 def _node(cls):
     cls = dataclass(frozen=True, eq=True, repr=True)(cls)
     cls._fields = tuple(f.name for f in cls.__dataclass_fields__.values() if f.init)
     cls.__hash__ = _cached_hash
+    structural = cls.__eq__
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return NotImplemented
+        if hash(self) != hash(other):
+            return False
+        if "_loose" not in self.__dict__ and "_loose" not in other.__dict__:
+            return False  # two distinct hash-consed nodes are structurally different
+        return structural(self, other)
+
+    cls.__eq__ = __eq__
+    cls.__new__ = _intern_new
     return cls
 
 
