@@ -272,7 +272,7 @@ def test_mod_remainder_is_normalized_visibly(client: Any) -> None:
 FIXED_LIMITS = {
     "max_sample_length", "max_ffn_inputs", "max_verify_words",
     "max_monomials", "max_census_languages", "max_window_states", "max_y_offset", "max_star_free_monoid",
-    "max_star_free_nodes", "certified_length_work", "lt_commutativity_work", "ltt_identity_work",
+    "max_star_free_nodes", "max_block_words", "max_marks", "certified_length_work", "lt_commutativity_work", "ltt_identity_work",
     "multiplication_table_entries",
 }
 

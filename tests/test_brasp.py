@@ -96,9 +96,13 @@ def test_unknown_symbol_in_program():
         parse_program("X := Q_c", ["a", "b"])
 
 
-def test_mod_cannot_become_brasp():
-    with pytest.raises(UnsupportedError):
-        formula_to_brasp("MOD(2,1)", ["a", "b"])
+def test_mod_becomes_position_marks():
+    prog = formula_to_brasp("MOD(2,1) & P(MOD(3,0) & a)", ["a", "b"])
+    assert prog.modulus == 6 and "marks 6" in prog.text()
+    w = np.array([[0, 1, 0, 0, 1, 1, 0]])
+    for n in range(1, 8):
+        got = accepts_batch(prog, w[:, :n])[0]
+        assert got == evaluate_batch("MOD(2,1) & P(MOD(3,0) & a)", ["a", "b"], w[:, :n])[0]
 
 
 def formulas_no_mod():

@@ -1,6 +1,6 @@
 """Every encoding the service names exists (issue 13 item 5): each catalogue entry and each answer
 (primary and alternatives) for the ground-truth languages builds through ``make_encoding``; the
-FO[<,MOD] hard answer is a finite-image encoding whose period is the stability index."""
+FO[<,MOD] hard answer is a finite-image encoding (marks i mod m) with the least working modulus m."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import torch
 from langclass.core.analysis import analyze
 from langclass.core.automaton import DFA
 from langclass.core.encoding_choice import encoding_catalogue
+from langclass.core.fo_mod import least_modulus
 from langclass.models.encodings import make_encoding
 
 from _ground_truth import LANGUAGES as GT
@@ -48,10 +49,13 @@ def test_every_answer_builds(entry):
             enc = build(option["build"])
             assert enc.family == option["encoding"]
     hard = a.encodings["hard"]
-    if hard["class"] == "fo_mod":  # finite image: i mod period; the table repeats with the period
-        s = hard["parameters"]["modulus"]
+    if hard["class"] == "fo_mod":  # finite image: i mod m with the least working modulus m
+        m = hard["parameters"]["modulus"]
+        assert m == least_modulus(gt_dfa(entry)).modulus <= hard["parameters"]["stability_index"]
         enc = build(hard["build"])
-        assert hard["encoding"] == "sinusoidal_periodic" and enc.periods == (s,) * len(enc.periods)
-        x = torch.zeros(1, 3 * s + 1, CONTEXT["d_model"])
-        pe = enc.embed(x, enc.position_ids(3 * s + 1))[0]
-        assert torch.equal(pe[:s], pe[s:2 * s]) and len({tuple(r.tolist()) for r in pe}) == s
+        assert hard["encoding"] == "mod_onehot" and enc.period == m
+        x = torch.zeros(1, 3 * m + 1, CONTEXT["d_model"])
+        pe = enc.embed(x, enc.position_ids(3 * m + 1))[0]
+        assert torch.equal(pe[:m], pe[m:2 * m]) and len({tuple(r.tolist()) for r in pe}) == m
+        alt = build(hard["alternatives"][0]["build"])  # the rational sinusoidal PE of Cor 20, same period
+        assert alt.family == "sinusoidal_periodic" and alt.periods == (m,) * len(alt.periods)

@@ -118,17 +118,19 @@ def test_star_free_languages_build_with_hard_attention_from_the_regex(regex, alp
     assert r["exact"] and r["agrees_with_dfa"] and r["all_words_up_to"] == 6, r["first_failure"]
 
 
-def test_outside_every_constructible_class_names_the_missing_classes():
-    with pytest.raises(UnsupportedError) as e:
-        run_construction({"regex": "((a|b)(a|b))*a", "alphabet": ["a", "b"]})  # FO[<,MOD] only
-    assert "LTL[P,MOD]" in e.value.detail and "LTL[P,Y]" in e.value.detail and "star-free" in e.value.detail
+def test_fo_mod_only_language_builds_with_position_marks():
+    """((a|b)(a|b))*a is in FO[<,MOD] only (not star-free, not LTL[P,MOD] or LTL[P,Y]): hard attention
+    with the marks i mod 2 (tests/test_fo_mod.py covers the construction)."""
+    r = run_construction({"regex": "((a|b)(a|b))*a", "alphabet": ["a", "b"], "all_words_up_to": 6, "random_words": 1,
+                          "random_max_length": 50})
+    assert r["attention"] == "hard" and r["encoding"] == "mod_onehot" and r["exact"]
 
 
 def test_hard_attention_on_a_star_free_periodic_language_uses_the_star_free_formula():
     """(ab)* is in LTL[P,MOD] (a MOD formula, no NoPE hard attention) and star-free: hard attention
-    gets the local-divisor formula instead; (aa)* is not star-free and stays unsupported."""
+    gets the local-divisor formula instead; (aa)* is not star-free and gets the marks i mod 2."""
     r = run_construction({"regex": "(ab)*", "alphabet": ["a", "b"], "attention": "hard", "all_words_up_to": 8,
                           "random_words": 2, "random_max_length": 100})
     assert r["attention"] == "hard" and r["synthesis"]["method"] == "local-divisors" and r["exact"]
-    with pytest.raises(UnsupportedError, match="not star-free"):
-        run_construction({"regex": "(aa)*", "alphabet": ["a"], "attention": "hard"})
+    r = run_construction({"regex": "(aa)*", "alphabet": ["a"], "attention": "hard", "all_words_up_to": 8})
+    assert r["encoding"] == "mod_onehot" and r["modulus"] == 2 and r["exact"]  # not star-free: position marks

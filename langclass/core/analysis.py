@@ -226,8 +226,17 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
         extra["syntactic_monoid_size"] = monoid.size
         extra["stability_index"] = monoid.stability_index
         extra["stable_semigroup_size"] = monoid.stable_size
+    least_mod = None
+    if members.get("fo_mod") is True and members.get("star_free") is False:
+        from .fo_mod import least_modulus
+
+        try:
+            least_mod = least_modulus(A).modulus
+        except LimitExceeded:
+            least_mod = None  # the answer falls back to the stability index
     encodings = choose_encodings(members, period=period, delay=delay,
-                                 stability_index=monoid.stability_index if monoid is not None else None, params=params)
+                                 stability_index=monoid.stability_index if monoid is not None else None,
+                                 modulus=least_mod, params=params)
     timings["encodings"] = (time.perf_counter() - t0) * 1e3
 
     beyond = None

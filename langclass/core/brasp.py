@@ -31,10 +31,15 @@ and ``Q("<symbol>")`` for any symbol. Names are defined once, before use.
 
 Acceptance: w ∈ L ⇔ the output vector is true at the last position n (§3.1). B-RASP is defined on
 Σ⁺; the empty word's membership is declared by ``empty accept|reject``.
+
+Position marks (B-RASP[MOD], Thm 19 / Cor 20 of the source): a first statement ``marks m``
+(2 ≤ m ≤ 1000) adds the initial vectors ``MOD_0 … MOD_{m−1}``, ``MOD_r(i)`` ⇔ i ≡ r (mod m) —
+what a finite-image position embedding (i mod m) gives the transformer.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -43,6 +48,7 @@ import numpy as np
 
 from .brasp_program import (  # re-exported: the program as data
     MASKS,
+    MAX_MARKS,
     SOURCE,
     AttentionOp,
     BAnd,
@@ -57,8 +63,9 @@ from .brasp_program import (  # re-exported: the program as data
     bexpr_eval,
     bexpr_text,
     bexpr_vars,
+    mark_names,
 )
-from .errors import AlphabetError, InputError, ProgramSyntaxError, UnknownSymbolError, UnsupportedError
+from .errors import AlphabetError, InputError, LimitExceeded, ProgramSyntaxError, UnknownSymbolError, UnsupportedError
 from .inputs import check_alphabet, located, syntax_problem
 from .limits import DEFAULT_LIMITS, Limits
 
@@ -76,6 +83,7 @@ _GRAMMAR = r"""
         | NAME ASSIGN DIR "[" mask "," bexpr "]" bexpr ":" bexpr -> attop
         | OUTPUT NAME                                        -> output
         | EMPTY EMPTYVAL                                     -> empty
+        | MARKS INT                                          -> marks
     mask: ONE                                                -> nomask
         | JJ CMP II                                          -> cmpmask
     ?bexpr: bor
@@ -102,6 +110,8 @@ _GRAMMAR = r"""
     OUTPUT.2: /output(?!\w)/
     EMPTY.2: /empty(?!\w)/
     EMPTYVAL: /accept|reject/
+    MARKS.2: /marks(?!\w)/
+    INT: /[0-9]+/
     JJ.2: /j(?!\w)/
     II.2: /i(?!\w)/
     SIDE: "i" | "j"
@@ -114,7 +124,7 @@ _GRAMMAR = r"""
 """
 
 _PARSER = None
-_RESERVED = {"output", "empty", "accept", "reject", "true", "false", "i", "j"}
+_RESERVED = {"output", "empty", "accept", "reject", "true", "false", "i", "j", "marks"}
 
 
 def _parser():
@@ -168,6 +178,7 @@ def parse_program(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
     ops: list[Op] = []
     output = None
     empty_accept = False
+    modulus = 1
 
     def err(msg: str, tok) -> ProgramSyntaxError:
         at = located(text, tok.start_pos)
@@ -259,11 +270,23 @@ def parse_program(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
             output = tok.value
         elif stmt.data == "empty":
             empty_accept = stmt.children[1].value == "accept"
+        elif stmt.data == "marks":
+            tok = stmt.children[1]
+            m = int(tok.value)
+            if modulus != 1 or ops:
+                raise err("'marks m' may appear once, before every definition", tok)
+            if not 2 <= m <= MAX_MARKS:
+                raise err(f"marks needs a modulus in [2, {MAX_MARKS}]", tok)
+            clash = sorted(set(mark_names(m)) & defined)
+            if clash:
+                raise err(f"the mark vector {clash[0]} would shadow an initial vector", tok)
+            modulus = m
+            defined.update(mark_names(m))
     if not ops and output is None:
         raise ProgramSyntaxError("the program defines no vector", field="program", **located(text, 0))
     if output is None:
         output = ops[-1].name
-    return Program(alpha, tuple(ops), output, empty_accept, initial)
+    return Program(alpha, tuple(ops), output, empty_accept, initial, modulus)
 
 
 def _alphabet(alphabet: Sequence[str]) -> tuple[str, ...]:
@@ -299,6 +322,9 @@ def run_program(program: Program, words: np.ndarray) -> dict[str, np.ndarray]:
     B, n = w.shape
     idx = {s: k for k, s in enumerate(program.alphabet)}
     vals: dict[str, np.ndarray] = {name: (w == idx[sym]) for name, sym in program.initial.items()}
+    pos = np.arange(1, n + 1)
+    for name, r in program.marks.items():
+        vals[name] = np.broadcast_to(pos % program.modulus == r, (B, n)).copy()
     for op in program.ops:
         if isinstance(op, PositionOp):
             v = bexpr_eval(op.expr, lambda name, side: vals[name])
@@ -341,7 +367,7 @@ def accepts(program: Program, word: Sequence[str]) -> bool:
 
 # --------------------------------------------------------------------- LTL → B-RASP
 def formula_to_brasp(formula, alphabet: Sequence[str], limits: Limits = DEFAULT_LIMITS) -> Program:
-    """Translate an LTL formula with P, Y, Y^k, S (no MOD) to a B-RASP program (future-masked ▶ only).
+    """Translate an LTL formula with P, Y, Y^k, S and MOD to a B-RASP program (future-masked ▶ only).
 
     Following Lemma 4 of *Masked Hard-Attention Transformers Recognize Exactly the Star-Free
     Languages*: ``P ψ := ▶_j[j<i, ψ(j)] 1 : 0``, ``Y ψ := ▶_j[j<i, 1] ψ(j) : 0`` and
@@ -351,17 +377,32 @@ def formula_to_brasp(formula, alphabet: Sequence[str], limits: Limits = DEFAULT_
     from values at n: R_a = 0, R_{Pψ} = Pψ ∨ ψ, R_{Yψ} = ψ, R_{Y^kψ} = Y^{k−1}ψ, R_{ψ1 S ψ2} = ψ2 ∨
     (ψ1 ∧ (ψ1 S ψ2)), Booleans pointwise. The empty word's membership is evaluated directly.
 
+    MOD_m'^r becomes a disjunction of the program's position marks ``MOD_r''`` (r'' ≡ r mod m'; the
+    program's modulus is the lcm of the formula's moduli), its readout the marks with r'' + 1 ≡ r:
+    B-RASP[MOD] of Thm 19 / Cor 20 of the same paper, whose transformer takes the marks from a
+    finite-image position embedding.
+
     Raises:
-        UnsupportedError: the formula uses MOD (not expressible without position information).
+        LimitExceeded: the lcm of the moduli exceeds :data:`MAX_MARKS` (``max_marks``).
     """
     from . import formulas as F
 
     f, alpha = F._coerce(formula, alphabet, limits)
-    if "MOD" in F.operators(f):
-        raise UnsupportedError("MOD predicates cannot be compiled to B-RASP/NoPE hard attention "
-                               "(masked hard attention without positions recognizes only star-free languages)",
-                               source="Masked Hard-Attention Transformers …, Thm 17")
     alpha = _alphabet(alpha)
+    modulus = 1
+    for node in F.subformulas(f):
+        if isinstance(node, F.Mod):
+            modulus = modulus * node.m // math.gcd(modulus, node.m)
+            if modulus > MAX_MARKS:
+                raise LimitExceeded("max_marks", MAX_MARKS, f"the formula's MOD moduli have lcm > {MAX_MARKS}")
+    marks = mark_names(modulus)
+
+    def mod_expr(m: int, r: int) -> BExpr:
+        """MOD_m^r (m | modulus) as a disjunction of the program's marks."""
+        if modulus == 1:  # MOD_1^0
+            return BConst(True)
+        names = [name for name, rr in marks.items() if rr % m == r % m]
+        return BVar(names[0], "i") if len(names) == 1 else BOr(tuple(BVar(n, "i") for n in names))
     initial = _initial_names(alpha)
     ops: list[Op] = []
     name_of: dict[object, str] = {}
@@ -388,6 +429,8 @@ def formula_to_brasp(formula, alphabet: Sequence[str], limits: Limits = DEFAULT_
             expr: BExpr = BConst(True)
         elif isinstance(n, F.Bottom):
             expr = BConst(False)
+        elif isinstance(n, F.Mod):
+            expr = mod_expr(n.m, n.r)
         elif isinstance(n, F.Not):
             expr = BNot(var(n.arg))
         elif isinstance(n, F.And):
@@ -447,6 +490,8 @@ def formula_to_brasp(formula, alphabet: Sequence[str], limits: Limits = DEFAULT_
             e: BExpr = BConst(False)
         elif isinstance(n, F.Top):
             e = BConst(True)
+        elif isinstance(n, F.Mod):
+            e = mod_expr(n.m, n.r - 1)
         elif isinstance(n, F.Not):
             e = bnot(rname[n.arg])
         elif isinstance(n, F.And):
@@ -474,7 +519,7 @@ def formula_to_brasp(formula, alphabet: Sequence[str], limits: Limits = DEFAULT_
         rname[n] = BVar(name, "i")
     out = ops[-1].name
     empty = F.evaluate(f, [], alpha)
-    return Program(alpha, tuple(ops), out, bool(empty), initial)
+    return Program(alpha, tuple(ops), out, bool(empty), initial, modulus)
 
 
 DYCK_1_DEPTH_2 = """\

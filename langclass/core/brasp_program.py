@@ -16,12 +16,15 @@ import numpy as np
 
 __all__ = [
     "BVar", "BConst", "BNot", "BAnd", "BOr", "BExpr", "PositionOp", "AttentionOp", "Op", "Program",
-    "bexpr_vars", "bexpr_eval", "bexpr_text", "SOURCE", "MASKS",
+    "bexpr_vars", "bexpr_eval", "bexpr_text", "SOURCE", "MASKS", "mark_names", "MAX_MARKS",
 ]
 
 SOURCE = "Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages, §3 (B-RASP)"
 
 MASKS = ("none", "future", "past", "future_nonstrict", "past_nonstrict")
+
+MAX_MARKS = 1_000
+"""Largest modulus of a program's position marks (``marks m``)."""
 
 
 # --------------------------------------------------------------------- Boolean expressions
@@ -145,6 +148,8 @@ class Program:
         output: the name of the output vector (read at the last position).
         empty_accept: whether the empty word is accepted (B-RASP itself is defined on Σ⁺).
         initial: ``{initial vector name: symbol}``.
+        modulus: m of the position marks ``MOD_r`` (r < m; ``MOD_r(i)`` ⇔ i ≡ r mod m), further initial
+            vectors of B-RASP[MOD] (Thm 19 / Cor 20 of the source); 1 = no marks.
     """
 
     alphabet: tuple[str, ...]
@@ -152,15 +157,21 @@ class Program:
     output: str
     empty_accept: bool = False
     initial: Mapping[str, str] = field(default_factory=dict)
+    modulus: int = 1
+
+    @property
+    def marks(self) -> dict[str, int]:
+        """``{mark vector name: residue}`` (empty when ``modulus`` is 1)."""
+        return mark_names(self.modulus)
 
     @property
     def names(self) -> list[str]:
-        """Initial vectors then defined vectors, in order."""
-        return list(self.initial) + [op.name for op in self.ops]
+        """Initial vectors, marks, then defined vectors, in order."""
+        return list(self.initial) + list(self.marks) + [op.name for op in self.ops]
 
     def depths(self) -> dict[str, int]:
-        """Attention depth of every vector (initial: 0; attention op: 1 + max depth it reads)."""
-        d = {n: 0 for n in self.initial}
+        """Attention depth of every vector (initial and marks: 0; attention op: 1 + max depth it reads)."""
+        d = {n: 0 for n in list(self.initial) + list(self.marks)}
         for op in self.ops:
             if isinstance(op, PositionOp):
                 d[op.name] = max((d[n] for n, _ in bexpr_vars(op.expr)), default=0)
@@ -176,7 +187,7 @@ class Program:
 
     def text(self) -> str:
         """The program in the documented syntax (re-parsable)."""
-        lines = []
+        lines = [f"marks {self.modulus}"] if self.modulus > 1 else []
         for op in self.ops:
             if isinstance(op, PositionOp):
                 lines.append(f"{op.name} := {bexpr_text(op.expr, bare_i=True)}")
@@ -193,4 +204,9 @@ class Program:
     def to_dict(self) -> dict:
         return {"program": self.text(), "alphabet": list(self.alphabet), "output": self.output,
                 "vectors": len(self.ops), "attention_ops": sum(isinstance(o, AttentionOp) for o in self.ops),
-                "depth": self.depth, "empty_accept": self.empty_accept, "source": SOURCE}
+                "depth": self.depth, "empty_accept": self.empty_accept, "modulus": self.modulus, "source": SOURCE}
+
+
+def mark_names(modulus: int) -> dict[str, int]:
+    """The position-mark vectors of B-RASP[MOD_m]: ``{"MOD_r": r}`` for r < m (none for m = 1)."""
+    return {f"MOD_{r}": r for r in range(modulus)} if modulus > 1 else {}

@@ -47,8 +47,8 @@ def narrow_program(program: Program, width: int = DEFAULT_WIDTH) -> Program:
     """
     if width < 2 * ATTENTION_COST:
         raise ValueError(f"width must be ≥ {2 * ATTENTION_COST}")
-    leaves: dict[str, frozenset[str]] = {n: frozenset([n]) for n in program.initial}
-    cost_of: dict[str, int] = {n: 1 for n in program.initial}
+    leaves: dict[str, frozenset[str]] = {n: frozenset([n]) for n in list(program.initial) + list(program.marks)}
+    cost_of: dict[str, int] = {n: 1 for n in leaves}
     taken = set(program.names)
     out_ops: list = []
     counter = [0]
@@ -146,7 +146,8 @@ def narrow_program(program: Program, width: int = DEFAULT_WIDTH) -> Program:
             add_attention(op.name, new)
     if len(out_ops) == len(program.ops):
         return program
-    return Program(program.alphabet, tuple(out_ops), program.output, program.empty_accept, dict(program.initial))
+    return Program(program.alphabet, tuple(out_ops), program.output, program.empty_accept, dict(program.initial),
+                   program.modulus)
 
 
 def _to_side(e: BExpr, side: str) -> BExpr:

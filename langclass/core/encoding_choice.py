@@ -13,13 +13,13 @@ LTL[P,Y], Y-offsets ≤ k     soft + conventional RoPE (irrational angle g)   ib
                             or soft + recency heads (ALiBi slope ≥ f_large) all lengths: docs/recency.md
 star-free ∩ stutter-inv.    hard, non-strict mask, NoPE                     Masked Hard-Attention … Thm 18
 star-free                   hard, strict future mask, rightmost, NoPE       ibid. Thm 17
-FO[<,MOD] (AC⁰)             hard + periodic sinusoidal PE (finite image,    ibid. Thm 19, Cor 20
-                            period s = the stability index)
+FO[<,MOD] (AC⁰)             hard + position marks i mod m (``mod_onehot``,  ibid. Thm 19, Cor 20
+                            finite image; m = the least working modulus)
 ==========================  ==============================================  =====================================
 
 The encoding names are members of :class:`~langclass.core.encoding_families.EncodingFamily`, the
 families of ``langclass.models.encodings.make_encoding`` (``"nope"``, ``"rope_periodic"``,
-``"sinusoidal_periodic"``, ``"rope"``, ``"alibi"``), and every answer and
+``"sinusoidal_periodic"``, ``"rope"``, ``"alibi"``, ``"mod_onehot"``), and every answer and
 catalogue entry carries ``build``: the ``make_encoding`` arguments of one instance (the model's
 d_model / d_head / n_heads added by the caller), so every named encoding exists.
 """
@@ -43,6 +43,7 @@ __all__ = [
 # every encoding name below is spelled through the enum the model registry checks against
 _NOPE, _ROPE, _ROPE_PERIODIC = EncodingFamily.NOPE.value, EncodingFamily.ROPE.value, EncodingFamily.ROPE_PERIODIC.value
 _SINUSOIDAL_PERIODIC, _ALIBI = EncodingFamily.SINUSOIDAL_PERIODIC.value, EncodingFamily.ALIBI.value
+_MOD_ONEHOT = EncodingFamily.MOD_ONEHOT.value
 
 _RoPE = "Disentangling the Expressivity of RoPE"
 _HARD = "Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages"
@@ -124,6 +125,8 @@ def _build(encoding: str | None, parameters: Mapping[str, Any]) -> dict[str, Any
     """``make_encoding`` arguments of one instance of an answer's encoding (None for no encoding)."""
     if encoding is None:
         return None
+    if encoding == _MOD_ONEHOT:
+        return {"name": _MOD_ONEHOT, "period": int(parameters.get("period") or parameters.get("modulus") or 1)}
     if encoding in (_ROPE_PERIODIC, _SINUSOIDAL_PERIODIC):
         return {"name": encoding, "periods": int(parameters.get("period") or parameters.get("modulus") or 1)}
     if encoding == _ROPE:  # base 10 000: the first pair turns by θ_1 = base^0 = 1 rad = g
@@ -134,14 +137,17 @@ def _build(encoding: str | None, parameters: Mapping[str, Any]) -> dict[str, Any
 
 
 def choose_encodings(members: Mapping[str, bool | None], *, period: int | None = None, delay: int | None = None,
-                     stability_index: int | None = None, params: EncodingParams = DEFAULT_PARAMS) -> dict[str, dict[str, Any]]:
+                     stability_index: int | None = None, modulus: int | None = None,
+                     params: EncodingParams = DEFAULT_PARAMS) -> dict[str, dict[str, Any]]:
     """The least sufficient encoding for soft and for hard attention.
 
     Args:
         members: class key → True/False/None (see :mod:`langclass.core.lattice`).
         period: least k of LTL[P,MOD] (when a member).
         delay: largest Y-offset k needed for LTL[P,Y] (``classes.ltl_p_y_delay``), if known.
-        stability_index: s of the stable semigroup (modulus of the MOD predicates for FO[<,MOD]).
+        stability_index: s of the stable semigroup (a working modulus for FO[<,MOD]).
+        modulus: the least m with L ∈ FO[<,MOD_m] (:func:`langclass.core.fo_mod.least_modulus`); the
+            FO[<,MOD] answer uses it (else s).
         params: angle g, scale C, dtype and max_length of the conventional-RoPE certificate.
 
     Returns:
@@ -150,7 +156,7 @@ def choose_encodings(members: Mapping[str, bool | None], *, period: int | None =
         ``alternatives``. When a needed class is undecided (``None``) the entry says so
         (``encoding`` ``None``, ``undecided`` true).
     """
-    return {"soft": _soft(members, period, delay, params), "hard": _hard(members, stability_index)}
+    return {"soft": _soft(members, period, delay, params), "hard": _hard(members, stability_index, modulus)}
 
 
 def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, params: EncodingParams) -> dict[str, Any]:
@@ -210,7 +216,7 @@ def _recency_alternative(k: int | None) -> dict[str, Any]:
             "build": _build(_ALIBI, parameters)}
 
 
-def _hard(m: Mapping[str, bool | None], s: int | None) -> dict[str, Any]:
+def _hard(m: Mapping[str, bool | None], s: int | None, least: int | None = None) -> dict[str, Any]:
     sf, si, fm = m.get("star_free"), m.get("stutter_invariant"), m.get("fo_mod")
     if sf is True and si is True:
         return _entry(_NOPE, "NoPE, non-strict mask (unique hard attention)", "star_free",
@@ -224,17 +230,26 @@ def _hard(m: Mapping[str, bool | None], s: int | None) -> dict[str, Any]:
                       f"{_HARD}, Thm 17 (future-masked rightmost hard attention = star-free)",
                       "the language is star-free" + (" but not stutter-invariant, so the mask must be strict (Thm 18)" if si is False else ""))
     if sf is False and fm is True:
+        mod = least if least is not None else s
         params: dict[str, Any] = {"mask": "strict", "tie": "rightmost"}
-        if s is not None:
-            params["modulus"] = int(s)
-            params["period"] = int(s)
-            params["frequencies"] = [f"{j}/{s}" for j in range(1, int(s))] if s > 1 else []
-        return _entry(_SINUSOIDAL_PERIODIC, f"periodic sinusoidal PE, period {s} (finite image; unique hard attention)",
+        if mod is not None:
+            params.update(modulus=int(mod), period=int(mod), stability_index=s,
+                          table=f"e_(i mod {mod}): coordinate r is 1 iff i ≡ r (mod {mod})")
+        why = ("the language is in FO[<,MOD] (quasi-aperiodic) but not star-free, so hard attention needs modular "
+               "position information")
+        if least is not None:
+            why += (f"; m = {least} is the least modulus with L ∈ FO[<,MOD_m] (η((Σ^m)^+) aperiodic; the stability "
+                    f"index s = {s} always works), and `langclass construct` builds and verifies this transformer")
+        elif s:
+            why += f"; MOD predicates of modulus s = {s} (the stability index) suffice"
+        sin_params = {"period": int(mod)} if mod is not None else {}
+        return _entry(_MOD_ONEHOT, f"position marks i mod {mod} (finite-image PE; unique hard attention)",
                       "fo_mod", params, "all lengths",
-                      f"{_HARD}, Thm 19 (finite-image PE: the position marks i mod m) and Cor 20 (rational sinusoidal "
-                      "PE = regular languages in AC⁰ = FO[<,MOD])",
-                      "the language is in FO[<,MOD] (quasi-aperiodic) but not star-free, so hard attention needs "
-                      "modular position information" + (f"; MOD predicates of modulus s = {s} (the stability index) suffice" if s else ""))
+                      f"{_HARD}, Thm 19 (a finite-image PE gives the predicates it marks: here MOD_m^r) and Cor 20 "
+                      "(FO[<,MOD] = regular ∩ AC⁰, Barrington, Compton, Straubing & Thérien)", why,
+                      [{"encoding": _SINUSOIDAL_PERIODIC, "parameters": sin_params,
+                        "name": f"rational sinusoidal PE, period {mod} (marks read out by a ReLU layer, Cor 20 §7.5)",
+                        "theorem": f"{_HARD}, Cor 20"}])
     if sf is None or (sf is False and fm is None):
         return _entry(None, "undecided", None, {}, "—", None,
                       "a limit left star-free or FO[<,MOD] undecided, so the least encoding is unknown", undecided=True)
@@ -272,6 +287,10 @@ _CATALOGUE: list[dict[str, Any]] = [
          "captures": "FO[<,MOD] = regular ∩ AC⁰", "parameters": ["period m (frequencies r/m: a finite image)"],
          "length_guarantee": "all lengths",
          "source": f"{_HARD}, Thm 19 and Cor 20 (Barrington, Compton, Straubing & Thérien 1992)"},
+        {"encoding": _MOD_ONEHOT, "attention": "hard", "mask": "strict", "tie": "rightmost", "class": "fo_mod",
+         "captures": "FO[<,MOD_m] (with the least working m: FO[<,MOD] = regular ∩ AC⁰)",
+         "parameters": ["period m (one-hot of i mod m: a finite image)"], "length_guarantee": "all lengths",
+         "source": f"{_HARD}, Thm 19 (finite-image PE ⇔ B-RASP/LTL with its predicates) and Cor 20"},
         {"encoding": _ALIBI, "attention": "soft", "mask": "strict", "class": "ltl_p_y", "captures": "LTL[P,Y] at all lengths",
          "parameters": ["slope s ≥ f_large(dtype) on the Y heads, 0 on the P heads"], "length_guarantee": "all lengths",
          "source": _RECENCY},

@@ -38,6 +38,8 @@ class EncodingFamily(StrEnum):
     """Component-periodic rotary embedding from precomputed tables indexed by i mod m."""
     ALIBI = "alibi"
     """Linear recency bias −s_h·|i − j| on the scores."""
+    MOD_ONEHOT = "mod_onehot"
+    """Absolute one-hot marks e_(i mod m) (finite image; the predicates MOD_m^r of Thm 19)."""
     PJ_BIAS = "pj_bias"
     """The learnable Fourier–jet–affine score bias of PJ-RoPE."""
     PJ_ROTARY = "pj_rotary"

@@ -580,3 +580,4 @@ def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None =
 # end, once every name above exists) makes them available wherever this module is used, also when
 # the package ``langclass.models`` is imported lazily.
 from . import pj as _pj  # noqa: E402,F401  (registers pj_bias and pj_rotary)
+from . import encoding_marks as _marks  # noqa: E402,F401  (registers mod_onehot)

@@ -388,22 +388,23 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         except UnsupportedError as soft_err:
             if attention == "soft":
                 raise
-            from ..core.starfree import synthesize_star_free
+            from ..core.fo_mod import synthesize_fo_mod
 
-            try:
-                synthesis = synthesize_star_free(dfa, limits)  # past LTL with S: hard attention (Thm 5, 24)
+            try:  # star-free: past LTL with S (Thm 5, 24); else FO[<,MOD_m] with position marks (Thm 19, Cor 20)
+                synthesis = synthesize_fo_mod(dfa, limits)
             except UnsupportedError as hard_err:
                 raise UnsupportedError(
-                    f"no construction from this automaton: {soft_err.detail}; and for hard attention: "
-                    f"{hard_err.detail}. (FO[<,MOD] languages would need position marks i mod m, Thm 19 / Cor 20 "
-                    "of Masked Hard-Attention Transformers…, whose construction from automata is not implemented)",
+                    f"no construction from this automaton. Soft attention: {soft_err.detail}. Hard attention: the "
+                    f"language is neither star-free nor in FO[<,MOD] ({hard_err.detail})",
                     certificate=soft_err.extra.get("certificate"), source=hard_err.extra.get("source"),
+                    missing_classes=["LTL[P,MOD]", "LTL[P,Y]", "star-free", "FO[<,MOD]"],
                 ) from None
             attention = "hard"
         if attention == "hard" and "MOD" in F.operators(synthesis.formula):
-            from ..core.starfree import synthesize_star_free  # MOD has no NoPE hard-attention compilation
+            from ..core.fo_mod import synthesize_fo_mod
 
-            synthesis = synthesize_star_free(dfa, limits)  # UnsupportedError when L is not star-free
+            # hard attention: the star-free formula when L is star-free (NoPE), else the least modulus m
+            synthesis = synthesize_fo_mod(dfa, limits)  # UnsupportedError when L is not quasi-aperiodic
         formula = synthesis.formula
     else:
         raise InputError("give one of 'formula' (with 'alphabet'), 'program' (with 'alphabet'), 'regex' (with "
@@ -557,9 +558,10 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel) -> dict
         rand_lengths = _lengths(n_all + 1, random_max, random_words)
         checks = verify_brasp_model(model, program, dfa, all_words_up_to=n_all, random_lengths=rand_lengths, seed=seed,
                                     progress=progress, should_cancel=should_cancel)
-        result["encoding"] = "nope"
+        result["encoding"] = "nope" if program.modulus == 1 else "mod_onehot"
+        result["modulus"] = program.modulus
         result["attention"] = "hard"
-        result["program"] = program.text()
+        result["program"] = program.text() if len(program.ops) <= 20_000 else None
         result["model"] = model.describe()
     aw, rw, bw = checks["all_words"], checks["random"], checks["beyond"]
     first = aw["first_failure"] or rw["first_failure"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -72,6 +72,8 @@ class BraspPlan:
         K: attention depth (the model has K + 1 layers).
         coord_names: the name of every stream coordinate (``d_model`` = its length).
         c_letter: ``{initial vector: coordinate}``; ``c_one`` the constant-1 coordinate.
+        c_mark: ``{mark vector MOD_r: coordinate}`` — coordinate r, written by the ``mod_onehot``
+            position embedding (Thm 19); empty without marks.
         coord_of: ``{vector name: coordinate}`` of every initial and defined vector.
         layers: the K + 1 layers.
         letter_rows: the embedding of every letter of ``program.alphabet`` (its initial vectors and one).
@@ -87,6 +89,7 @@ class BraspPlan:
     layers: tuple[BraspLayer, ...]
     letter_rows: tuple[Row, ...]
     output: int
+    c_mark: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def d_model(self) -> int:
@@ -125,10 +128,11 @@ class _Planner:
         self.depth = prog.depths()
         self.K = max([self.depth[op.name] for op in prog.ops if isinstance(op, AttentionOp)], default=0)
         self.coord_names: list[str] = []
+        self.c_mark = {name: self.new(name) for name in prog.marks}  # coordinates 0..m−1: the PE writes e_(i mod m)
         self.c_letter = {name: self.new(name) for name in prog.initial}
         self.c_one = self.new("one")
-        self.coord_of: dict[str, int] = dict(self.c_letter)
-        self.materialized_at: dict[str, int] = {n: -1 for n in self.c_letter}
+        self.coord_of: dict[str, int] = {**self.c_mark, **self.c_letter}
+        self.materialized_at: dict[str, int] = {n: -1 for n in self.coord_of}
         self.ops = {op.name: op for op in prog.ops}
         self.heads: dict[str, HardHead] = {}
         self.targets: list[list[tuple[int, Any]]] = [[] for _ in range(self.K + 1)]
@@ -249,4 +253,4 @@ def plan_brasp(program: Program) -> BraspPlan:
     return BraspPlan(program=program, K=pl.K, coord_names=tuple(pl.coord_names),
                      c_letter=MappingProxyType(dict(pl.c_letter)), c_one=pl.c_one,
                      coord_of=MappingProxyType(dict(pl.coord_of)), layers=tuple(layers), letter_rows=tuple(letter_rows),
-                     output=pl.coord_of[program.output])
+                     output=pl.coord_of[program.output], c_mark=MappingProxyType(dict(pl.c_mark)))

@@ -19,6 +19,7 @@ from torch import nn
 from ...core.brasp import AttentionOp, Program
 from ...core.errors import InputError
 from ..attention import hard_attention_weights
+from ..encoding_marks import ModOneHot
 from .assembly import TORCH_DTYPES, dense, freeze, write_feed_forward
 from .brasp_plan import BraspPlan, HardHead, plan_brasp
 
@@ -112,6 +113,9 @@ class BraspTransformer(nn.Module):
         self.d_model = self.plan.d_model
         self.ffn_inputs = [layer.max_inputs for layer in self.plan.layers]
         self.letter_names = {sym: [n for n, s in self.program.initial.items() if s == sym] for sym in self.program.alphabet}
+        # B-RASP[MOD]: the marks MOD_r come from the finite-image PE e_(i mod m) on coordinates 0..m−1 (Thm 19)
+        self.encoding = (ModOneHot(self.d_model, period=self.program.modulus, position_origin=1)
+                         if self.program.modulus > 1 else None)
         self._assemble()
 
     @classmethod
@@ -142,6 +146,8 @@ class BraspTransformer(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """Hidden states ``[batch, n, d_model]`` of letter indices ``ids int64 [batch, n]``."""
         x = self.embed(ids)  # [B, n, D]
+        if self.encoding is not None:  # positions 1..n
+            x = self.encoding.embed(x, self.encoding.position_ids(ids.shape[1], device=ids.device))
         for heads, ffn in zip(self.attn_layers, self.ffns):
             if len(heads):
                 x = x + sum(h(x) for h in heads)
@@ -171,7 +177,11 @@ class BraspTransformer(nn.Module):
             "heads": sum(len(h) for h in self.attn_layers),
             "ffn_units": sum(0 if f is None else f[0].out_features for f in self.ffns),
             "parameters": int(sum(p.numel() for p in self.parameters())),
-            "encoding": "nope",
+            "encoding": "nope" if self.encoding is None else self.encoding.family,
+            "encodings": [] if self.encoding is None else [{"family": self.encoding.family,
+                                                           "manifest": self.encoding.manifest(),
+                                                           "digest": self.encoding.digest()}],
+            "modulus": self.program.modulus,
             "input": "w (positions 1..n, no BOS/EOS); readout at position n; empty word by the program's declaration",
             "source": SOURCE_HARD,
         }
