@@ -1,7 +1,7 @@
 """The Python API for notebooks and scripts: ``langclass.classify``, ``construct``, ``train``.
 
 ``import langclass`` loads nothing heavy; :func:`classify` uses only ``langclass.core`` (numpy,
-scipy, sympy, lark); :func:`construct` and :func:`train` import torch when called.
+scipy, lark); :func:`construct` and :func:`train` import torch when called.
 
 Example:
     >>> import langclass
