@@ -191,3 +191,16 @@ def test_routes_are_built_at_start_up_not_on_the_first_requests(make_client: Any
     client.get("/v1/languages")
     client.post("/v1/classify", json=SMALL)
     assert built == []
+
+
+def test_an_answer_left_undecided_by_a_light_bound_is_computed_again_in_the_main_lane(make_client: Any, sqlite_url: str) -> None:
+    """The analysis records a limit instead of raising it (classes over the monoid cap are null):
+    a light answer with such a gap is not the answer — the main lane, with the full limits, decides
+    every class. (Before: the light lane's nulls were returned.)"""
+    client = make_client(sqlite_url, classify_isolation="thread", classify_light_max_monoid_size=3)
+    runner: ClassifyRunner = client.app.state.runner
+    r = client.post("/v1/classify", json=SMALL)  # (ab)*: a 6-element monoid
+    assert r.status_code == 200, r.text
+    assert service.limits_hit(r.json()) == frozenset()
+    assert all(c["member"] is not None for c in r.json()["classes"].values())
+    assert runner.light_overflows == 1 and runner.served == 1

@@ -302,8 +302,9 @@ class ClassifyRunner:
 
         The attempt runs with every :class:`Limits` argument lowered to the lane's hard bounds and
         at most the lane's time; it overflows to :meth:`run` (same ``budget_end``) when it hits a
-        lowered bound (``max_states``, ``max_monoid_size`` or the lane's time) or the light queue is
-        full. Anything else it raises is the answer.
+        lowered bound (``max_states``, ``max_monoid_size`` or the lane's time) — raised, or recorded
+        in the result's ``limits_hit`` (the analysis records limits instead of raising them) — or
+        the light queue is full. Anything else it raises is the answer.
 
         Raises:
             as :meth:`run`; TimeLimitExceeded naming this runner's ``time_limit_s`` when the whole
@@ -335,7 +336,7 @@ class ClassifyRunner:
         if whole_budget_first:
             light_end = end  # type: ignore[assignment]
         try:
-            return await lane.run(fn, *light_args, budget_end=light_end, **light_kwargs)
+            result = await lane.run(fn, *light_args, budget_end=light_end, **light_kwargs)
         except ClassifierBusy:
             raise _Overflow from None
         except TimeLimitExceeded as err:
@@ -346,3 +347,10 @@ class ClassifyRunner:
             if err.limit in lowered:
                 raise _Overflow from None
             raise
+        # a computation that records a limit instead of raising it (the analysis leaves the classes
+        # it could not decide undecided) says so in ``limits_hit``: a lowered bound or the lane's
+        # time there means the full limits could answer more, so the main lane computes it again
+        hit = getattr(result, "limits_hit", None) or frozenset()
+        if hit & lowered or ("time_limit_s" in hit and not whole_budget_first):
+            raise _Overflow
+        return result

@@ -39,6 +39,7 @@ __all__ = [
     "classification_record",
     "classification_json",
     "ClassifiedJson",
+    "limits_hit",
     "classify",
     "classify_json",
     "code_version",
@@ -361,11 +362,35 @@ class ClassifiedJson:
         fingerprint: the language id (SHA-256 hex of the canonical minimal DFA).
         num_states: states of the minimal DFA.
         body: the Classification resource, JSON bytes (:func:`classification_json`).
+        limits_hit: the limits that left part of the analysis undecided (:func:`limits_hit`).
     """
 
     fingerprint: str
     num_states: int
     body: bytes
+    limits_hit: frozenset[str] = frozenset()
+
+
+def limits_hit(record: Any) -> frozenset[str]:
+    """The names of the limits that left something of an analysis record undecided (the ``limit``
+    of every ``limit-exceeded`` / ``time-limit-exceeded`` error in it): ``analyze`` never raises
+    for a limit, it records the error where it stopped, so an answer computed under lowered bounds
+    (the light lane) has to be checked for them.
+
+    >>> sorted(limits_hit({"classes": {"fo2": {"error": {"code": "limit-exceeded", "limit": "max_monoid_size"}}}}))
+    ['max_monoid_size']
+    """
+    found: set[str] = set()
+    stack = [record]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("code") in ("limit-exceeded", "time-limit-exceeded") and isinstance(node.get("limit"), str):
+                found.add(node["limit"])
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return frozenset(found)
 
 
 def classify_json(
@@ -386,7 +411,7 @@ def classify_json(
     """
     parsed, analysis = parse_and_analyze(regex=regex, dfa=dfa, formula=formula, alphabet=alphabet, limits=limits)
     record = classification_record(parsed, analysis, version)
-    return ClassifiedJson(parsed.fingerprint, parsed.dfa.num_states, classification_json(record))
+    return ClassifiedJson(parsed.fingerprint, parsed.dfa.num_states, classification_json(record), limits_hit(analysis))
 
 
 def warm_worker() -> None:
