@@ -13,7 +13,13 @@ Pages (not part of the OpenAPI schema):
   egg-box diagram of the syntactic monoid (paged by D-classes: ``?dpage=``), the encodings with their
   theorems, the experiments and a form launching one;
 * ``GET /jobs/{id}``: status and progress (refreshed live), cancel, the accuracy-by-length plot and
-  the per-run table.
+  the per-run table;
+* ``GET /login``, ``POST /login``, ``POST /logout``: with ``LANGCLASS_API_KEYS`` set, a browser signs
+  in with a key for the pages' writes (a session cookie, :mod:`langclass.app.security`); reading the
+  pages needs no key.
+
+A browser navigation (``Accept: text/html``) that ends in an error gets a small HTML page instead
+of problem+json (:func:`langclass.app.problems.install_problem_handlers`).
 
 Reads go through :mod:`langclass.app.repository` / :mod:`langclass.app.jobs` as the API does; the
 monoid is enumerated in the classification runner under the service's limits.
@@ -27,7 +33,7 @@ from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Path as PathParam, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from ..core.drawing import dfa_svg, eggbox_html, eggbox_of, lattice_svg, user_state_names, word_text
@@ -36,6 +42,7 @@ from ..core.lattice import CLASS_INFO, CLASS_KEYS
 from . import jobs as jobrepo
 from . import repository as repo
 from .problems import NotFoundError
+from .security import SESSION_COOKIE, SESSION_MAX_AGE_S, session_key_id, session_token
 from .service import dfa_from_record
 
 __all__ = ["router", "STATIC_DIR", "TEMPLATE_DIR", "D_CLASSES_PER_PAGE"]
@@ -84,8 +91,17 @@ def evidence_items(d: Any) -> list[tuple[str, str]]:
     return out
 
 
+def auth_state(request: Request) -> str | None:
+    """For the page header: None when no API keys are configured (nothing to sign in to), else
+    ``"signed-in"`` (the session cookie matches a configured key) or ``"signed-out"``."""
+    settings = request.app.state.settings
+    if not settings.api_keys:
+        return None
+    return "signed-in" if session_key_id(settings, request.cookies.get(SESSION_COOKIE)) else "signed-out"
+
+
 templates.env.globals.update(short_name=_short_name, evidence_items=evidence_items, CLASS_KEYS=CLASS_KEYS,
-                             CLASS_INFO=CLASS_INFO)
+                             CLASS_INFO=CLASS_INFO, auth_state=auth_state)
 
 
 def _int(value: str | None, field: str, problems: list[str]) -> int | None:
@@ -227,3 +243,55 @@ async def job_page(request: Request, job_id: Annotated[str, PathParam(max_length
     if not runs and isinstance(job.get("progress"), dict):
         runs = job["progress"].get("runs_done") or []
     return templates.TemplateResponse(request, "job.html", {"job": job, "runs": runs, "result": result})
+
+
+# --- signing in (API keys set) -----------------------------------------------------------------
+
+MAX_LOGIN_BODY = 4096
+"""Bytes of a ``POST /login`` form (a key and the page to return to)."""
+
+
+def _local_path(target: str | None) -> str:
+    """``target`` when it is a path on this site (``/…``, not ``//host``), else ``/languages``: the
+    sign-in form never redirects elsewhere."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target and "\x00" not in target:
+        return target
+    return "/languages"
+
+
+@router.get("/login", response_class=HTMLResponse)
+async def login_page(request: Request, next: Annotated[str | None, Query(max_length=1000)] = None) -> HTMLResponse:
+    """The sign-in form (a password field for one of ``LANGCLASS_API_KEYS``)."""
+    return templates.TemplateResponse(request, "login.html", {"next": _local_path(next), "problem": None})
+
+
+@router.post("/login", response_class=HTMLResponse)
+async def login(request: Request) -> Response:
+    """Check the key of the form (``application/x-www-form-urlencoded``: ``key``, ``next``); on
+    success set the session cookie and go back to ``next`` (303), else the form again with 401.
+    Without configured keys there is nothing to sign in to: straight back (303)."""
+    from urllib.parse import parse_qs
+
+    settings = request.app.state.settings
+    body = await request.body()
+    form = parse_qs(body[:MAX_LOGIN_BODY].decode("utf-8", "replace"), max_num_fields=8)
+    key = (form.get("key") or [""])[0]
+    target = _local_path((form.get("next") or [None])[0])
+    if not settings.api_keys:
+        return RedirectResponse(target, status_code=303)
+    token = session_token(key) if key else None
+    if session_key_id(settings, token) is None:
+        problem = "that is not one of this service's API keys" if key else "enter an API key"
+        return templates.TemplateResponse(request, "login.html", {"next": target, "problem": problem}, status_code=401)
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(SESSION_COOKIE, token or "", max_age=SESSION_MAX_AGE_S, path="/", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    """Forget the session cookie and go to the languages page (303)."""
+    response = RedirectResponse("/languages", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    return response

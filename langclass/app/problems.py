@@ -357,15 +357,97 @@ async def _internal_error_handler(request: Request, exc: Exception) -> JSONRespo
     return problem_response(500, "internal-error", "Internal error", "an unexpected error occurred; it has been logged", instance=request.url.path)
 
 
+API_PREFIXES = ("/v1/", "/problems", "/healthz", "/readyz", "/openapi.json")
+"""Paths of the JSON API: their errors are problem+json whatever the client accepts."""
+
+_KEPT_HEADERS = ("allow", "www-authenticate", "retry-after", "connection", "cache-control")
+
+
+def _accept_q(accept: str, media_type: str) -> float:
+    """The quality the ``Accept`` header gives ``media_type`` itself (0 when not listed; wildcards
+    are not counted: a browser names text/html, an API client that sends ``*/*`` gets JSON)."""
+    best = 0.0
+    for part in accept.split(","):
+        fields = [f.strip() for f in part.split(";")]
+        if fields[0].lower() != media_type:
+            continue
+        q = 1.0
+        for f in fields[1:]:
+            if f.lower().startswith("q="):
+                try:
+                    q = float(f[2:])
+                except ValueError:
+                    q = 0.0
+        best = max(best, q)
+    return best
+
+
+def wants_html(request: Request) -> bool:
+    """True for a browser navigation to a page: the path is not the JSON API (:data:`API_PREFIXES`)
+    and ``Accept`` names ``text/html`` above ``application/json`` and ``application/problem+json``."""
+    path = request.url.path
+    if path.startswith(API_PREFIXES):
+        return False
+    accept = request.headers.get("accept", "")
+    html = _accept_q(accept, "text/html")
+    return html > 0 and html > max(_accept_q(accept, "application/json"), _accept_q(accept, PROBLEM_JSON))
+
+
+def html_error_page(problem: dict[str, Any]) -> str:
+    """A small HTML page for ``problem`` (title, status, detail, field), styled like the pages, with
+    links back; every value is escaped."""
+    import html
+
+    status = int(problem.get("status") or 500)
+    title = html.escape(str(problem.get("title") or "Error"))
+    detail = html.escape(str(problem.get("detail") or ""))
+    field = problem.get("field")
+    where = f'<p>field: <code>{html.escape(str(field))}</code></p>' if field else ""
+    code = html.escape(str(problem.get("code") or ""))
+    sign_in = '<p><a href="/login">Sign in with an API key</a></p>' if status == 401 else ""
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{status} {title} · langclass</title><link rel="stylesheet" href="/static/style.css"></head>'
+        '<body><header><a class="brand" href="/languages">langclass</a>'
+        '<nav><a href="/languages">Languages</a> <a href="/docs">API (Swagger)</a></nav></header>'
+        f'<main><h1>{status} {title}</h1><p class="problem" role="alert">{detail}</p>{where}{sign_in}'
+        f'<p>Problem type <a href="/problems/{code}"><code>{code}</code></a>. '
+        '<a href="/languages">Back to the languages</a>.</p></main></body></html>\n'
+    )
+
+
+def _html_for_browsers(handler: Any) -> Any:
+    """``handler`` whose problem+json answer becomes :func:`html_error_page` for a browser navigation
+    (:func:`wants_html`); status and the meaningful headers (``Allow``, ``WWW-Authenticate``,
+    ``Retry-After``, …) are kept."""
+    import json
+
+    from fastapi.responses import HTMLResponse
+
+    async def wrapped(request: Request, exc: Exception) -> Any:
+        response = await handler(request, exc)
+        if response.media_type != PROBLEM_JSON or not wants_html(request):
+            return response
+        problem = json.loads(bytes(response.body))
+        headers = {k: v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
+        headers["Vary"] = "Accept"
+        return HTMLResponse(html_error_page(problem), status_code=response.status_code, headers=headers)
+
+    return wrapped
+
+
 def install_problem_handlers(app: FastAPI) -> None:
-    """Register the problem+json handlers on ``app``."""
-    app.add_exception_handler(LangclassError, _langclass_error_handler)
-    app.add_exception_handler(RequestValidationError, _validation_error_handler)
-    app.add_exception_handler(StarletteHTTPException, _http_error_handler)
+    """Register the problem+json handlers on ``app`` (an HTML page instead for a browser navigating
+    to a page: :func:`wants_html`)."""
+    app.add_exception_handler(LangclassError, _html_for_browsers(_langclass_error_handler))
+    app.add_exception_handler(RequestValidationError, _html_for_browsers(_validation_error_handler))
+    app.add_exception_handler(StarletteHTTPException, _html_for_browsers(_http_error_handler))
     from sqlalchemy.exc import DBAPIError
 
-    app.add_exception_handler(DBAPIError, _database_error_handler)  # unreachable / schema behind → 503
-    app.add_exception_handler(Exception, _internal_error_handler)
+    # unreachable / schema behind → 503
+    app.add_exception_handler(DBAPIError, _html_for_browsers(_database_error_handler))
+    app.add_exception_handler(Exception, _html_for_browsers(_internal_error_handler))
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -9,6 +9,15 @@ Policy (documented in the README):
 * ``POST /v1/languages`` (stores a classification; CPU only, bounded by the limits) is open unless
   ``LANGCLASS_REQUIRE_KEY_FOR_WRITES=true`` — routes declare this with ``Depends(require_write_key)``.
 
+Browsers: the web pages (reads) are open like every GET. For their writes (adding a language,
+launching or cancelling a job) a person signs in once at ``/login`` with one of the keys; the
+service answers with an ``HttpOnly``, ``SameSite=Strict`` cookie (``Secure`` over HTTPS) holding a
+*session token* derived from the key (SHA-256 of a fixed prefix and the key — not the key itself,
+and void as soon as the key is removed from ``LANGCLASS_API_KEYS``). The cookie counts only on
+requests that also carry the header ``X-Langclass-Page: 1`` (the pages' script sets it): a custom
+header cannot be sent cross-site without a CORS preflight the service never grants, so another site
+cannot make a signed-in browser write (CSRF), even where ``SameSite`` is not enforced.
+
 Keys are compared in constant time (:func:`hmac.compare_digest`, against every configured key
 without early exit) and never logged; :func:`key_id` gives a short non-reversible label for logs.
 """
@@ -28,7 +37,19 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from .errors import AuthenticationError
 from .settings import Settings
 
-__all__ = ["bearer_scheme", "require_api_key", "require_write_key", "check_key", "key_id"]
+__all__ = [
+    "bearer_scheme", "require_api_key", "require_write_key", "check_key", "key_id",
+    "SESSION_COOKIE", "PAGE_HEADER", "session_token", "check_session", "session_key_id",
+]
+
+SESSION_COOKIE = "langclass_session"
+"""The cookie of a browser signed in at ``/login`` (holds :func:`session_token` of the key)."""
+
+PAGE_HEADER = "X-Langclass-Page"
+"""The header (value ``1``) the pages' script sends; the session cookie counts only with it."""
+
+SESSION_MAX_AGE_S = 12 * 3600
+"""Lifetime of the session cookie (seconds)."""
 
 bearer_scheme = HTTPBearer(
     auto_error=False,
@@ -70,25 +91,67 @@ def check_key(settings: Settings, presented: str | None) -> str | None:
     return key_id(presented)
 
 
+def session_token(key: str) -> str:
+    """The session token of ``key`` (64 hex digits): what the ``/login`` cookie holds instead of the
+    key itself (a leaked cookie does not reveal a key usable with ``Authorization: Bearer``)."""
+    return hashlib.sha256(b"langclass-page-session\x00" + key.encode("utf-8")).hexdigest()
+
+
+def session_key_id(settings: Settings, token: str | None) -> str | None:
+    """The :func:`key_id` of the configured key whose :func:`session_token` is ``token``, else None
+    (compared in constant time against every key)."""
+    if not token or not settings.api_keys:
+        return None
+    given = token.encode("ascii", "replace")
+    found: str | None = None
+    for key in settings.api_keys:
+        if hmac.compare_digest(given, session_token(key).encode("ascii")):
+            found = key_id(key)
+    return found
+
+
+def check_session(settings: Settings, request: Request) -> str | None:
+    """The key id of a page request signed in by cookie, or None: the cookie counts only with the
+    :data:`PAGE_HEADER` header (see the module docstring: no cross-site writes)."""
+    if request.headers.get(PAGE_HEADER) != "1":
+        return None
+    return session_key_id(settings, request.cookies.get(SESSION_COOKIE))
+
+
+def _authenticate(request: Request, credentials: HTTPAuthorizationCredentials | None) -> str | None:
+    settings: Settings = request.app.state.settings
+    if not settings.api_keys:
+        return None
+    if credentials is None:
+        signed_in = check_session(settings, request)
+        if signed_in is not None:
+            return signed_in
+    return check_key(settings, credentials.credentials if credentials else None)
+
+
 async def require_api_key(
     request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme)
 ) -> str | None:
-    """FastAPI dependency for DELETE and GPU-costing writes: needs a key when keys are configured.
+    """FastAPI dependency for DELETE and GPU-costing writes: needs a key when keys are configured
+    (the bearer header, or the pages' session cookie with :data:`PAGE_HEADER`).
 
     Returns the :func:`key_id` of the presented key (``None`` when access is open).
+
+    Raises:
+        AuthenticationError: 401 with a ``WWW-Authenticate: Bearer`` challenge.
     """
-    settings: Settings = request.app.state.settings
-    return check_key(settings, credentials.credentials if credentials else None)
+    return _authenticate(request, credentials)
 
 
 async def require_write_key(
     request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme)
 ) -> str | None:
-    """FastAPI dependency for storing writes: needs a key only with ``LANGCLASS_REQUIRE_KEY_FOR_WRITES``."""
+    """FastAPI dependency for storing writes: needs a key (as :func:`require_api_key` takes it) only
+    with ``LANGCLASS_REQUIRE_KEY_FOR_WRITES``."""
     settings: Settings = request.app.state.settings
     if not settings.require_key_for_writes:
         return None
-    return check_key(settings, credentials.credentials if credentials else None)
+    return _authenticate(request, credentials)
 
 
 SECRET_QUERY_PARAMETERS = ("api_key", "apikey", "key", "token", "access_token")

@@ -5,6 +5,7 @@
 function problemText(p, status) {
   if (!p || typeof p !== "object") return `HTTP ${status}`;
   let text = `${p.title || "Error"}${p.field ? " [" + p.field + "]" : ""}: ${p.detail || ""}`;
+  if (status === 401) text += `\nSign in with an API key: /login?next=${encodeURIComponent(location.pathname)}`;
   if (Array.isArray(p.errors)) {
     text += p.errors.map(e => `\n  ${e.field || (e.loc || []).join(".")}: ${e.message || e.msg || ""}`).join("");
   }
@@ -14,7 +15,8 @@ function problemText(p, status) {
 function show(el, text) { el.textContent = text; el.hidden = !text; }
 
 async function send(method, url, body) {
-  const init = { method, headers: { "Accept": "application/json" } };
+  // X-Langclass-Page: the session cookie of /login counts only with this header (no cross-site writes)
+  const init = { method, headers: { "Accept": "application/json", "X-Langclass-Page": "1" }, credentials: "same-origin" };
   if (body !== undefined) { init.headers["Content-Type"] = "application/json"; init.body = JSON.stringify(body); }
   const r = await fetch(url, init);
   let data = null;
