@@ -12,7 +12,7 @@ import pytest
 
 from langclass.core.analysis import analyze
 from langclass.core.automaton import DFA
-from langclass.core.classes import Context, ReplayError, monoid_extras, replay
+from langclass.core.classes import DECIDERS, Context, ReplayError, monoid_extras, replay
 from langclass.core.classes.definite import Definite, check_definite, find_definite
 from langclass.core.limits import Limits
 from langclass.core.monoid import transition_monoid
@@ -53,7 +53,8 @@ def test_definite_agrees_with_the_monoid_and_brute_force():
             table = [[rng.randrange(q + 1, n) for _ in range(k)] for q in range(n - 2)] + [[n - 2] * k, [n - 1] * k]
             acc = [q for q in range(n - 2) if rng.random() < 0.5] + [n - 2]
         d = DFA.from_table("ab"[:k], table, 0, acc).canonical()
-        ex = monoid_extras(Context(d, transition_monoid(d)))
+        ctx = Context(d, transition_monoid(d))
+        ex = monoid_extras(ctx)
         cert = find_definite(d)
         suffix, prefix = _least_k_brute(d, "suffix"), _least_k_brute(d, "prefix")
         assert (suffix is not None) == ex["definite"]
@@ -65,6 +66,7 @@ def test_definite_agrees_with_the_monoid_and_brute_force():
             assert suffix is None and prefix is None and not ex["reverse_definite"]
         if cert is not None:
             check_definite(d, cert)
+            assert DECIDERS["fo2"](ctx).member is True  # (reverse) definite ⇒ DA
         seen[cert.side if cert else "none"] += 1
     assert min(seen.values()) >= 10, seen
 
@@ -75,8 +77,11 @@ def test_definite_language_over_the_monoid_cap_is_decided_and_replays():
     assert "error" in r.monoid_summary
     lt = r.classes["locally_testable"]
     assert lt.member is True and lt.method == "automaton" and lt.certificate == Definite(7, "suffix")
-    for key in ("locally_threshold_testable", "ltl_p_y", "star_free", "fo_mod"):
+    assert r.classes["fo2"].member is True and r.classes["fo2"].certificate == Definite(7, "suffix")
+    for key in ("locally_threshold_testable", "ltl_p_y", "star_free", "fo_mod", "fo2_mod"):
         assert r.classes[key].member is True and r.classes[key].method == "lattice"
+    assert r.classes["piecewise_testable"].member is False
+    assert all(c.member is not None for c in r.classes.values())  # nothing left undecided
     for res in r.classes.values():
         replay(d, res.to_dict())
     bad = lt.to_dict()
@@ -85,7 +90,7 @@ def test_definite_language_over_the_monoid_cap_is_decided_and_replays():
         replay(d, bad)
     # the same answers as with the monoid
     full = analyze(d, Limits(time_limit_s=None))
-    for key in ("locally_testable", "locally_threshold_testable", "ltl_p_y", "star_free", "fo_mod"):
+    for key in ("locally_testable", "locally_threshold_testable", "ltl_p_y", "star_free", "fo_mod", "fo2", "fo2_mod"):
         assert full.classes[key].member is True
 
 
@@ -94,6 +99,8 @@ def test_reverse_definite_over_the_cap():
     r = analyze(d, Limits(max_monoid_entries=10, time_limit_s=None))
     lt = r.classes["locally_testable"]
     assert lt.member is True and lt.certificate == Definite(4, "prefix")
-    replay(d, lt.to_dict())
+    assert r.classes["fo2"].member is True and analyze(d, Limits(time_limit_s=None)).classes["fo2"].member is True
+    for res in r.classes.values():
+        replay(d, res.to_dict())
     with pytest.raises(ReplayError):
         replay(d, {**lt.to_dict(), "certificate": {"k": 3, "side": "prefix"}})

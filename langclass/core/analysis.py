@@ -185,6 +185,12 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
                 f"membership of words of length ≥ {definite.k} depends on {what} {definite.k} letters only ({how}; found "
                 "without the monoid, which is over its cap), so the language is locally testable",
                 definite, None, CLASS_INFO["locally_testable"].source, "automaton")
+            results["fo2"] = ClassResult(
+                "fo2", True,
+                f"the language is {'' if definite.side == 'suffix' else 'reverse '}{definite.k}-definite ({how}; found without "
+                "the monoid), so every regular element of its syntactic monoid is idempotent (s·e = e, resp. e·s = e, "
+                "for idempotents e): the monoid is in DA",
+                definite, None, CLASS_INFO["fo2"].source, "automaton")
         summary = {"error": monoid_error.to_dict()}
     timings["algebraic_tests"] = (time.perf_counter() - t0) * 1e3
 

@@ -17,6 +17,7 @@ import numpy as np
 from .aperiodic import need_monoid
 from .base import ClassResult, Decider, Evidence, make_result, register, show, words
 from .context import Context
+from .definite import Definite, check_definite
 from .evidence import MonoidWords, Separation, monoid_words
 from .replaykit import Checker, ReplayError
 from ..wording import count_noun
@@ -178,7 +179,10 @@ def decide_piecewise_testable(ctx: Context) -> ClassResult:
 # ============================================================================ replay
 
 
-def _replay_fo2_yes(chk: Checker, cert: RegularIdempotent) -> None:
+def _replay_fo2_yes(chk: Checker, cert: RegularIdempotent | Definite) -> None:
+    if isinstance(cert, Definite):  # found on the DFA alone (the monoid over its cap)
+        check_definite(chk.A, cert)
+        return
     if cert.monoid is None:
         return
     W = chk.monoid(cert.monoid)
@@ -237,7 +241,7 @@ def _replay_pt_no(chk: Checker, wit: GreenWitness) -> None:
     chk.check_context(wit.context, x, y)
 
 
-register(Decider("fo2", decide_fo2, (RegularIdempotent,), (DAWitness,), _replay_fo2_yes, _replay_da_no))
+register(Decider("fo2", decide_fo2, (RegularIdempotent, Definite), (DAWitness,), _replay_fo2_yes, _replay_da_no))
 register(Decider("fo2_mod", decide_fo2_mod, (StableRegularIdempotent,), (StableDAWitness,), _replay_fo2_mod_yes,
                  _replay_da_no))
 register(Decider("piecewise_testable", decide_piecewise_testable, (JTrivial,), (GreenWitness,), _replay_pt_yes,

@@ -11,9 +11,13 @@
   looping on every letter in a minimal DFA).
 
 Both are locally testable (membership is a Boolean combination of the length-k prefix or suffix;
-J. A. Brzozowski & I. Simon, "Characterizations of locally testable events", 1973), which the
-analysis uses when the monoid is over its cap; the lattice then carries the answer to the classes
-containing LT (locally threshold testable, LTL[P,Y], star-free, FO[<,MOD]).
+J. A. Brzozowski & I. Simon, "Characterizations of locally testable events", 1973) and in FO²[<]:
+their syntactic semigroup S satisfies s·e = e (definite), resp. e·s = e (reverse definite), for every
+idempotent e and s ∈ S, so a regular x = x·y·x of M = S¹ is idempotent — with e = y·x (resp. x·y),
+x = x·e = e (resp. x = e·x = e) unless y = 1, where x = x·x — i.e. M ∈ DA (D. Thérien & T. Wilke,
+"Over words, two variables are as powerful as one quantifier alternation", 1998). The analysis uses
+this when the monoid is over its cap; the lattice then carries the answers to the classes containing
+LT and FO²[<] (locally threshold testable, LTL[P,Y], star-free, FO²[<,MOD], FO[<,MOD]).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ stays with the monoid's tests)."""
 class Definite(Evidence):
     """The language is ``k``-definite (``side`` "suffix": every word of length k maps all states to
     one state) or reverse k-definite (``side`` "prefix": every word of length k leads the initial
-    state to a sink), hence locally testable."""
+    state to a sink), hence locally testable and in FO²[<]."""
 
     CHECK = ("suffix: every word of length k maps all states of the minimal DFA to one state; prefix: every "
              "word of length k leads the initial state to a state looping on every letter")
