@@ -100,7 +100,7 @@ class LightLane:
 
     workers: int = 1
     max_states: int = 256
-    max_monoid_size: int = 5000
+    max_monoid_size: int = 50_000  # every DFA of ≤ 6 states fits (6^6 = 46,656 transformations)
     time_limit_s: float = 1.0
     queue_max: int = 8
 

@@ -127,7 +127,7 @@ class Settings(BaseSettings):
     classify_queue_max: int = Field(16, ge=0)
     classify_light_workers: int = Field(1, ge=0)
     classify_light_max_states: int = Field(256, ge=1)
-    classify_light_max_monoid_size: int = Field(5000, ge=1)
+    classify_light_max_monoid_size: int = Field(50_000, ge=1)
     classify_light_time_limit_s: float = Field(1.0, gt=0, allow_inf_nan=False)
     classify_light_queue_max: int = Field(8, ge=0)
     classify_worker_max_tasks: int = Field(500, ge=1)
