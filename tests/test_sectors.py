@@ -134,7 +134,8 @@ def test_a_tiny_mod_run_reads_the_root_only_kernels():
     run = r["runs"][0]
     ro = run["root_only"]
     assert set(ro) == {"learned", "snapped"} and all(0 <= v["accuracy"] <= 1 and v["kept_frequencies"] >= 0 for v in ro.values())
-    assert all(abs(v["accuracy_drop"] - (run["loo_accuracy"] - v["accuracy"])) < 1e-12 for v in ro.values())
+    assert all(abs(v["accuracy_drop"] - (run["accuracy"] - v["accuracy"])) < 1e-12 for v in ro.values())
+    assert all(v["longest_perfect_length"] in (0, 41, 42) for v in ro.values())
     # 2 heads × 4 frequencies (the sectors default), each read with its FJ and LC ranges
     assert [len(h["frequencies"]) for h in run["heads"]] == [4, 4] and all("fj_range" in f for h in run["heads"] for f in h["frequencies"])
     assert "root-only kernel" in run["run_verdict"]["text"] and r["verdict"]["status"] in ("agrees", "disagrees", "inconclusive")

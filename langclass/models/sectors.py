@@ -198,7 +198,8 @@ def _run_verdict(run: Mapping[str, Any], pred: Mapping[str, Any], thr: float) ->
                 + (f"; {len(lc_hot)} LC frequenc{'y' if len(lc_hot) == 1 else 'ies'} with range ≥ {thr:g} (LC is not periodic)" if lc_hot else ""))
         for name, r_ in (("root-only kernel", learned), ("snapped root-only kernel", snapped)):
             if r_ is not None:
-                text += f"; {name} ({r_['kept_frequencies']} frequencies kept): accuracy drop {r_['accuracy_drop']:+.3f}"
+                text += (f"; {name} ({r_['kept_frequencies']} frequencies kept): accuracy drop {r_['accuracy_drop']:+.3f}"
+                         + (f", N* {r_['longest_perfect_length']}" if "longest_perfect_length" in r_ else ""))
         return {"agrees": ok, "text": text, "energetic_heads": sorted({hd for hd, _ in energetic}),
                 "energetic_frequencies": len(energetic), "at_valid_roots": len(at_roots), "root_orders": [f["q"] for _, f in at_roots],
                 "lc_energetic_frequencies": len(lc_hot), "lcm": lcm}
@@ -237,7 +238,11 @@ def _verdict(runs: list[dict[str, Any]], pred: Mapping[str, Any], longest: int) 
                 + "; ".join(f"λ={r['sparsity']:g} seed {r['seed']}: N*={r['longest_perfect_length']}, {r['run_verdict']['text']}" for r in sparse)}
     full = [r for r in runs if r["reached_longest"]]
     if not full:
-        return {"status": "inconclusive", "text": f"no run reached N* = {longest}; the diagnostics of a model that did not learn the language test nothing"}
+        snaps = [f"seed {r['seed']}: N* {r['longest_perfect_length']}, root-only {r['root_only']['learned']['longest_perfect_length']}, "
+                 f"snapped root-only {r['root_only']['snapped']['longest_perfect_length']}"
+                 for r in runs if (r.get("root_only") or {}).get("snapped", {}).get("longest_perfect_length") is not None]
+        return {"status": "inconclusive", "text": f"no run reached N* = {longest}; the diagnostics of a model that did not learn the language test nothing"
+                + (" (kernels reduced to the frequencies at roots of order dividing k — " + "; ".join(snaps) + ")" if snaps else "")}
     agree = sum(1 for r in full if r["run_verdict"]["agrees"])
     status = "agrees" if agree * 2 > len(full) else "disagrees"
     return {"status": status, "text": f"{agree}/{len(full)} runs reaching N* = {longest} show the predicted sector: "
@@ -336,8 +341,13 @@ def run_sectors(spec: Mapping[str, Any], *, progress: Callable[[dict[str, Any]],
             root_only = {}
             for snap in (False, True):
                 with _root_only(enc, int(pred["period"]), norm["root_tolerance"], norm["max_root_order"], snap) as kept:
-                    acc_r = float(np.mean(list(evaluate_lengths(predict, abl_sets).values())))
-                root_only["snapped" if snap else "learned"] = {"kept_frequencies": kept, "accuracy": acc_r, "accuracy_drop": base_abl - acc_r}
+                    acc_by = evaluate_lengths(predict, test_sets, should_cancel=should_cancel)  # every test length: its N*
+                if len(acc_by) < len(test_sets):
+                    raise ExperimentCancelled(finish(True))
+                acc_r = float(np.mean(list(acc_by.values())))
+                root_only["snapped" if snap else "learned"] = {
+                    "kept_frequencies": kept, "accuracy": acc_r, "accuracy_drop": float(np.mean(list(acc.values()))) - acc_r,
+                    "longest_perfect_length": longest_perfect_length(acc_by)}
         lag1: dict[str, Any] = {}
         for n in lag_lengths:
             words = [tuple(dfa.alphabet[i] for i in w) for w in test_sets[n].words[:LAG1_STRINGS]]
