@@ -14,7 +14,8 @@ import torch
 from langclass.core.errors import InputError
 from langclass.models.attention import MultiHeadAttention
 from langclass.models.encodings import ALiBi, RoPE, make_encoding
-from langclass.models.pj import PJBias, PJRotary, beta_l, fold_frequency, nearest_root, phi_l
+from langclass.models.pj import PJBias, beta_l, fold_frequency, nearest_root, phi_l
+from langclass.models.pj_rotary import PJRotary
 from langclass.models.pj_diagnostics import functional_energy, head_readouts, leave_one_order_out, order_masses, sector_energies
 from langclass.models.recognizer import Recognizer, RecognizerConfig
 from langclass.models.train import parameter_groups
@@ -601,3 +602,45 @@ def test_expanded_positions_give_the_same_bias_and_sdpa_agrees():
     fused.load_state_dict(exact.state_dict())
     words = ["ab", "", "abba" * 5]
     assert torch.allclose(exact.logits_for(words), fused.logits_for(words), atol=1e-5)
+
+
+def test_per_layer_pj_bias_gives_each_layer_its_own_kernels():
+    H, L = 2, 2
+    base = dict(alphabet=("a", "b"), d_model=16, n_heads=H, n_layers=L, dtype="float64")
+    torch.manual_seed(0)
+    m = Recognizer(RecognizerConfig(**base, encoding={"name": "pj_bias", "layers": L, "zeta_init_std": 1.0}))
+    e = m.encoding
+    assert e.n_heads == H * L and e.omega.shape[0] == H * L and e.spec()["n_heads"] == H and e.spec()["layers"] == L
+    assert "layers" not in make_encoding("pj_bias", n_heads=2).spec()  # shared kernels keep their digest
+    pos = torch.arange(9).unsqueeze(0)
+    table = e.kernel(9).detach()
+    for layer in range(L):
+        b = e.for_layer(layer).score_bias(pos)[0].detach()  # [H, T, T]
+        assert b.shape == (H, 9, 9)
+        for h in range(H):
+            assert torch.equal(b[h, 5, 2], table[layer * H + h, 3]) and float(b[h, 2, 5]) == 0.0
+    assert e.for_layer(1) is e.for_layer(1) and not list(e.for_layer(1).parameters())
+    with pytest.raises(ValueError):
+        e.score_bias(pos)
+    with pytest.raises(IndexError):
+        e.for_layer(L)
+    # the two layers' attention differ (different kernels), the model's output matches its cached decode
+    _, trace = m.forward_batch(m.vocab.batch(["abba"]), return_trace=True)
+    assert not torch.allclose(trace.attention[0].weights, trace.attention[1].weights)
+    ids = m.vocab.batch(["abbab"]).ids
+    full = m(ids)
+    states, _ = m.extend(ids)
+    assert torch.allclose(m.readout(states[:, -1]).squeeze(-1), full, atol=1e-10)
+    # gradients reach both layers' rows; each parameter is registered once
+    m(ids).sum().backward()
+    assert e.fj_zeta_re.grad[:H].abs().sum() > 0 and e.fj_zeta_re.grad[H:].abs().sum() > 0
+    assert len({id(p) for p in m.parameters()}) == len(list(m.parameters()))
+    with pytest.raises(InputError) as err:
+        RecognizerConfig(**base, encoding={"name": "pj_bias", "layers": 3})
+    assert err.value.field == "encoding.layers"
+    # diagnostics name the layer of each kernel row
+    heads = head_readouts(e, 20)
+    assert [(h["layer"], h["head"]) for h in heads] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert head_readouts(make_encoding("pj_bias", n_heads=2), 20)[1]["layer"] is None
+    # a snapped copy keeps the layers
+    assert e.snapped().for_layer(1).score_bias(pos).shape == (1, H, 9, 9)

@@ -54,7 +54,8 @@ def plot_sectors(result: Mapping[str, Any], run: int = 0, *, dpi: int = 100) -> 
         # the frequencies that carry the kernel (largest FJ contribution first, at most 2 shown)
         freqs = sorted(h["frequencies"], key=lambda f: -f.get("fj_range", 0.0))[:2]
         roots = "; ".join(f"{f['a']}/{f['q']} δ={f['delta']:.3f}" + (f" ({f['fj_range']:.2g})" if "fj_range" in f else "") for f in freqs)
-        ax.set_title(f"head {h['head']}: ΔK={h['kernel_range']:.2g}\nroots {roots}", fontsize=7)
+        name = f"head {h['head']}" if h.get("layer") is None else f"layer {h['layer']} head {h['head']}"
+        ax.set_title(f"{name}: ΔK={h['kernel_range']:.2g}\nroots {roots}", fontsize=7)
         ax.set_xlabel("lag d", fontsize=8)
         ax.tick_params(labelsize=7)
     ax = fig.add_subplot(1, H + 1, H + 1)

@@ -157,6 +157,12 @@ class PositionalEncoding(nn.Module):
         """Additive score bias ``[batch, heads, seq, seq]`` (float32) or None."""
         return None
 
+    def for_layer(self, layer: int) -> "PositionalEncoding":
+        """The encoding attention layer ``layer`` uses: this module itself (one encoding shared by
+        every layer) unless a family keeps one set of parameters per layer (``pj_bias`` with
+        ``layers`` > 1)."""
+        return self
+
     def score_bias_block(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor | None:
         """The score bias between ``t_q`` query positions and ``t_k`` key positions,
         ``[batch, heads, t_q, t_k]``, for incremental evaluation (the queries are the last ``t_q``

@@ -579,5 +579,6 @@ def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None =
 # The families defined in other modules register themselves on import; importing them here (at the
 # end, once every name above exists) makes them available wherever this module is used, also when
 # the package ``langclass.models`` is imported lazily.
-from . import pj as _pj  # noqa: E402,F401  (registers pj_bias and pj_rotary)
+from . import pj as _pj  # noqa: E402,F401  (registers pj_bias)
+from . import pj_rotary as _pj_rotary  # noqa: E402,F401  (registers pj_rotary)
 from . import encoding_marks as _marks  # noqa: E402,F401  (registers mod_onehot)

@@ -23,7 +23,7 @@ Two encodings, registered in :func:`langclass.models.encodings.make_encoding`:
   (a, q); cos/sin are read from tables at d mod q (never from ω·d), so scores at lags d ≡ d' (mod
   q) are bit-identical when only the FJ sector is on. :meth:`PJBias.snapped` snaps learned
   frequencies to the nearest roots of order ≤ Q.
-* ``pj_rotary`` (:class:`PJRotary`, kind ``rotary``) — the exact feature action of the jet
+* ``pj_rotary`` (:class:`~langclass.models.pj_rotary.PJRotary`, kind ``rotary``) — the exact feature action of the jet
   generator J = iω I + ηN (N the nilpotent shift, N^m = 0) on blocks of m complex channels:
   q'_b = e^{iω_b i} exp(ε i Nᵀ) q_b and k'_b = e^{iω_b j} exp(−ε j N) k_b with ε = η/L, so that
   ⟨q'_i, k'_j⟩ = Re Σ_b e^{iω_b d} Σ_{c≤r<m} (εd)^{r−c}/(r−c)! q_{b,r} conj(k_{b,c}) depends on d only.
@@ -47,10 +47,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .encoding_base import (COMPUTE_DTYPES, PositionalEncoding, _as_float, _as_int, _check_positions, _err, exact_cos_sin, register_family,
-                        rotate_pairs)
+from .encoding_base import COMPUTE_DTYPES, PositionalEncoding, _as_float, _as_int, _check_positions, _err, exact_cos_sin, register_family
 
-__all__ = ["PJBias", "PJRotary", "SECTORS", "phi_l", "beta_l", "fold_frequency", "nearest_root", "MAX_LAGS"]
+__all__ = ["PJBias", "SECTORS", "phi_l", "beta_l", "fold_frequency", "nearest_root", "MAX_LAGS"]
 
 SECTORS = ("fj", "affine", "lc")
 MAX_ORDER = 8
@@ -58,6 +57,8 @@ MAX_FREQS = 16
 MAX_ROOT_ORDER = 10_000
 MAX_LAGS = 1_000_000
 """Longest lag table :class:`PJBias` builds in one call (limit on T)."""
+MAX_LAYERS = 64
+"""Most per-layer kernel sets of one ``pj_bias`` (``layers``)."""
 MAX_LR_SCALE = 1e3
 """Largest learning-rate multiplier of a PJ-bias parameter group (``lr_scale``, ``omega_lr_scale``)."""
 MAX_INIT = 1e4
@@ -166,6 +167,11 @@ class PJBias(PositionalEncoding):
         roots: exact periodic mode — [[a, q]] for every head and frequency, or one list per head
             of F pairs: ω = 2πa/q fixed, cos/sin by table on d mod q. Requires max_order = 0,
             no LC sector, damping False.
+        layers: 1 (default: one kernel per head shared by every layer, as the Recognizer shares its
+            encoding) or the model's layer count — one PJ-bias per attention layer, as in the
+            paper's released code (one ``PJBias`` module per layer). The parameters then hold
+            ``layers × n_heads`` kernels (row l·H + h is head h of layer l; diagnostics read them
+            in that order) and layer l uses :meth:`for_layer` (l).
         position_origin, compute_dtype: see :class:`PositionalEncoding`.
 
     Raises:
@@ -180,9 +186,13 @@ class PJBias(PositionalEncoding):
                  damping: bool = True, slope_init: float = 0.4, affine_rho: str = "linear", zeta_init_std: float = 0.02,
                  gate_init: Sequence[float] = (0.0, 0.0, 0.0), roots: Sequence[Any] | None = None,
                  slope_param: str = "softplus", lr_scale: float = 1.0, omega_lr_scale: float = 1.0,
-                 position_origin: int = 0, compute_dtype: str = "float32") -> None:
+                 layers: int = 1, position_origin: int = 0, compute_dtype: str = "float32") -> None:
         super().__init__(position_origin, compute_dtype)
-        H = self.n_heads = _as_int(n_heads, "n_heads", 1)
+        self.heads_per_layer = _as_int(n_heads, "n_heads", 1)
+        self.layers = _as_int(layers, "layers", 1)
+        if self.layers > MAX_LAYERS:
+            raise _err(f"layers must be ≤ {MAX_LAYERS}, got {self.layers}", "layers")
+        H = self.n_heads = self.heads_per_layer * self.layers  # kernels: row l·H + h
         self.train_length = _as_int(train_length, "train_length", 1)
         self.max_order = _as_int(max_order, "max_order", 0)
         if self.max_order > MAX_ORDER:
@@ -405,6 +415,22 @@ class PJBias(PositionalEncoding):
         finally:
             self.ablate = old
 
+    def for_layer(self, layer: int) -> PositionalEncoding:
+        """The encoding attention layer ``layer`` uses: this module when ``layers`` = 1, else a
+        view whose :meth:`score_bias` holds that layer's H kernels (rows l·H … l·H + H − 1).
+
+        Raises:
+            IndexError: ``layer`` outside 0 … layers − 1 (for ``layers`` > 1).
+        """
+        if self.layers == 1:
+            return self
+        if not 0 <= layer < self.layers:
+            raise IndexError(f"pj_bias has {self.layers} layers, asked for layer {layer}")
+        views = self.__dict__.setdefault("_layer_views", {})
+        if layer not in views:
+            views[layer] = _PJLayerView(self, layer)
+        return views[layer]
+
     def score_bias(self, positions: torch.Tensor) -> torch.Tensor:
         """``[batch, heads, seq, seq]`` bias K_h(p_i − p_j) (0 where p_i < p_j) in the compute dtype
         (an expanded view of one row's bias when ``positions`` is one row expanded over the batch).
@@ -413,8 +439,13 @@ class PJBias(PositionalEncoding):
 
         Raises:
             TypeError: non-integer positions.
-            ValueError: more than :data:`MAX_LAGS` lags.
+            ValueError: more than :data:`MAX_LAGS` lags, or ``layers`` > 1 (use :meth:`for_layer`).
         """
+        if self.layers != 1:
+            raise ValueError(f"this pj_bias holds one kernel set per layer ({self.layers}); use for_layer(l).score_bias")
+        return self._bias(positions, slice(None))
+
+    def _bias(self, positions: torch.Tensor, rows: slice) -> torch.Tensor:
         _check_positions(positions)
         cdt = COMPUTE_DTYPES[self.compute_dtype]
         pos = positions.long()
@@ -423,7 +454,7 @@ class PJBias(PositionalEncoding):
             pos = pos[:1]  # one row expanded over the batch: gather once, return an expanded view
         lag = pos[..., :, None] - pos[..., None, :]  # [batch or 1, seq, seq]
         n = int(lag.max().item()) + 1 if lag.numel() else 1
-        table = self.kernel(max(n, 1)).to(cdt)  # [H, D]
+        table = self.kernel(max(n, 1))[rows].to(cdt)  # [H, D]
         idx = lag.clamp(min=0)
         bias = table[:, idx]  # [H, batch, seq, seq]
         bias = bias.masked_fill((lag < 0).unsqueeze(0), 0.0).transpose(0, 1)
@@ -445,7 +476,7 @@ class PJBias(PositionalEncoding):
         keep = [s for s in (sectors or self.sectors) if s in ("fj", "affine")]
         if not keep:
             raise ValueError("a snapped kernel needs the fj or the affine sector")
-        out = PJBias(self.n_heads, self.train_length, 0, self.n_freqs, keep, learn_omega=False, damping=False,
+        out = PJBias(self.heads_per_layer, self.train_length, 0, self.n_freqs, keep, learn_omega=False, damping=False, layers=self.layers,
                      slope_init=self.slope_init, affine_rho=self.affine_rho, gate_init=self.gate_init, roots=roots,
                      slope_param=self.slope_param, lr_scale=self.lr_scale, omega_lr_scale=self.omega_lr_scale,
                      position_origin=self.position_origin, compute_dtype=self.compute_dtype)
@@ -461,7 +492,7 @@ class PJBias(PositionalEncoding):
     # -- identity --------------------------------------------------------------------------
     def params(self) -> dict[str, Any]:
         return {
-            "n_heads": self.n_heads, "train_length": self.train_length, "max_order": self.max_order, "n_freqs": self.n_freqs,
+            "n_heads": self.heads_per_layer, "layers": self.layers, "train_length": self.train_length, "max_order": self.max_order, "n_freqs": self.n_freqs,
             "sectors": list(self.sectors), "omega_init": self.omega_init if isinstance(self.omega_init, str) else list(self.omega_init),
             "learn_omega": self.learn_omega, "damping": self.damping, "slope_init": self.slope_init, "affine_rho": self.affine_rho,
             "zeta_init_std": self.zeta_init_std, "gate_init": list(self.gate_init),
@@ -478,164 +509,35 @@ class PJBias(PositionalEncoding):
         p.pop("source")
         if p["roots"] is None:
             p.pop("roots")
-        for key, default in (("slope_param", "softplus"), ("lr_scale", 1.0), ("omega_lr_scale", 1.0)):
+        for key, default in (("slope_param", "softplus"), ("lr_scale", 1.0), ("omega_lr_scale", 1.0), ("layers", 1)):
             if p[key] == default:  # configurations from before these options keep their digests
                 p.pop(key)
         return {**super().spec(), **p}
 
 
-class PJRotary(PositionalEncoding):
-    """Exact PJ-rotary: the feature action of the jet generator iωI + ηN (see module doc).
+register_family(PJBias, ("n_heads",))
 
-    Layout: the first ``rotary_dim`` channels of a head form B = rotary_dim/(2m) blocks of m complex
-    channels, z_{b,r} = x[2(mb + r)] + i·x[2(mb + r) + 1]; the tail is untouched. Frequencies ω_b =
-    base^(−b/B) (the released code's ladder; for m = 1 this is RoPE's base^(−2t/rotary_dim)) or,
-    with ``roots``, ω_b = 2πa_b/q_b evaluated by table on position mod q_b. No damping γ: with γ > 0
-    the key would carry e^{+γj}, growing exponentially with absolute position.
 
-    Args:
-        d_head: per-head width.
-        order: m ≥ 1, the jet block size (m = 1 is RoPE; the released code uses 2).
-        eta: η ≥ 0 (default 1); the nilpotent step is ε = η/train_length.
-        train_length: L (default 42).
-        base: frequency base (default 10⁴).
-        rotary_dim: channels used, a multiple of 2m (default: the largest multiple ≤ d_head).
-        roots: optional list of B pairs [a, q] (exact periodic phases).
-        position_origin, compute_dtype: see :class:`PositionalEncoding`.
+class _PJLayerView(PositionalEncoding):
+    """Layer l's share of a per-layer :class:`PJBias`: its bias is rows l·H … l·H + H − 1 of the
+    parent's kernel table. Holds no parameters (they are the parent's, which the model registers
+    and the optimizer sees once)."""
 
-    Raises:
-        InputError: invalid values.
-    """
+    family = "pj_bias"
+    kind = "bias"
 
-    family = "pj_rotary"
-    kind = "rotary"
-    scores_in_fp32 = True
+    def __init__(self, parent: PJBias, layer: int) -> None:
+        super().__init__(parent.position_origin, parent.compute_dtype)
+        self.__dict__["_parent"] = parent  # not a submodule
+        self.layer = layer
 
-    def __init__(self, d_head: int, order: int = 2, eta: float = 1.0, train_length: int = 42, base: float = 10_000.0,
-                 rotary_dim: int | None = None, roots: Sequence[Any] | None = None, position_origin: int = 0,
-                 compute_dtype: str = "float32") -> None:
-        super().__init__(position_origin, compute_dtype)
-        self.d_head = _as_int(d_head, "d_head", 1)
-        self.order = _as_int(order, "order", 1)
-        if self.order > MAX_ORDER:
-            raise _err(f"order must be ≤ {MAX_ORDER}", "order")
-        self.eta = _as_float(eta, "eta")
-        if not 0 <= self.eta <= MAX_INIT:
-            raise _err(f"eta must lie in [0, {MAX_INIT:g}]", "eta")
-        self.train_length = _as_int(train_length, "train_length", 1)
-        if self.train_length > MAX_LAGS:
-            raise _err(f"train_length must be ≤ {MAX_LAGS}", "train_length")
-        self.base = _as_float(base, "base", positive=True)
-        block = 2 * self.order
-        self.rotary_dim = (self.d_head // block) * block if rotary_dim is None else _as_int(rotary_dim, "rotary_dim", 0)
-        if self.rotary_dim % block or self.rotary_dim > self.d_head:
-            raise _err(f"rotary_dim must be a multiple of 2·order = {block} and ≤ d_head = {self.d_head}, got {self.rotary_dim}", "rotary_dim")
-        B = self.n_blocks = self.rotary_dim // block
-        if roots is not None:
-            if not isinstance(roots, (list, tuple)) or len(roots) != B:
-                raise _err(f"roots must list one [a, q] per block ({B})", "roots")
-            self.roots: tuple[tuple[int, int], ...] | None = _roots([list(roots)], 1, B)[0] if B else ()
-        else:
-            self.roots = None
-        cdt = COMPUTE_DTYPES[compute_dtype]
-        inv = self.base ** (-np.arange(B, dtype=np.float64) / max(B, 1))
-        self.register_buffer("inv_freq", torch.tensor(np.repeat(inv, self.order), dtype=cdt), persistent=False)  # [R/2]
-        if self.roots is not None:
-            qs = [q for _, q in self.roots]
-            qmax = max(qs) if qs else 1
-            cos = np.zeros((B, qmax))
-            sin = np.zeros((B, qmax))
-            for b, (a, q) in enumerate(self.roots):
-                for r in range(q):
-                    cos[b, r], sin[b, r] = exact_cos_sin(a * r, q)
-            self.register_buffer("root_cos", torch.tensor(np.repeat(cos, self.order, axis=0)).to(cdt), persistent=False)  # [R/2, q_max]
-            self.register_buffer("root_sin", torch.tensor(np.repeat(sin, self.order, axis=0)).to(cdt), persistent=False)
-            self.register_buffer("root_q", torch.tensor(np.repeat(qs, self.order), dtype=torch.long), persistent=False)  # [R/2]
-
-    @property
-    def epsilon(self) -> float:
-        """ε = η/L."""
-        return self.eta / self.train_length
-
-    def cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin ``[*positions.shape, rotary_dim/2]`` in the compute dtype (RoPE's recipe: phase
-        formed in the compute dtype, trig in float64; or the root tables)."""
-        _check_positions(positions)
-        cdt = COMPUTE_DTYPES[self.compute_dtype]
-        if self.roots is not None:
-            idx = positions.long()[..., None] % self.root_q
-            pair = torch.arange(self.rotary_dim // 2, device=positions.device)
-            return self.root_cos[pair, idx], self.root_sin[pair, idx]
-        with torch.autocast(device_type=positions.device.type, enabled=False):
-            ph = (positions.to(cdt)[..., None] * self.inv_freq.to(cdt)).double()
-            return torch.cos(ph).to(cdt), torch.sin(ph).to(cdt)
-
-    def jet_matrix(self, positions: torch.Tensor, side: str) -> torch.Tensor:
-        """exp(ε p Nᵀ) (``side="q"``, upper) or exp(−ε p N) (``side="k"``, lower) ``[*positions.shape, m, m]``."""
-        cdt = COMPUTE_DTYPES[self.compute_dtype]
-        m = self.order
-        t = positions.to(cdt) * self.epsilon  # [...]
-        M = torch.zeros(*positions.shape, m, m, dtype=cdt, device=positions.device)
-        for r in range(m):
-            for c in range(m):
-                k = c - r if side == "q" else r - c
-                if k < 0:
-                    continue
-                M[..., r, c] = (t if side == "q" else -t).pow(k) / math.factorial(k) if k else 1.0
-        return M
-
-    def apply(self, x: torch.Tensor, positions: torch.Tensor, side: str) -> torch.Tensor:
-        """Transform ``x [batch, heads, seq, d_head]`` (or ``[batch, seq, d_head]``) as a query
-        (``side="q"``) or key (``side="k"``) at integer ``positions [batch, seq]``.
-
-        Computed in the compute dtype with autocast off; returned in the compute dtype when x is
-        float16/bfloat16 (those cannot carry the cancellation), else in x's dtype.
-        """
-        if x.shape[-1] != self.d_head:
-            raise ValueError(f"expected per-head width d_head={self.d_head}, got {x.shape[-1]}")
-        if self.rotary_dim == 0:
-            return x
-        cdt = COMPUTE_DTYPES[self.compute_dtype]
-        out_dtype = cdt if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
-        cos, sin = self.cos_sin(positions)  # [batch, seq, R/2]
-        head_axis = x.dim() == positions.dim() + 2
-        if head_axis:
-            cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
-        with torch.autocast(device_type=x.device.type, enabled=False):
-            y = x[..., : self.rotary_dim].to(cdt)
-            if self.order > 1 and self.eta != 0.0:
-                M = self.jet_matrix(positions, side)  # [batch, seq, m, m]
-                if head_axis:
-                    M = M.unsqueeze(-4)  # [batch, 1, seq, m, m]
-                shape = y.shape
-                blocks = y.reshape(*shape[:-1], self.n_blocks, self.order, 2)  # [..., seq, B, m, 2]
-                blocks = torch.matmul(M.unsqueeze(-3), blocks)  # M [..., seq, 1, m, m] @ [..., seq, B, m, 2]
-                y = blocks.reshape(shape)
-            rot = rotate_pairs(y, cos, sin, "interleaved").to(out_dtype)
-        if self.rotary_dim == self.d_head:
-            return rot
-        return torch.cat((rot, x[..., self.rotary_dim :].to(out_dtype)), dim=-1)
-
-    def rotate(self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.apply(q, positions, "q"), self.apply(k, positions, "k")
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "d_head": self.d_head, "order": self.order, "eta": self.eta, "train_length": self.train_length, "epsilon": self.epsilon,
-            "base": self.base, "rotary_dim": self.rotary_dim, "n_blocks": self.n_blocks,
-            "roots": None if self.roots is None else [list(p) for p in self.roots],
-            "layout": "blocks of m complex channels (2(m b + r), 2(m b + r) + 1); q' = e^{i w i} exp(eps i N^T) q, k' = e^{i w j} exp(-eps j N) k",
-            "scores": "rotation and QK^T in float32/float64 even under autocast",
-            "source": "PJ-RoPE: A Fourier-Jet-Affine Position Space for Relative Attention, Section 5 (exact PJ-rotary), App. A.3",
-        }
+    def score_bias(self, positions: torch.Tensor) -> torch.Tensor:
+        p: PJBias = self.__dict__["_parent"]
+        H = p.heads_per_layer
+        return p._bias(positions, slice(self.layer * H, (self.layer + 1) * H))
 
     def spec(self) -> dict[str, Any]:
-        s = {**super().spec(), "d_head": self.d_head, "order": self.order, "eta": self.eta, "train_length": self.train_length,
-             "base": self.base, "rotary_dim": self.rotary_dim}
-        if self.roots is not None:
-            s["roots"] = [list(p) for p in self.roots]
-        return s
+        return self.__dict__["_parent"].spec()
 
-
-register_family(PJBias, ("n_heads",))
-register_family(PJRotary, ("d_head",))
+    def params(self) -> dict[str, Any]:
+        return {**self.__dict__["_parent"].params(), "layer": self.layer}

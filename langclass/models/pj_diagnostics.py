@@ -147,7 +147,8 @@ def frequency_ranges(enc: PJBias, lags: torch.Tensor) -> dict[str, torch.Tensor]
 def head_readouts(enc: PJBias, n_test: int, max_root_order: int = 12, root_tolerance: float = 0.05) -> list[dict[str, Any]]:
     """Per-head readouts on W = {1, …, n_test} (strict mask: lag 0 is never seen).
 
-    Each head's dict: ``gates`` {fj, affine, lc}, ``slope`` s, ``effective_slope`` σ = g_aff s/L
+    Each head's dict: ``head`` (index within its layer), ``layer`` (None when one kernel set is
+    shared by every layer, else the layer of a per-layer ``pj_bias``), ``gates`` {fj, affine, lc}, ``slope`` s, ``effective_slope`` σ = g_aff s/L
     (score units per token), ``frequencies`` — per ℓ: ``omega``, ``folded``, nearest root ``a``,
     ``q``, ``delta``, ``near_root`` (δ ≤ ``root_tolerance``), ``fj_range`` / ``lc_range`` (the
     centred range of that frequency's FJ / LC contribution, :func:`frequency_ranges`) — ``kernel_range`` ΔK,
@@ -179,8 +180,10 @@ def head_readouts(enc: PJBias, n_test: int, max_root_order: int = 12, root_toler
                           "damping": float(c[h, l_]), "fj_range": float(fr["fj"][h, l_]), "lc_range": float(fr["lc"][h, l_])})
         nm = masses["normalized"][h]
         has_mass = float((masses["fj"][h] + masses["lc"][h]).sum()) > 0
+        hpl = getattr(enc, "heads_per_layer", enc.n_heads)
         out.append({
-            "head": h,
+            "head": h % hpl,
+            "layer": h // hpl if getattr(enc, "layers", 1) > 1 else None,
             "gates": {name: float(g[h, i]) for i, name in enumerate(SECTORS)},
             "slope": float(s[h]),
             "effective_slope": float(g[h, 1] * s[h]) / enc.train_length,

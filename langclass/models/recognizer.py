@@ -141,7 +141,11 @@ class RecognizerConfig:
             if key in spec and spec[key] != value:
                 raise InputError(f"encoding {name!r}: {key}={spec[key]!r} conflicts with the model's {key}={value}",
                                  field=f"encoding.{key}")
-        return make_encoding(name, **{**context, **spec})
+        enc = make_encoding(name, **{**context, **spec})
+        if getattr(enc, "layers", 1) not in (1, self.n_layers):
+            raise InputError(f"encoding {name!r}: layers={enc.layers} must be 1 (shared) or the model's n_layers={self.n_layers}",
+                             field="encoding.layers")
+        return enc
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (alphabet as a list)."""
@@ -322,13 +326,14 @@ class Recognizer(nn.Module):
         x = self.encoding.embed(x, positions)
         states = [x]
         traces = []
-        for layer in self.layers:
+        for l, layer in enumerate(self.layers):
+            enc = self.encoding.for_layer(l)
             if return_trace:
-                x, tr = layer(x, positions, valid, self.encoding, True)
+                x, tr = layer(x, positions, valid, enc, True)
                 traces.append(tr)
                 states.append(x)
             else:
-                x = layer(x, positions, valid, self.encoding)
+                x = layer(x, positions, valid, enc)
         final = self.final_norm(x)  # [batch, seq, d_model]
         h = final[torch.arange(B, device=ids.device), eos_index]  # [batch, d_model]
         logits = self.readout(h).squeeze(-1)  # [batch]
@@ -357,7 +362,7 @@ class Recognizer(nn.Module):
         positions = self.encoding.position_ids(start + T, device=ids.device)[:, start:]  # [1, T]
         x = self.encoding.embed(self.embedding(ids), positions)
         for l, layer in enumerate(self.layers):
-            x, caches[l] = layer.step(x, positions, caches[l], valid, self.encoding)
+            x, caches[l] = layer.step(x, positions, caches[l], valid, self.encoding.for_layer(l))
         return self.final_norm(x), caches
 
     def forward_batch(self, batch: Batch, return_trace: bool = False):

@@ -173,6 +173,11 @@ def _ablation_lengths(test_lengths: list[int]) -> list[int]:
     return [test_lengths[i] for i in idx]
 
 
+def _label(h: Mapping[str, Any]) -> Any:
+    """A head's name in readings: its index, or "l.h" for a per-layer pj_bias."""
+    return h["head"] if h.get("layer") is None else f"{h['layer']}.{h['head']}"
+
+
 def _run_verdict(run: Mapping[str, Any], pred: Mapping[str, Any], thr: float) -> dict[str, Any]:
     """Per-run reading of the prediction."""
     cls = pred.get("class")
@@ -181,7 +186,7 @@ def _run_verdict(run: Mapping[str, Any], pred: Mapping[str, Any], thr: float) ->
         k = int(pred["period"])
         # per frequency: a head holds F frequencies, and only those whose FJ contribution has a
         # centred range ≥ thr carry its kernel (the others kept amplitudes near their init)
-        energetic = [(h["head"], f) for h in heads for f in h["frequencies"] if f.get("fj_range", h["kernel_range"]) >= thr]
+        energetic = [(_label(h), f) for h in heads for f in h["frequencies"] if f.get("fj_range", h["kernel_range"]) >= thr]
         at_roots = [(hd, f) for hd, f in energetic if f["near_root"] and k % f["q"] == 0]
         valid = sorted({f["q"] for _, f in at_roots})
         lcm = reduce(math.lcm, valid, 1)
@@ -190,7 +195,7 @@ def _run_verdict(run: Mapping[str, Any], pred: Mapping[str, Any], thr: float) ->
         # agrees: the energetic frequencies at valid roots have orders with lcm k, and the kernel
         # reduced to the frequencies at valid roots (everything else zeroed) keeps the accuracy
         ok = bool(at_roots) and lcm == k and (learned is None or learned["accuracy_drop"] < 0.01)
-        lc_hot = [(h["head"], f) for h in heads for f in h["frequencies"] if f.get("lc_range", 0.0) >= thr]
+        lc_hot = [(_label(h), f) for h in heads for f in h["frequencies"] if f.get("lc_range", 0.0) >= thr]
         desc = "; ".join(f"head {hd} ω̃={f['folded']:.3f} → {f['a']}/{f['q']} δ={f['delta']:.3f} range {f['fj_range'] if 'fj_range' in f else float('nan'):.2f}"
                          for hd, f in energetic)
         text = (f"{len(energetic)} energetic FJ frequenc{'y' if len(energetic) == 1 else 'ies'} (centred range ≥ {thr:g}), "
@@ -384,10 +389,12 @@ def format_sectors(result: Mapping[str, Any]) -> str:
             e = h["sector_energy"]
             roots = ", ".join(f"ω̃={f['folded']:.3f} → {f['a']}/{f['q']} (δ={f['delta']:.3f}"
                               + (f", FJ range {f['fj_range']:.2f}" if "fj_range" in f else "") + ")" for f in h["frequencies"])
-            lag = max(layer[h["head"]] for layer in r["lag1_mass"][last])
-            lines.append(f"  head {h['head']}: gates FJ/A/LC {g['fj']:.2f}/{g['affine']:.2f}/{g['lc']:.2f}; energy "
+            per_layer = h.get("layer") is not None
+            lag = r["lag1_mass"][last][h["layer"]][h["head"]] if per_layer else max(layer[h["head"]] for layer in r["lag1_mass"][last])
+            label = f"layer {h['layer']} head {h['head']}" if per_layer else f"head {h['head']}"
+            lines.append(f"  {label}: gates FJ/A/LC {g['fj']:.2f}/{g['affine']:.2f}/{g['lc']:.2f}; energy "
                          f"{e['fj']:.2f}/{e['affine']:.2f}/{e['lc']:.2f}; ΔK {h['kernel_range']:.3g}; σ {h['effective_slope']:.3g}; "
-                         f"{roots}; lag-1 mass (n={last}, max over layers) {lag:.2f}")
+                         f"{roots}; lag-1 mass (n={last}{'' if per_layer else ', max over layers'}) {lag:.2f}")
         drop = ", ".join(f"{s} {v:+.3f}" for s, v in r["loo_accuracy_drop"].items())
         lines.append(f"  accuracy drop when a sector is zeroed: {drop}")
         lines.append(f"  reading: {r['run_verdict']['text']}")
