@@ -65,6 +65,14 @@ def test_y_reading_and_overall_verdicts():
     runs[2]["run_verdict"]["agrees"] = False
     assert _verdict(runs, pred, 100)["status"] == "disagrees"
     assert _verdict(runs, {"class": None}, 100)["status"] == "measured"
+    # MOD: no intact run reached the longest length; the root-only kernel did (lcm k) → supported
+    mod = {"class": "ltl_p_mod", "period": 3}
+    ro = lambda n: {"learned": {"longest_perfect_length": n}, "snapped": {"longest_perfect_length": 41}}  # noqa: E731
+    mk = lambda n, lcm: {"reached_longest": False, "seed": 0, "longest_perfect_length": 58, "root_only": ro(n),  # noqa: E731
+                         "run_verdict": {"agrees": False, "lcm": lcm, "text": ""}}
+    assert _verdict([mk(100, 3)], mod, 100)["status"] == "supported"
+    assert _verdict([mk(100, 1)], mod, 100)["status"] == "inconclusive"  # roots of the wrong orders
+    assert _verdict([mk(80, 3)], mod, 100)["status"] == "inconclusive"  # the reduced kernel falls short too
 
 
 def test_ltl_p_reading_needs_a_sparse_run_at_unchanged_n_star():

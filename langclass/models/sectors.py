@@ -242,6 +242,19 @@ def _verdict(runs: list[dict[str, Any]], pred: Mapping[str, Any], longest: int) 
         return {"status": "disagrees", "text": "no λ > 0 switched every sector off at unchanged N*: "
                 + "; ".join(f"λ={r['sparsity']:g} seed {r['seed']}: N*={r['longest_perfect_length']}, {r['run_verdict']['text']}" for r in sparse)}
     full = [r for r in runs if r["reached_longest"]]
+    if not full and cls == "ltl_p_mod":
+        # the learned kernel reduced to its frequencies at roots of order dividing k (a sub-kernel
+        # the model learned; nothing is fitted afterwards) may recognise the language where the
+        # intact model does not: evidence that the predicted sector, as learned, suffices
+        reduced = [r for r in runs if (r.get("root_only") or {}).get("learned") and r["run_verdict"].get("lcm") == int(pred["period"])
+                   and longest in (r["root_only"]["learned"].get("longest_perfect_length"), r["root_only"]["snapped"].get("longest_perfect_length"))]
+        if reduced and len(reduced) * 2 > len(runs):
+            return {"status": "supported", "text": f"no intact run reached N* = {longest}, but in {len(reduced)}/{len(runs)} runs the learned kernel "
+                    f"reduced to its frequencies at roots of order dividing k={pred['period']} (lcm {pred['period']}; every other FJ frequency, "
+                    "LC and affine zeroed) reaches it — the model learned the predicted roots and its other components break length "
+                    "generalization: " + "; ".join(f"seed {r['seed']}: N* {r['longest_perfect_length']}, root-only "
+                                                     f"{r['root_only']['learned']['longest_perfect_length']}, snapped root-only "
+                                                     f"{r['root_only']['snapped']['longest_perfect_length']}" for r in runs)}
     if not full:
         snaps = [f"seed {r['seed']}: N* {r['longest_perfect_length']}, root-only {r['root_only']['learned']['longest_perfect_length']}, "
                  f"snapped root-only {r['root_only']['snapped']['longest_perfect_length']}"
@@ -266,7 +279,8 @@ def run_sectors(spec: Mapping[str, Any], *, progress: Callable[[dict[str, Any]],
         limits: the named job limits (default :data:`~langclass.models.specs.DEFAULT_JOB_LIMITS`).
 
     Returns:
-        JSON-ready result: ``runs``, ``verdict`` {status, text}, ``prediction``, ``settings``, timings.
+        JSON-ready result: ``runs``, ``verdict`` {status (``agrees``, ``disagrees``, ``supported``,
+        ``inconclusive`` or ``measured``), text}, ``prediction``, ``settings``, timings.
 
     Raises:
         InputError / LimitExceeded: a malformed spec or a limit.
