@@ -251,8 +251,8 @@ def _verdict(runs: list[dict[str, Any]], pred: Mapping[str, Any], longest: int) 
         if reduced and len(reduced) * 2 > len(runs):
             return {"status": "supported", "text": f"no intact run reached N* = {longest}, but in {len(reduced)}/{len(runs)} runs the learned kernel "
                     f"reduced to its frequencies at roots of order dividing k={pred['period']} (lcm {pred['period']}; every other FJ frequency, "
-                    "LC and affine zeroed) reaches it — the model learned the predicted roots and its other components break length "
-                    "generalization: " + "; ".join(f"seed {r['seed']}: N* {r['longest_perfect_length']}, root-only "
+                    "LC and affine zeroed; 'snapped': ω set to the root) reaches it — the model learned the predicted roots, and its "
+                    "other components or the residual frequency error δ are what break length generalization: " + "; ".join(f"seed {r['seed']}: N* {r['longest_perfect_length']}, root-only "
                                                      f"{r['root_only']['learned']['longest_perfect_length']}, snapped root-only "
                                                      f"{r['root_only']['snapped']['longest_perfect_length']}" for r in runs)}
     if not full:
