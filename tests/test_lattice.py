@@ -86,8 +86,10 @@ def test_encoding_choice_table():
     e = choose_encodings(dict(base, ltl_p_mod=True, fo_mod=True), period=3, stability_index=3)
     assert e["soft"]["encoding"] == "rope_periodic" and e["soft"]["parameters"]["period"] == 3
     assert e["soft"]["alternatives"][0]["encoding"] == "sinusoidal_periodic"
-    assert e["hard"]["encoding"] == "sinusoidal_periodic" and e["hard"]["parameters"]["modulus"] == 3
-    assert e["hard"]["build"] == {"name": "sinusoidal_periodic", "periods": 3}  # a finite-image PE (Thm 19)
+    assert e["hard"]["encoding"] == "mod_onehot" and e["hard"]["parameters"]["modulus"] == 3
+    assert e["hard"]["build"] == {"name": "mod_onehot", "period": 3}  # a finite-image PE (Thm 19)
+    alt = e["hard"]["alternatives"][0]  # the rational sinusoidal PE of Cor 20
+    assert alt["encoding"] == "sinusoidal_periodic" and alt["build"] == {"name": "sinusoidal_periodic", "periods": 3}
     e = choose_encodings(dict(base, ltl_p_y=True, star_free=True, fo_mod=True), delay=1)
     assert e["soft"]["encoding"] == "rope" and e["soft"]["parameters"]["n_max"] >= 1
     assert e["soft"]["parameters"]["f_large"] > 100  # float32
