@@ -128,3 +128,33 @@ def test_outside_every_constructible_class_names_the_missing_classes():
         run_construction({"regex": "0*(10*10*)*", "alphabet": ["0", "1"]})  # parity: outside AC⁰
     assert e.value.extra["missing_classes"] == ["LTL[P,MOD]", "LTL[P,Y]", "star-free", "FO[<,MOD]"]
     assert "not quasi-aperiodic" in e.value.detail and "not in AC⁰" in e.value.detail
+
+
+def _dense_forward(model, ids):
+    """The hard-attention model run through its dense modules, one head at a time (the reference)."""
+    x = model.embed(ids)
+    if model.encoding is not None:
+        x = model.encoding.embed(x, model.encoding.position_ids(ids.shape[1]))
+    for heads, ffn in zip(model.attn_layers, model.ffns):
+        if len(heads):
+            x = x + sum(h(x) for h in heads)
+        if ffn is not None:
+            x = x + ffn(x)
+    return x
+
+
+@pytest.mark.parametrize("regex,alphabet", [("(ab|ba)*", "ab"), ("((a|b)(a|b))*a", "ab")])
+def test_grouped_sparse_forward_equals_the_dense_heads_and_identity_ops_get_no_head(regex, alphabet):
+    from langclass.core.brasp import AttentionOp
+    from langclass.core.brasp_width import narrow_program
+    from langclass.models.construct import build_brasp_transformer
+    from langclass.models.construct.brasp_plan import is_identity
+
+    A = parse_regex(regex, list(alphabet))
+    prog = narrow_program(formula_to_brasp(synthesize_fo_mod(A).formula, A.alphabet))
+    model = build_brasp_transformer(prog)
+    real = [op for op in prog.ops if isinstance(op, AttentionOp) and not is_identity(op)]
+    assert model.describe()["heads"] == len(real) < sum(isinstance(op, AttentionOp) for op in prog.ops)
+    ids = torch.from_numpy(np.array(list(itertools.product(range(2), repeat=7)), dtype=np.int64))
+    with torch.no_grad():
+        assert torch.equal(model(ids), _dense_forward(model, ids))

@@ -9,7 +9,9 @@ score's i-variables), the j-side score parts β_u(j) = S(u, j) and the value par
 computes (S∧V) ∨ (¬S∧D) (the V′ trick of Lemma 13), or D when no key is visible. Each feed-forward
 layer computes every Boolean function it needs as a sum of disjoint cubes over the stream
 coordinates it reads (:func:`~langclass.models.construct.gates.dnf_units`), composing position-wise
-operations into it, so a program of attention depth K becomes K + 1 layers (Thm 24).
+operations into it, so a program of attention depth K becomes K + 1 layers (Thm 24). An identity
+operation ``▶_j[j ≤ i, 1] X(j) : 0`` (X(i) itself) gets no head: its layer's feed-forward reads X's
+coordinate (:func:`is_identity`).
 
 :func:`plan_brasp` returns a :class:`BraspPlan` (stream layout, heads per layer, feed-forward targets
 and their ReLU units); :mod:`langclass.models.construct.hard` writes it as weights.
@@ -26,7 +28,7 @@ from typing import Any
 from ...core.brasp import AttentionOp, BAnd, BConst, BNot, BOr, BVar, PositionOp, Program, bexpr_vars
 from .gates import ReluUnit, Row, dnf_units
 
-__all__ = ["HardHead", "BraspLayer", "BraspPlan", "plan_brasp"]
+__all__ = ["HardHead", "BraspLayer", "BraspPlan", "plan_brasp", "is_identity"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,14 @@ class BraspPlan:
                 "ffn_units": sum(len(l.units) for l in self.layers), "ffn_inputs": [l.max_inputs for l in self.layers]}
 
 
+def is_identity(op: AttentionOp) -> bool:
+    """``▶_j [j ≤ i, 1] X(j) : 0``: the rightmost visible key is i itself (n ≥ 1), so the result is X(i).
+    The narrowing of :mod:`langclass.core.brasp_width` writes these to cut wide Boolean expressions;
+    the plan computes them in the next feed-forward layer from X's coordinate, without a head."""
+    return (op.direction == "rightmost" and op.mask == "future_nonstrict" and op.score == BConst(True)
+            and op.default == BConst(False) and isinstance(op.value, BVar) and op.value.side == "j")
+
+
 def _assignments(vs: list[str]) -> list[tuple[bool, ...]]:
     return list(itertools.product([False, True], repeat=len(vs)))
 
@@ -154,6 +164,8 @@ class _Planner:
             op = self.ops[name]
             if isinstance(op, PositionOp):
                 out = _subst(op.expr, lambda n, s: self.vec_expr(n, layer))
+            elif is_identity(op):  # ▶_j[j ≤ i, 1] X(j) : 0 is X(i), whose coordinate exists by now: no head
+                out = self.vec_expr(op.value.name, layer)
             else:  # attention op of depth == layer: finalize from its head outputs
                 out = self._finalize(self.heads[name], op, layer)
         self.cache[key] = out
@@ -224,7 +236,7 @@ class _Planner:
                     self.cache.clear()
             # (2) prepare the attention ops of depth layer + 1
             for op in prog.ops:
-                if isinstance(op, AttentionOp) and depth[op.name] == layer + 1:
+                if isinstance(op, AttentionOp) and depth[op.name] == layer + 1 and not is_identity(op):
                     self._prepare(op, layer)
 
 

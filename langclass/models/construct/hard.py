@@ -57,6 +57,41 @@ class _HardHead(nn.Module):
         return self.o(w @ self.v(x))
 
 
+class _SparseFFN(nn.Module):
+    """The feed-forward layer of :func:`write_feed_forward` evaluated sparsely: each hidden unit gathers
+    the ≤ MAX_FFN_INPUTS coordinates it reads instead of a dense ``[H, d_model]`` product. Every term
+    is a 0/1 input times a ±1 weight and the sums are small integers, so the result is bit for bit the
+    dense layer's (which is kept in :attr:`BraspTransformer.ffns` as the model's weights).
+    Shapes: ``x [batch, n, d_model]`` → the update ``[batch, n, d_model]``."""
+
+    def __init__(self, units) -> None:
+        super().__init__()
+        self.units = len(units)
+        m = max([len(u.inputs) for u in units] + [1])
+        idx = torch.zeros(len(units), m, dtype=torch.long)
+        w = torch.zeros(len(units), m, dtype=torch.float64)
+        for h, u in enumerate(units):
+            for t, (c, wt) in enumerate(u.inputs):
+                idx[h, t], w[h, t] = c, wt
+        self.register_buffer("idx", idx, persistent=False)
+        self.register_buffer("w", w, persistent=False)
+        self.register_buffer("bias", torch.tensor([u.bias for u in units], dtype=torch.float64), persistent=False)
+        self.register_buffer("out", torch.tensor([u.out for u in units], dtype=torch.long), persistent=False)
+        self.register_buffer("out_w", torch.tensor([u.weight for u in units], dtype=torch.float64), persistent=False)
+
+    def activations(self, x: torch.Tensor) -> torch.Tensor:
+        """weight · ReLU(pre-activation) of every unit: ``[batch, n, H]``."""
+        pre = (x[..., self.idx] * self.w).sum(-1) + self.bias
+        return torch.relu(pre) * self.out_w
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x).index_add_(-1, self.out, self.activations(x))
+
+    def add_to(self, x: torch.Tensor) -> None:
+        """``x += forward(x)`` in place (the units read x before anything is written)."""
+        x.index_add_(-1, self.out, self.activations(x))
+
+
 def _head(info: HardHead, one: int, D: int) -> _HardHead:
     """The head of one attention operation: query α_t, key β_t; value [1, β_t, V_t] → [flag, β̃_t, Ṽ_t]."""
     nq = len(info.alpha)
@@ -133,9 +168,11 @@ class BraspTransformer(nn.Module):
             self.embed.weight.copy_(E)
         self.attn_layers = nn.ModuleList()
         self.ffns = nn.ModuleList()
+        self.sparse_ffns = nn.ModuleList()
         for layer in plan.layers:
             self.attn_layers.append(nn.ModuleList(_head(info, plan.c_one, D) for info in layer.heads))
             self.ffns.append(write_feed_forward(layer.units, D))
+            self.sparse_ffns.append(_SparseFFN(layer.units))
         self.readout = nn.Linear(D, 1)
         with torch.no_grad():
             self.readout.weight.zero_()
@@ -143,16 +180,65 @@ class BraspTransformer(nn.Module):
             self.readout.bias.fill_(-0.5)
         freeze(self, self.dtype_name)
 
+    def _head_groups(self) -> list[list[tuple]]:
+        """Per layer, the heads grouped by (mask, tie) in gather form: every row of a head's W_q, W_k,
+        W_v and every column of its W_o has exactly one non-zero entry (:func:`_head`), so a group is
+        ``(mask, tie, q_idx, q_w, k_idx, k_w, v_idx, v_w, o_idx, o_w)`` with ``*_idx`` long ``[H, e]``
+        (coordinates) and ``*_w`` ``[H, e]`` (their weights; 0 on padding). It computes exactly what its
+        heads compute one by one (:class:`_HardHead`): the same 0/1 products and integer sums."""
+        key = (self.embed.weight.dtype, self.embed.weight.device)
+        if getattr(self, "_groups_key", None) == key:
+            return self._groups
+
+        def rows(mats: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+            width = max(m.shape[0] for m in mats)
+            idx = torch.zeros(len(mats), width, dtype=torch.long, device=key[1])
+            w = torch.zeros(len(mats), width, dtype=key[0], device=key[1])
+            for h, m in enumerate(mats):
+                if (m != 0).sum(dim=1).max() > 1:  # pragma: no cover - _head writes one entry per row
+                    raise AssertionError("a head weight row with several entries")
+                idx[h, :m.shape[0]] = m.abs().argmax(dim=1)
+                w[h, :m.shape[0]] = m.gather(1, idx[h, :m.shape[0], None])[:, 0]
+            return idx, w
+
+        groups = []
+        for heads in self.attn_layers:
+            by: dict[tuple[str, str], list[_HardHead]] = {}
+            for h in heads:
+                by.setdefault((h.mask, h.tie), []).append(h)
+            layer = []
+            for (mask, tie), hs in by.items():
+                layer.append((mask, tie, *rows([h.q.weight for h in hs]), *rows([h.k.weight for h in hs]),
+                              *rows([h.v.weight for h in hs]), *rows([h.o.weight.T for h in hs])))
+            groups.append(layer)
+        self._groups, self._groups_key = groups, key
+        return groups
+
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """Hidden states ``[batch, n, d_model]`` of letter indices ``ids int64 [batch, n]``."""
+        """Hidden states ``[batch, n, d_model]`` of letter indices ``ids int64 [batch, n]``. The heads of
+        a layer run together, grouped by mask and tie, and the feed-forward layers sparsely
+        (:meth:`_head_groups`, :class:`_SparseFFN`); both equal the dense modules bit for bit."""
         x = self.embed(ids)  # [B, n, D]
+        B, T = ids.shape
         if self.encoding is not None:  # positions 1..n
-            x = self.encoding.embed(x, self.encoding.position_ids(ids.shape[1], device=ids.device))
-        for heads, ffn in zip(self.attn_layers, self.ffns):
-            if len(heads):
-                x = x + sum(h(x) for h in heads)
-            if ffn is not None:
-                x = x + ffn(x)
+            x = self.encoding.embed(x, self.encoding.position_ids(T, device=ids.device))
+        i = torch.arange(T, device=ids.device)[:, None]
+        j = torch.arange(T, device=ids.device)[None, :]
+        vis = {"none": torch.ones(T, T, dtype=torch.bool, device=ids.device), "future": j < i, "past": j > i,
+               "future_nonstrict": j <= i, "past_nonstrict": j >= i}
+        for groups, ffn in zip(self._head_groups(), self.sparse_ffns):
+            updates = []
+            for mask, tie, qi, qw, ki, kw, vi, vw, oi, ow in groups:
+                q = (x[..., qi] * qw).transpose(1, 2)  # [B, H, T, e]
+                k = (x[..., ki] * kw).transpose(1, 2)
+                v = (x[..., vi] * vw).transpose(1, 2)  # [B, H, T, f]
+                w = hard_attention_weights(q @ k.transpose(-1, -2), vis[mask][None, None], tie)  # [B, H, T, T]
+                y = ((w @ v) * ow[None, :, None, :]).transpose(1, 2).reshape(B, T, -1)  # [B, T, H·f]
+                updates.append((oi.reshape(-1), y))
+            for oi, y in updates:  # all heads read the layer input, then write (in place: x is this forward's own)
+                x.index_add_(-1, oi, y)
+            if ffn.units:
+                ffn.add_to(x)
         return x
 
     def decide(self, ids: torch.Tensor) -> torch.Tensor:
