@@ -174,16 +174,27 @@ def test_plan_then_assembly_simulates_every_node_on_all_words_up_to_8(formula, o
         assert np.array_equal(logits > 0, truth_table(plan.formula, ["a", "b"], w)[plan.formula][:, n + 1])
 
 
-@pytest.mark.parametrize("source", ["dyck", "P(a S (b & Y a))", "!(a S b) & P b"])
+MARKS = "marks 3\nX := MOD_0 & Q_a\nY := >j [j < i, X(j)] 1 : 0\nZ := <j [j > i, Y(j) & !MOD_2(j)] 1 : 0\noutput Z"
+
+
+@pytest.mark.parametrize("source", ["dyck", "marks", "P(a S (b & Y a))", "!(a S b) & P b"])
 def test_brasp_plan_then_assembly_runs_the_program_on_all_words_up_to_8(source):
     """A program of attention depth K plans to K + 1 layers with one head per attention operation, and
-    the assembled model's every vector equals the program run on every word of length 1 … 8."""
+    the assembled model's every vector (position marks included) equals the program run on every word
+    of length 1 … 8; a B-RASP[MOD] program plans the mod_onehot encoding of its modulus, others none."""
     import torch
 
     from langclass.models.construct import BraspTransformer
 
-    prog = (parse_program(DYCK_1_DEPTH_2, ["a", "b"]) if source == "dyck" else formula_to_brasp(source, ["a", "b"]))
+    prog = (parse_program(DYCK_1_DEPTH_2, ["a", "b"]) if source == "dyck" else parse_program(MARKS, ["a", "b"])
+            if source == "marks" else formula_to_brasp(source, ["a", "b"]))
     plan = plan_brasp(prog)
+    if source == "marks":
+        assert plan.encoding is not None and plan.encoding.family == "mod_onehot"
+        assert plan.encoding.kwargs() == {"d_model": plan.d_model, "period": 3, "position_origin": 1}
+        assert dict(plan.c_mark) == {"MOD_0": 0, "MOD_1": 1, "MOD_2": 2}
+    else:
+        assert plan.encoding is None and not plan.c_mark
     attention_ops = [op for op in prog.ops if type(op).__name__ == "AttentionOp"]
     assert len(plan.layers) == plan.K + 1 and plan.summary()["heads"] == len(attention_ops)
     assert plan.K == max(prog.depths()[op.name] for op in attention_ops)

@@ -89,3 +89,18 @@ def test_every_construction_encoding_is_a_member_and_builds(formula, options, na
     for spec in plan.encodings:
         enc = make_encoding(spec.family, **spec.kwargs())
         assert enc.family == spec.family.value
+
+
+def test_the_hard_construction_encoding_is_a_member_and_builds():
+    from langclass.core.brasp import parse_program
+    from langclass.models.construct import build_brasp_transformer
+
+    prog = parse_program("marks 2\nX := MOD_1 & Q_a\nY := >j [j < i, X(j)] 1 : 0\noutput Y", ["a", "b"])
+    model = build_brasp_transformer(prog)
+    spec = model.plan.encoding
+    assert spec.family is EncodingFamily.MOD_ONEHOT
+    desc = model.describe()
+    assert desc["encoding"] == spec.family.value and [e["family"] for e in desc["encodings"]] == ["mod_onehot"]
+    assert desc["encodings"][0]["digest"] == make_encoding(spec.family, **spec.kwargs()).digest()
+    plain = build_brasp_transformer(parse_program("X := Q_a\noutput X", ["a", "b"]))
+    assert plain.plan.encoding is None and EncodingFamily(plain.describe()["encoding"]) is EncodingFamily.NOPE

@@ -26,7 +26,9 @@ from types import MappingProxyType
 from typing import Any
 
 from ...core.brasp import AttentionOp, BAnd, BConst, BNot, BOr, BVar, PositionOp, Program, bexpr_vars
+from ...core.encoding_families import EncodingFamily
 from .gates import ReluUnit, Row, dnf_units
+from .plan import EncodingSpec
 
 __all__ = ["HardHead", "BraspLayer", "BraspPlan", "plan_brasp", "is_identity"]
 
@@ -76,6 +78,8 @@ class BraspPlan:
         c_letter: ``{initial vector: coordinate}``; ``c_one`` the constant-1 coordinate.
         c_mark: ``{mark vector MOD_r: coordinate}`` — coordinate r, written by the ``mod_onehot``
             position embedding (Thm 19); empty without marks.
+        encoding: that embedding (``mod_onehot`` with the program's modulus, positions 1 … n) for a
+            B-RASP[MOD] program; None without marks (NoPE).
         coord_of: ``{vector name: coordinate}`` of every initial and defined vector.
         layers: the K + 1 layers.
         letter_rows: the embedding of every letter of ``program.alphabet`` (its initial vectors and one).
@@ -91,7 +95,8 @@ class BraspPlan:
     layers: tuple[BraspLayer, ...]
     letter_rows: tuple[Row, ...]
     output: int
-    c_mark: Mapping[str, int] = field(default_factory=dict)
+    c_mark: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    encoding: EncodingSpec | None = None
 
     @property
     def d_model(self) -> int:
@@ -265,4 +270,6 @@ def plan_brasp(program: Program) -> BraspPlan:
     return BraspPlan(program=program, K=pl.K, coord_names=tuple(pl.coord_names),
                      c_letter=MappingProxyType(dict(pl.c_letter)), c_one=pl.c_one,
                      coord_of=MappingProxyType(dict(pl.coord_of)), layers=tuple(layers), letter_rows=tuple(letter_rows),
-                     output=pl.coord_of[program.output], c_mark=MappingProxyType(dict(pl.c_mark)))
+                     output=pl.coord_of[program.output], c_mark=MappingProxyType(dict(pl.c_mark)),
+                     encoding=None if program.modulus <= 1 else EncodingSpec(EncodingFamily.MOD_ONEHOT, (
+                         ("d_model", len(pl.coord_names)), ("period", program.modulus), ("position_origin", 1))))

@@ -19,7 +19,7 @@ from torch import nn
 from ...core.brasp import AttentionOp, Program
 from ...core.errors import InputError
 from ..attention import hard_attention_weights
-from ..encoding_marks import ModOneHot
+from ..encodings import make_encoding
 from .assembly import TORCH_DTYPES, dense, freeze, write_feed_forward
 from .brasp_plan import BraspPlan, HardHead, plan_brasp
 
@@ -149,8 +149,8 @@ class BraspTransformer(nn.Module):
         self.ffn_inputs = [layer.max_inputs for layer in self.plan.layers]
         self.letter_names = {sym: [n for n, s in self.program.initial.items() if s == sym] for sym in self.program.alphabet}
         # B-RASP[MOD]: the marks MOD_r come from the finite-image PE e_(i mod m) on coordinates 0..m−1 (Thm 19)
-        self.encoding = (ModOneHot(self.d_model, period=self.program.modulus, position_origin=1)
-                         if self.program.modulus > 1 else None)
+        spec = self.plan.encoding
+        self.encoding = None if spec is None else make_encoding(spec.family, **spec.kwargs())
         self._assemble()
 
     @classmethod
