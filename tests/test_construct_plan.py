@@ -207,3 +207,30 @@ def test_brasp_plan_then_assembly_runs_the_program_on_all_words_up_to_8(source):
         want = run_program(prog, w)
         for name, v in want.items():
             assert np.array_equal(got[name].numpy(), v.astype(np.float64)), (name, n)
+
+
+def test_sparse_feed_forward_equals_the_dense_writer_bit_for_bit():
+    """The two evaluations of one plan's units (assembly.write_feed_forward, assembly.SparseFeedForward)
+    agree exactly on 0/1 streams, in float32 and float64, and add_to adds the same update in place."""
+    import torch
+
+    from langclass.models.construct.assembly import SparseFeedForward, write_feed_forward
+
+    rng = np.random.default_rng(3)
+    D = 24
+    units: list[ReluUnit] = []
+    for out in range(16, 24):
+        coords = sorted(rng.choice(16, size=int(rng.integers(1, 6)), replace=False).tolist())
+        units += dnf_units([(out, _random_expr(rng, coords, 3))])[0]
+    units += gate_units(Gate("iff", (Literal(3, True), Literal(5)), 20), 0)
+    x = torch.as_tensor(rng.integers(0, 2, size=(3, 7, D)), dtype=torch.float64)
+    for dtype in (torch.float64, torch.float32):
+        dense_ffn = write_feed_forward(units, D).to(dtype)
+        sparse = SparseFeedForward(units).to(dtype)
+        xd = x.to(dtype)
+        with torch.no_grad():
+            want = dense_ffn(xd)
+            assert torch.equal(sparse(xd), want) and want.abs().sum() > 0
+            y = xd.clone()
+            sparse.add_to(y)
+            assert torch.equal(y, xd + want)

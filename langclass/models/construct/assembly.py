@@ -2,7 +2,8 @@
 
 The one feed-forward writer (:func:`write_feed_forward`) turns the ReLU units of a plan
 (:class:`~langclass.models.construct.gates.ReluUnit`: Boolean gates over literals for soft attention,
-disjoint cubes for hard attention) into a two-layer ReLU network; :func:`dense` writes a sparse plan
+disjoint cubes for hard attention) into a two-layer ReLU network, and :class:`SparseFeedForward`
+evaluates the same units sparsely (bit for bit); :func:`dense` writes a sparse plan
 row over the residual stream; :func:`freeze` casts a finished model to its dtype and freezes it.
 
 Weights are written in float64 into modules created in torch's default dtype, then the whole model
@@ -19,7 +20,7 @@ from torch import nn
 
 from .gates import ReluUnit, Row
 
-__all__ = ["TORCH_DTYPES", "dense", "write_feed_forward", "freeze"]
+__all__ = ["TORCH_DTYPES", "dense", "write_feed_forward", "SparseFeedForward", "freeze"]
 
 TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
 """The torch dtype of every construction dtype name (:data:`~langclass.models.construct.plan.DTYPES`)."""
@@ -59,6 +60,43 @@ def write_feed_forward(units: Sequence[ReluUnit], d_model: int) -> nn.Sequential
         ffn[2].weight.copy_(W2)
         ffn[2].bias.zero_()
     return ffn
+
+
+class SparseFeedForward(nn.Module):
+    """The feed-forward layer of :func:`write_feed_forward` evaluated sparsely: each hidden unit gathers
+    the ≤ :data:`~langclass.models.construct.gates.MAX_FFN_INPUTS` coordinates it reads instead of a
+    dense ``[H, d_model]`` product. Every term is a 0/1 input times a ±1 weight and the sums are small
+    integers, so the result is bit for bit the dense layer's (the hard construction keeps the dense
+    layer in ``BraspTransformer.ffns`` as the model's weights and runs this one). The buffers are not
+    saved with the model (they are derived from the units).
+    Shapes: ``x [batch, n, d_model]`` → the update ``[batch, n, d_model]``."""
+
+    def __init__(self, units: Sequence[ReluUnit]) -> None:
+        super().__init__()
+        self.units = len(units)
+        m = max([len(u.inputs) for u in units] + [1])
+        idx = torch.zeros(len(units), m, dtype=torch.long)
+        w = torch.zeros(len(units), m, dtype=torch.float64)
+        for h, u in enumerate(units):
+            for t, (c, wt) in enumerate(u.inputs):
+                idx[h, t], w[h, t] = c, wt
+        self.register_buffer("idx", idx, persistent=False)
+        self.register_buffer("w", w, persistent=False)
+        self.register_buffer("bias", torch.tensor([u.bias for u in units], dtype=torch.float64), persistent=False)
+        self.register_buffer("out", torch.tensor([u.out for u in units], dtype=torch.long), persistent=False)
+        self.register_buffer("out_w", torch.tensor([u.weight for u in units], dtype=torch.float64), persistent=False)
+
+    def activations(self, x: torch.Tensor) -> torch.Tensor:
+        """weight · ReLU(pre-activation) of every unit: ``[batch, n, H]``."""
+        pre = (x[..., self.idx] * self.w).sum(-1) + self.bias
+        return torch.relu(pre) * self.out_w
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x).index_add_(-1, self.out, self.activations(x))
+
+    def add_to(self, x: torch.Tensor) -> None:
+        """``x += forward(x)`` in place (the units read x before anything is written)."""
+        x.index_add_(-1, self.out, self.activations(x))
 
 
 def freeze(model: nn.Module, dtype: str) -> None:

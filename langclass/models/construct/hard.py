@@ -20,7 +20,7 @@ from ...core.brasp import AttentionOp, Program
 from ...core.errors import InputError
 from ..attention import hard_attention_weights
 from ..encodings import make_encoding
-from .assembly import TORCH_DTYPES, dense, freeze, write_feed_forward
+from .assembly import TORCH_DTYPES, SparseFeedForward, dense, freeze, write_feed_forward
 from .brasp_plan import BraspPlan, HardHead, plan_brasp
 
 __all__ = ["BraspTransformer", "build_brasp_transformer", "SOURCE_HARD"]
@@ -55,41 +55,6 @@ class _HardHead(nn.Module):
         scores = self.q(x) @ self.k(x).transpose(-1, -2)  # [B, T, T]
         w = hard_attention_weights(scores, vis, self.tie)  # one-hot rows; zero rows when nothing is visible
         return self.o(w @ self.v(x))
-
-
-class _SparseFFN(nn.Module):
-    """The feed-forward layer of :func:`write_feed_forward` evaluated sparsely: each hidden unit gathers
-    the ≤ MAX_FFN_INPUTS coordinates it reads instead of a dense ``[H, d_model]`` product. Every term
-    is a 0/1 input times a ±1 weight and the sums are small integers, so the result is bit for bit the
-    dense layer's (which is kept in :attr:`BraspTransformer.ffns` as the model's weights).
-    Shapes: ``x [batch, n, d_model]`` → the update ``[batch, n, d_model]``."""
-
-    def __init__(self, units) -> None:
-        super().__init__()
-        self.units = len(units)
-        m = max([len(u.inputs) for u in units] + [1])
-        idx = torch.zeros(len(units), m, dtype=torch.long)
-        w = torch.zeros(len(units), m, dtype=torch.float64)
-        for h, u in enumerate(units):
-            for t, (c, wt) in enumerate(u.inputs):
-                idx[h, t], w[h, t] = c, wt
-        self.register_buffer("idx", idx, persistent=False)
-        self.register_buffer("w", w, persistent=False)
-        self.register_buffer("bias", torch.tensor([u.bias for u in units], dtype=torch.float64), persistent=False)
-        self.register_buffer("out", torch.tensor([u.out for u in units], dtype=torch.long), persistent=False)
-        self.register_buffer("out_w", torch.tensor([u.weight for u in units], dtype=torch.float64), persistent=False)
-
-    def activations(self, x: torch.Tensor) -> torch.Tensor:
-        """weight · ReLU(pre-activation) of every unit: ``[batch, n, H]``."""
-        pre = (x[..., self.idx] * self.w).sum(-1) + self.bias
-        return torch.relu(pre) * self.out_w
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.zeros_like(x).index_add_(-1, self.out, self.activations(x))
-
-    def add_to(self, x: torch.Tensor) -> None:
-        """``x += forward(x)`` in place (the units read x before anything is written)."""
-        x.index_add_(-1, self.out, self.activations(x))
 
 
 def _head(info: HardHead, one: int, D: int) -> _HardHead:
@@ -172,7 +137,7 @@ class BraspTransformer(nn.Module):
         for layer in plan.layers:
             self.attn_layers.append(nn.ModuleList(_head(info, plan.c_one, D) for info in layer.heads))
             self.ffns.append(write_feed_forward(layer.units, D))
-            self.sparse_ffns.append(_SparseFFN(layer.units))
+            self.sparse_ffns.append(SparseFeedForward(layer.units))
         self.readout = nn.Linear(D, 1)
         with torch.no_grad():
             self.readout.weight.zero_()
@@ -217,7 +182,8 @@ class BraspTransformer(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """Hidden states ``[batch, n, d_model]`` of letter indices ``ids int64 [batch, n]``. The heads of
         a layer run together, grouped by mask and tie, and the feed-forward layers sparsely
-        (:meth:`_head_groups`, :class:`_SparseFFN`); both equal the dense modules bit for bit."""
+        (:meth:`_head_groups`, :class:`~langclass.models.construct.assembly.SparseFeedForward`); both
+        equal the dense modules bit for bit."""
         x = self.embed(ids)  # [B, n, D]
         B, T = ids.shape
         if self.encoding is not None:  # positions 1..n
