@@ -134,9 +134,15 @@ def seed_resources(base: str) -> dict[str, list[str]]:
     ids: dict[str, list[str]] = {"language_id": [], "job_id": []}
     with httpx.Client(base_url=base, timeout=120) as c:
         for body in SEED_LANGUAGES:
-            r = c.post("/v1/languages", json=body)
-            r.raise_for_status()
-            ids["language_id"].append(r.json()["id"])
+            for _attempt in range(5):  # the classification workers may still be starting (503 busy)
+                r = c.post("/v1/languages", json=body)
+                if r.status_code in (200, 201):
+                    ids["language_id"].append(r.json()["id"])
+                    break
+                print(f"  (storing {body} answered {r.status_code}: {r.text[:300]})", flush=True)
+                time.sleep(2)
+        if not ids["language_id"]:
+            sys.exit("could not store any seed language")
         for kind_body in ({"kind": "construct"}, {"kind": "train", "encodings": ["nope"], "seeds": [0],
                                                    "overrides": {"max_steps": 20, "d_model": 16, "n_layers": 1, "train_lengths": {"range": [1, 10]},
                                                                  "test_lengths": {"range": [1, 20]}, "eval_per_length": 8}}):
@@ -171,7 +177,7 @@ def fuzz(base: str, ids: dict[str, list[str]], n_cases: int, per_round: int, see
     start = time.monotonic()
 
     def run_case(case: Any, mode: str) -> None:
-        if tally["cases"] >= n_cases:
+        if tally["cases"] >= n_cases or STOP:
             return
         tally["cases"] += 1
         label = case.operation.label
@@ -231,8 +237,11 @@ def fuzz(base: str, ids: dict[str, list[str]], n_cases: int, per_round: int, see
                     except Exception as exc:  # generation gave up (an unsatisfiable strategy): note it, go on
                         key = ("generation", f"{type(exc).__name__}: {str(exc)[:200]}", op.label, 0, None)
                         tally["failures"][key] += 1
-                    if tally["cases"] >= n_cases:
+                    if tally["cases"] >= n_cases or STOP:
                         break
+        if STOP:
+            tally["stopped"] = True
+            break
         round_no += 1
         if tally["cases"] == before:
             raise RuntimeError(f"a whole round generated no case: {dict(tally['failures'])}")
@@ -241,7 +250,8 @@ def fuzz(base: str, ids: dict[str, list[str]], n_cases: int, per_round: int, see
 
 
 def report(kind: str, tally: dict[str, Any], log_path: Path) -> None:
-    print(f"\n== {kind}: {tally['cases']} cases in {tally['seconds']:.0f} s")
+    stopped = " (STOPPED by a signal before the target)" if tally.get("stopped") else ""
+    print(f"\n== {kind}: {tally['cases']} cases in {tally['seconds']:.0f} s{stopped}")
     print("  statuses: " + ", ".join(f"{s}: {n}" for s, n in sorted(tally["status"].items())))
     print(f"  5xx answers: {len(tally['server_errors'])}")
     for label, mode, status, text, curl in tally["server_errors"][:20]:
@@ -263,14 +273,19 @@ def report(kind: str, tally: dict[str, Any], log_path: Path) -> None:
     print("  cases per operation: " + ", ".join(f"{k}: {v}" for k, v in sorted(tally["by_op"].items())))
 
 
-def _exit_on_signal(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)  # runs the finally blocks: the server stops, the database goes
+STOP: list[int] = []
+"""Set by SIGTERM/SIGINT: the run stops sending cases, reports what it has and cleans up."""
+
+
+def _stop_on_signal(signum: int, frame: Any) -> None:
+    STOP.append(signum)  # raising inside Hypothesis' loop is unreliable: the loop checks this flag
 
 
 def main() -> None:
     import signal
 
-    signal.signal(signal.SIGTERM, _exit_on_signal)
+    signal.signal(signal.SIGTERM, _stop_on_signal)
+    signal.signal(signal.SIGINT, _stop_on_signal)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
     ap.add_argument("--cases", type=int, default=20_000, help="cases per backend (exact)")
@@ -288,6 +303,8 @@ def main() -> None:
           + " ".join(f"{k.removeprefix('LANGCLASS_')}={v}" for k, v in JOB_BOUNDS.items()), flush=True)
     bad = 0
     for kind in kinds:
+        if STOP:
+            break
         backend = Backend(kind)
         log_path = Path(tempfile.gettempdir()) / f"langclass-fuzz-{kind}-{os.getpid()}.log"
         server = None

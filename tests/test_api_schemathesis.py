@@ -74,7 +74,7 @@ _LANGUAGE_SEMANTICS = {
     "unknown-symbol",                   # a symbol used that the alphabet lacks (cross-field)
     "invalid-dfa",                      # initial/accepting/targets listed in states (cross-reference)
     "invalid-alphabet",                 # regex symbols are single characters; NFC-equal symbols
-    "limit-exceeded", "time-limit",     # the configured limits (settings, not schema)
+    "limit-exceeded", "time-limit-exceeded",  # the configured limits (settings, not schema)
 }
 SEMANTIC_REJECTIONS: dict[str, set[str]] = {
     "POST /v1/classify": _LANGUAGE_SEMANTICS,
