@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write the full results here")
     ap.add_argument("--batched", action="store_true", help="train the grid both ways (sequential and batched, per language "
                     "back to back) and print the speedup; without it only the default (batched) path runs")
+    ap.add_argument("--sequential", action="store_true", help="train only one run after another (one half of --batched, "
+                    "for running the two paths in separate processes)")
     args = ap.parse_args(argv)
 
     overrides: dict = {}
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.device is not None:
         overrides["device"] = args.device
 
-    modes = ["sequential", "batched"] if args.batched else ["batched"]
+    modes = ["sequential", "batched"] if args.batched else ["sequential"] if args.sequential else ["batched"]
     results: dict[str, dict] = {m: {} for m in modes}
     rows: dict[str, list] = {m: [] for m in modes}
     wall: dict[str, float] = {m: 0.0 for m in modes}
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                     if (a["steps"], a["longest_perfect_length"]) != (b["steps"], b["longest_perfect_length"]):
                         print(f"  differs: {lang} {a['encoding']} seed {a['seed']}: steps {a['steps']} → {b['steps']}, "
                               f"N* {a['longest_perfect_length']} → {b['longest_perfect_length']}")
-    results = results if args.batched else results["batched"]
+    results = results if args.batched else results[modes[0]]
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
