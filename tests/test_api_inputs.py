@@ -329,7 +329,10 @@ def test_time_limit_names_the_step(make_client: Any, _migrated_sqlite: str, monk
 
     monkeypatch.setattr(runner, "kill_grace_s", lambda remaining: 120.0)
     for isolation in ("thread", "process"):
-        client = make_client(_migrated_sqlite, classify_isolation=isolation, worker_slots=0, time_limit_s=0.5, max_states=10**6)
+        # 2 s, not less: the budget counts from the request's arrival, so a hand-off slowed by a loaded
+        # machine must not spend it before the worker starts (then no step could be named); the
+        # language needs far longer than 2 s whatever the machine.
+        client = make_client(_migrated_sqlite, classify_isolation=isolation, worker_slots=0, time_limit_s=2.0, max_states=10**6)
         body = _problem(client.post("/v1/classify", json={"regex": "(a|b)*a(a|b){18}", "alphabet": ["a", "b"]}), 422, "time-limit-exceeded")
         assert body["limit"] == "time_limit_s" and body["step"] and f"during {body['step']}" in body["detail"], body
         assert body["setting"] == "LANGCLASS_TIME_LIMIT_S"
