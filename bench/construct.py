@@ -12,8 +12,10 @@ synthesized: LTL[P] monomials, Prop. 3.2, LTL[P,MOD] state formulas, or the LTL[
 product); "verified ≤" is the longest word checked (all words up to ``--all-words``, random words
 up to ``--max-length``, capped at N_max for conventional RoPE). Languages without a construction
 print the 422 detail (which class is missing). Star-free languages outside LTL[P,MOD] and LTL[P,Y]
-build with hard attention from local-divisor formulas; large monoids make deep models (Dyck-1 of
-depth 3: 119 layers, ~8 minutes to verify all words ≤ 5), so lower --all-words for them.
+build with hard attention (NoPE) from local-divisor formulas, quasi-aperiodic ones (FO[<,MOD]) with
+hard attention and the position marks i mod m of the ``mod_onehot`` encoding (m = the least working
+modulus, printed as ``mod_onehot/m``); large monoids make deep models, so lower --all-words for them.
+``--no-side-by-side`` skips the recency/RoPE table.
 Single thread (torch.set_num_threads(1)).
 """
 
@@ -29,6 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from langclass.app.errors import http_status  # noqa: E402
 from langclass.core.errors import LangclassError  # noqa: E402
 from langclass.models.verify import run_construction  # noqa: E402
 
@@ -43,9 +46,12 @@ def _row(entry: dict, args, y_mode: str) -> dict:
     try:
         r = run_construction(spec)
     except LangclassError as err:
-        return {"id": entry["id"], "y_mode": y_mode, "error": f"{err.status} {err.code}: {err.detail}"}
+        missing = err.extra.get("missing_classes")
+        return {"id": entry["id"], "y_mode": y_mode, "error": f"{http_status(err)} {err.code}: "
+                + (f"missing classes {', '.join(missing)} — " if missing else "") + err.detail}
     m = r["model"]
-    return {"id": entry["id"], "y_mode": y_mode, "class": r["fragment"], "encoding": r["encoding"],
+    enc = r["encoding"] + (f"/{r['modulus']}" if r.get("modulus", 1) > 1 else "")
+    return {"id": entry["id"], "y_mode": y_mode, "class": r["fragment"], "encoding": enc,
             "attention": r["attention"], "layers": m["layers"], "heads": m["heads"], "exact": r["exact"],
             "build_s": r["build_seconds"], "verify_s": r["verify_seconds"], "total_s": round(time.perf_counter() - t, 2),
             "verified_up_to": max(r["all_words_up_to"], r["random_words_up_to"]), "n_max": r["n_max"]}
@@ -75,6 +81,7 @@ def main() -> None:
     ap.add_argument("--long-words", type=int, default=4, help="random words per row of the side-by-side table")
     ap.add_argument("--only", nargs="*", help="ground-truth ids")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--no-side-by-side", action="store_true", help="skip the recency / RoPE table")
     args = ap.parse_args()
     torch.set_num_threads(1)
     langs = json.loads(GROUND_TRUTH.read_text())["languages"]
@@ -94,6 +101,10 @@ def main() -> None:
             print(f"{e['id']:<30} {r['class']:<10} {r['encoding']:<20} {r['attention']:<5} "
                   f"{str(r['layers']) + '/' + str(r['heads']):>6} {r['build_s']:>8.3f} {r['verify_s']:>9.2f} "
                   f"{r['verified_up_to']:>10} {str(r['n_max'] or '-'):>6} {r['exact']}")
+    if args.no_side_by_side:
+        if args.json:
+            args.json.write_text(json.dumps({"languages": rows}, indent=2))
+        return
     print()
     print(f"Y by recency heads vs conventional RoPE (float32, g = 1, C_Y for L = 300), random words to {args.long}:")
     side = _side_by_side("(a|b)*a", ["a", "b"], args) + _side_by_side("(a|b|c)*ab(a|b|c)*", ["a", "b", "c"], args)

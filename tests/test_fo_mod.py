@@ -158,3 +158,28 @@ def test_grouped_sparse_forward_equals_the_dense_heads_and_identity_ops_get_no_h
     ids = torch.from_numpy(np.array(list(itertools.product(range(2), repeat=7)), dtype=np.int64))
     with torch.no_grad():
         assert torch.equal(model(ids), _dense_forward(model, ids))
+
+
+@st.composite
+def small_dfas(draw):
+    n = draw(st.integers(1, 5))
+    table = [[draw(st.integers(0, n - 1)) for _ in range(2)] for _ in range(n)]
+    acc = [q for q in range(n) if draw(st.booleans())]
+    return DFA.from_table("ab", table, 0, acc).canonical()
+
+
+@settings(max_examples=10, deadline=None)
+@given(small_dfas())
+def test_random_ltl_p_y_and_aperiodic_dfas_build_and_verify(A):
+    """Random DFAs up to 5 states (issue 13): an LTL[P,Y] language builds with soft attention and recency
+    heads, an aperiodic (star-free) one with hard attention and NoPE; each is exact on all words ≤ 5 and
+    one random word and agrees with the DFA. (Non-star-free quasi-aperiodic ones take seconds each; the
+    tests above cover them.)"""
+    classes = analyze(A).classes
+    spec = {"dfa": A.to_canonical_dict(), "all_words_up_to": 5, "random_words": 1, "random_max_length": 20}
+    if classes["ltl_p_y"].member:
+        r = run_construction({**spec, "y_mode": "recency", "attention": "soft"})
+        assert r["exact"] and r["agrees_with_dfa"], r["first_failure"]
+    if classes["star_free"].member:
+        r = run_construction({**spec, "attention": "hard"})
+        assert r["exact"] and r["agrees_with_dfa"] and r["encoding"] == "nope", r["first_failure"]
