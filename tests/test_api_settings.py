@@ -77,6 +77,25 @@ def test_cli_start_up_with_bad_settings_is_one_clean_line(keys: str, tmp_path: P
     assert "Traceback" not in proc.stderr and "RealSecretKey" not in proc.stderr + proc.stdout
 
 
+@pytest.mark.parametrize(("url", "command", "kind", "says"), [
+    ("sqlite:////nonexistent/dir/x.db", "db current", "invalid-settings", "'/nonexistent/dir' of the SQLite file does not exist"),
+    ("sqlite:////nonexistent/dir/x.db", "serve", "invalid-settings", "'/nonexistent/dir' of the SQLite file does not exist"),
+    ("bogus://x", "serve", "invalid-settings", "unknown database dialect 'bogus'"),
+    ("not a url", "db current", "invalid-settings", "not a SQLAlchemy database URL"),
+    ("postgresql+psycopg://u:hunter2-pass@127.0.0.1:1/d", "db current", "database-unavailable", "cannot open the database"),
+])
+def test_a_bad_database_url_is_one_clean_line_and_exit_2(url: str, command: str, kind: str, says: str) -> None:
+    """(Before: an OperationalError / NoSuchModuleError traceback and exit status 1.)"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANGCLASS_")}
+    env.update(LANGCLASS_DATABASE_URL=url)
+    proc = subprocess.run([sys.executable, "-m", "langclass.app.cli", *command.split()], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error ({kind}): LANGCLASS_DATABASE_URL: ") and says in lines[0], proc.stderr
+    assert "hunter2-pass" not in proc.stderr + proc.stdout
+
+
 def test_monoid_entries_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LANGCLASS_MAX_MONOID_ENTRIES", "1234")
     assert Settings().limits().max_monoid_entries == 1234

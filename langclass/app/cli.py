@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from sqlalchemy.exc import OperationalError
 
 from ..core.errors import InputError, LangclassError
 from . import cli_census, cli_construct, cli_jobs, cli_sectors
@@ -247,6 +248,11 @@ def main() -> None:
         app()
     except SettingsError as err:  # settings read later (e.g. in a uvicorn worker process)
         _settings_error(err)
+        sys.exit(2)
+    except OperationalError as err:  # the database server cannot be reached / opened
+        cause = str(err.orig if err.orig is not None else err).strip().splitlines()
+        typer.echo(f"error (database-unavailable): LANGCLASS_DATABASE_URL: cannot open the database: "
+                   f"{type(err.orig or err).__name__}: {cause[0] if cause else ''}", err=True)
         sys.exit(2)
 
 

@@ -180,6 +180,34 @@ class Settings(BaseSettings):
                 value = _mask_url(value)
             yield name, value
 
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _check_database_url(cls, url: str) -> str:
+        """A URL SQLAlchemy can parse, of a dialect it knows, and — for a SQLite file — in a
+        directory that exists (checked here so a bad value is one ``invalid-settings`` line, not a
+        driver traceback at the first query). Reachability of a server is not checked here."""
+        from pathlib import Path
+
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
+            raise ValueError("not a SQLAlchemy database URL (expected e.g. sqlite:///./langclass.db or "
+                             "postgresql+psycopg://user@host/db)") from None
+        try:
+            parsed.get_dialect()
+        except NoSuchModuleError:
+            raise ValueError(f"unknown database dialect {parsed.drivername!r} (expected sqlite or postgresql)") from None
+        if parsed.get_backend_name() == "sqlite":
+            db = parsed.database or ""
+            if db and db != ":memory:" and not db.startswith("file:"):
+                folder = Path(db).expanduser().parent
+                if not folder.is_dir():
+                    raise ValueError(f"the directory {str(folder)!r} of the SQLite file does not exist")
+        return url
+
     @field_validator("api_keys", mode="before")
     @classmethod
     def _split_keys(cls, value: object) -> object:
