@@ -8,6 +8,7 @@ Usage::
     python bench/classify.py --local-only    # only the small-monoid family (a|b)*b(a|b){n}, n = 4..9
     python bench/classify.py --memory        # peak RSS per step: 10^5-state DFA, T7 (--t8: also T8)
     python bench/classify.py --skip-poly --skip-local --t8   # T7 and T8 against libsemigroups
+    python bench/classify.py --small 400     # CPU per classification of distinct small languages
 
 Prints:
 
@@ -472,6 +473,37 @@ def bench_verify(count: int) -> None:
         print("  DISAGREE", x)
 
 
+def bench_small(count: int = 400) -> None:
+    """CPU per classification of ``count`` distinct small languages (the 2–6 state DFAs bench/api.py
+    sends): ``analyze`` alone and the whole worker step ``service.classify_json`` (parse, analyze,
+    validate and serialize the response), mean and percentiles in CPU ms (process time, so the
+    machine's load matters less than for wall time)."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from api import _distinct_dfas  # noqa: E402  (the same languages as the API bench)
+
+    from langclass.app.service import classify_json, warm_worker
+    from langclass.core.parse import parse_dfa_json
+
+    bodies = _distinct_dfas(count)
+    warm_worker()
+    dfas = [parse_dfa_json(b["dfa"], Limits()) for b in bodies]
+    rows = []
+    for name, step in (("analyze", lambda i: analyze(dfas[i])),
+                       ("worker step (classify_json)", lambda i: classify_json(dfa=bodies[i]["dfa"], limits=Limits(), version="bench"))):
+        times = []
+        for i in range(len(bodies)):
+            t0 = time.process_time()
+            step(i)
+            times.append((time.process_time() - t0) * 1e3)
+        times.sort()
+        pct = lambda q: times[min(len(times) - 1, round(q * (len(times) - 1)))]  # noqa: E731
+        rows.append((name, sum(times) / len(times), pct(0.5), pct(0.9), pct(0.99), times[-1]))
+    print(f"{count} distinct small languages (2-6 state DFAs over {{a, b}}), CPU ms per classification; load {_load()}")
+    print(f"{'step':<30}{'mean':>8}{'p50':>8}{'p90':>8}{'p99':>8}{'max':>8}")
+    for name, *vals in rows:
+        print(f"{name:<30}" + "".join(f"{v:>8.2f}" for v in vals))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--verify", type=int, default=0, help="number of random DFAs for the LTL[P,MOD] cross-check")
@@ -482,7 +514,12 @@ def main(argv=None) -> None:
     ap.add_argument("--memory", action="store_true", help="peak RSS per step (10^5-state DFA, T7)")
     ap.add_argument("--t8", action="store_true", help="also T8 (16,777,216 elements; with --memory: its peak RSS per step)")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of T7 against libsemigroups")
+    ap.add_argument("--small", type=int, default=0, metavar="N",
+                    help="only: CPU per classification of N distinct small languages (bench/api.py's)")
     args = ap.parse_args(argv)
+    if args.small:
+        bench_small(args.small)
+        return
     if args.memory:
         bench_memory(args.t8)
         return

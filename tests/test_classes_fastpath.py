@@ -212,6 +212,34 @@ def test_local_classes_fast_path_equals_definition(seed, monkeypatch):
     assert counts[True] >= 5 and counts[False] >= 5, counts  # both answers are exercised
 
 
+def _analysis_record(dfa: DFA) -> dict:
+    from langclass.core.analysis import analyze
+
+    d = analyze(dfa).to_dict()
+    d.pop("timings_ms")
+    return d
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_rows_on_demand_give_the_same_analysis_as_the_table(seed, monkeypatch):
+    """The multiplication table built at the first product (small monoids) and rows/columns computed
+    from the Cayley graphs (large ones, until enough are asked for): the same records, evidence included."""
+    dfas = _samples(seed, 24) + [parse_regex("(a|b)*b(a|b){4}", ["a", "b"]), parse_regex("(a|b|c)*(ab|ba)c", ["a", "b", "c"])]
+    for dfa in dfas:
+        with monkeypatch.context() as mp:
+            mp.setattr(classes_context, "TABLE_AT_ONCE_ELEMENTS", 10**9)
+            table = _analysis_record(dfa)
+        with monkeypatch.context() as mp:
+            mp.setattr(classes_context, "TABLE_AT_ONCE_ELEMENTS", 0)
+            mp.setattr(classes_context, "TABLE_ROWS_DIVISOR", 0)  # never worth it: rows and columns only
+            built = []
+            real = classes_context.Context.mult_table.func
+            mp.setattr(classes_context.Context, "mult_table", property(lambda self: built.append(1) or real(self)))
+            rows = _analysis_record(dfa)
+            assert not built, "the table was built although rows were asked for"
+        assert rows == table
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_d_class_representatives_cover_the_maximal_idempotents(seed):
     for dfa in _samples(seed, 30):

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
 
 from ..core.classes.aperiodic import GroupEvidence
-from .evidence_models import EvidenceModel, evidence_model
+from .evidence_models import EvidenceModel, FastEvidenceModel, evidence_model
 
 __all__ = [
     "ClassifyInput",
@@ -22,6 +22,7 @@ __all__ = [
     "ClassResult",
     "Beyond",
     "Classification",
+    "ServedClassification",
     "Language",
     "StoredLanguage",
     "LanguageSummary",
@@ -264,6 +265,24 @@ class Classification(BaseModel):
     beyond: Beyond | None = Field(None, description="only for languages outside AC⁰; see Beyond")
     encodings: dict[str, Any] = Field(description="which positional encoding suffices, per attention family")
     code_version: str
+
+
+class _ServedClassResult(ClassResult):
+    """:class:`ClassResult` with :data:`~langclass.app.evidence_models.FastEvidenceModel` (same fields, order,
+    validation and bytes; not published)."""
+
+    certificate: FastEvidenceModel | None = None  # type: ignore[valid-type]
+    witness: FastEvidenceModel | None = None  # type: ignore[valid-type]
+
+
+class ServedClassification(Classification):
+    """:class:`Classification` as a classification worker validates and serializes it
+    (``service.classification_json``): the same fields in the same order, the same validation and
+    the same JSON bytes, with each evidence record tried only against the shapes its keys allow
+    (:data:`~langclass.app.evidence_models.FastEvidenceModel`). Not published: the OpenAPI document
+    shows :class:`Classification`."""
+
+    classes: dict[str, _ServedClassResult]
 
 
 class Language(Classification):

@@ -336,7 +336,9 @@ def classification_json(record: Mapping[str, Any]) -> bytes:
     """``record`` (a :func:`classification_record`) as the JSON bytes ``POST /v1/classify`` sends:
     validated against the response model :class:`~langclass.app.schemas.Classification` and
     serialized by pydantic-core exactly as FastAPI's ``response_model`` does (validate, then
-    ``dump_json(by_alias=True)``) — but wherever this runs, which for the API is a classification
+    ``dump_json(by_alias=True)``; through :class:`~langclass.app.schemas.ServedClassification`, which
+    gives the same bytes and errors while trying each evidence record only against the shapes its keys
+    allow) — but wherever this runs, which for the API is a classification
     worker process, so a large record (an 8192-state DFA is ~350 kB of JSON) costs the API process
     nothing but passing bytes on.
 
@@ -347,9 +349,9 @@ def classification_json(record: Mapping[str, Any]) -> bytes:
     if _CLASSIFICATION_ADAPTER is None:
         from pydantic import TypeAdapter
 
-        from .schemas import Classification
+        from .schemas import ServedClassification
 
-        _CLASSIFICATION_ADAPTER = TypeAdapter(Classification)
+        _CLASSIFICATION_ADAPTER = TypeAdapter(ServedClassification)
     adapter = _CLASSIFICATION_ADAPTER
     return adapter.dump_json(adapter.validate_python(record, from_attributes=True), by_alias=True)
 

@@ -122,7 +122,7 @@ def _aperiodicity_index(ctx: Context) -> int:
     """The least N with x^N = x^{N+1} for all x; an element stays stable once it is, so only the
     elements not yet stable are carried to the next power."""
     M = ctx.monoid
-    T = ctx.mult_table
+    T = ctx.table_if_built()
     N = 1
     active = np.arange(M.size)
     P = active.copy()  # P[i] = active[i]^N

@@ -18,12 +18,22 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components
 from ..automaton import DFA
 from ..limits import DEFAULT_LIMITS, Deadline, Limits
 from ..monoid import TransitionMonoid
+from ..smallgraph import SMALL_GRAPH_EDGES, bfs_tree, strong_labels
 from .evidence import Separation, separation
 
-__all__ = ["Context", "MULT_TABLE_MAX_ENTRIES"]
+__all__ = ["Context", "MULT_TABLE_MAX_ENTRIES", "TABLE_AT_ONCE_ELEMENTS", "TABLE_ROWS_DIVISOR"]
 
 MULT_TABLE_MAX_ENTRIES = 16_000_000
 """The algebraic tests use the full multiplication table (int32, 64 MB at the cap) when m² is at most this."""
+
+TABLE_AT_ONCE_ELEMENTS = 512
+"""The multiplication table of a monoid of at most this many elements is built at the first product
+asked for (m² ≤ 2^18 entries: as cheap as one row). For larger monoids rows and columns are computed
+on demand from the Cayley graphs (O(m) each) until those asked for reach m / :data:`TABLE_ROWS_DIVISOR`;
+then the table is built once. Either way the products are the same; only the time differs."""
+
+TABLE_ROWS_DIVISOR = 8
+"""See :data:`TABLE_AT_ONCE_ELEMENTS`."""
 
 
 class Context:
@@ -44,6 +54,7 @@ class Context:
         self.deadline = deadline
         self.t = self.dfa.transitions.astype(np.int64)
         self.n, self.k = self.t.shape
+        self._rows_asked = 0
 
     def check_time(self, step: str) -> None:
         if self.deadline is not None:
@@ -51,9 +62,17 @@ class Context:
 
     # --------------------------------------------------------------- graph
     @cached_property
+    def _succ_lists(self) -> list[list[int]]:
+        """Sorted distinct successors of every state (the small-graph routines' input)."""
+        return [sorted(set(row)) for row in self.t.tolist()]
+
+    @cached_property
     def scc(self) -> np.ndarray:
-        """Component id of every state (scipy strong components, arbitrary but fixed ids)."""
+        """Component id of every state (strong components, arbitrary but fixed ids: the deciders use
+        the partition only). Plain Python on graphs of at most :data:`SMALL_GRAPH_EDGES` edges, scipy above."""
         n, k = self.n, self.k
+        if n * k <= SMALL_GRAPH_EDGES:
+            return np.asarray(strong_labels(self._succ_lists), dtype=np.int64)
         g = csr_matrix((np.ones(n * k, dtype=np.int8), (np.repeat(np.arange(n), k), self.t.ravel())), shape=(n, n))
         _, lab = connected_components(g, directed=True, connection="strong")
         return lab.astype(np.int64)
@@ -70,9 +89,12 @@ class Context:
             state v ≠ src, ``pred[v]`` is its tree parent and ``letter[v]`` the letter of the tree
             edge pred[v] → v (with ``reverse=True`` the edges are reversed: v → pred[v] on that
             letter, so following ``pred`` from v is a shortest path *to* src). Unreached: pred < 0.
-            scipy's C BFS: O(n·|Σ|).
+            scipy's C BFS: O(n·|Σ|); on graphs of at most :data:`SMALL_GRAPH_EDGES` edges the same
+            search in plain Python (:func:`~langclass.core.smallgraph.bfs_tree`, same order and tree).
         """
         n, k = self.n, self.k
+        if n * k <= SMALL_GRAPH_EDGES:
+            return self._bfs_small(src, allowed, reverse)
         rows = np.repeat(np.arange(n), k)
         cols = self.t.ravel()
         if allowed is not None:
@@ -91,6 +113,31 @@ class Context:
             frm, to = (reached, u) if reverse else (u, reached)
             letter[reached] = np.argmax(self.t[frm] == to[:, None], axis=1)
         return pred, letter, order
+
+    def _bfs_small(self, src: int, allowed: np.ndarray | None, reverse: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`bfs` in plain Python: the out-neighbours sorted and merged as in scipy's CSR matrix."""
+        n = self.n
+        tl = self.t.tolist()
+        ok = None if allowed is None else allowed.tolist()
+        if reverse:
+            back: list[set[int]] = [set() for _ in range(n)]
+            for q, row in enumerate(tl):
+                if ok is None or ok[q]:
+                    for r in row:
+                        if ok is None or ok[r]:
+                            back[r].add(q)
+            succ = [sorted(b) for b in back]
+        elif ok is None:
+            succ = self._succ_lists
+        else:
+            succ = [sorted({r for r in row if ok[r]}) if ok[q] else [] for q, row in enumerate(tl)]
+        order, pred = bfs_tree(succ, int(src))
+        letter = [-1] * n
+        for v in order[1:]:
+            u = pred[v]
+            frm, to = (v, u) if reverse else (u, v)
+            letter[v] = tl[frm].index(to)
+        return np.asarray(pred, dtype=np.int64), np.asarray(letter, dtype=np.int64), np.asarray(order, dtype=np.int32)
 
     def tree_word(self, pred: np.ndarray, letter: np.ndarray, v: int, root: int, *, reverse: bool = False) -> tuple[str, ...]:
         """The word along a BFS tree between ``root`` and ``v`` (see :meth:`bfs`)."""
@@ -164,25 +211,46 @@ class Context:
         M = self.monoid
         return np.flatnonzero(M.idempotent & M.in_semigroup)
 
+    @property
+    def table_fits(self) -> bool:
+        """m² ≤ :data:`MULT_TABLE_MAX_ENTRIES`: the algebraic tests count one comparison per product
+        (the table's, built or not), else n (composing transformations)."""
+        return self.monoid.size ** 2 <= MULT_TABLE_MAX_ENTRIES
+
     @cached_property
     def mult_table(self) -> np.ndarray | None:
         """The multiplication table ``[m, m]`` of the monoid (x·y at ``[x, y]``) when m² ≤
-        :data:`MULT_TABLE_MAX_ENTRIES`, else ``None`` (rows and columns are then computed on demand)."""
-        M = self.monoid
-        if M.size * M.size > MULT_TABLE_MAX_ENTRIES:
+        :data:`MULT_TABLE_MAX_ENTRIES`, else ``None`` (rows and columns are then computed on demand).
+        Reading it builds it (O(m²)); :meth:`left_rows`, :meth:`right_cols` and :meth:`table_if_built`
+        build it only when that pays (see :data:`TABLE_AT_ONCE_ELEMENTS`)."""
+        if not self.table_fits:
             return None
-        return M.multiplication_table(self.deadline, MULT_TABLE_MAX_ENTRIES)
+        return self.monoid.multiplication_table(self.deadline, MULT_TABLE_MAX_ENTRIES)
+
+    def table_if_built(self, rows: int = 0) -> np.ndarray | None:
+        """The multiplication table if it is built or worth building now for ``rows`` more rows or
+        columns (a small monoid, or the rows asked for so far reach m / :data:`TABLE_ROWS_DIVISOR`);
+        else ``None`` (the caller computes its products from the Cayley graphs)."""
+        if "mult_table" in self.__dict__:
+            return self.mult_table
+        if not self.table_fits:
+            return None
+        m = self.monoid.size
+        self._rows_asked += rows
+        if m <= TABLE_AT_ONCE_ELEMENTS or self._rows_asked * TABLE_ROWS_DIVISOR >= m:
+            return self.mult_table
+        return None
 
     def left_rows(self, xs) -> np.ndarray:
         """``[len(xs), m]`` integer ids of xs[i]·y for every element y (table rows, or the right Cayley graph)."""
-        T = self.mult_table
         xs = np.asarray(xs, dtype=np.int64).reshape(-1)
+        T = self.table_if_built(xs.size)
         return T[xs] if T is not None else self.monoid.left_multiples(xs, self.deadline)
 
     def right_cols(self, ys) -> np.ndarray:
         """``[m, len(ys)]`` integer ids of x·ys[j] for every element x (table columns, or the left Cayley graph)."""
-        T = self.mult_table
         ys = np.asarray(ys, dtype=np.int64).reshape(-1)
+        T = self.table_if_built(ys.size)
         return T[:, ys] if T is not None else self.monoid.right_multiples(ys, self.deadline)
 
     @cached_property
@@ -194,28 +262,36 @@ class Context:
             return np.array([0], dtype=np.int64)
         if E.size == 0:
             return np.zeros(0, dtype=np.int64)
-        srt = np.sort(M.elements[E], axis=1)
+        X = M.elements[E].astype(np.intp)  # [|E|, n]
+        srt = np.sort(X, axis=1)
         rank = 1 + (srt[:, 1:] != srt[:, :-1]).sum(axis=1)  # |im e|
         # e < f ⇒ |im e| < |im f|: idempotents of one rank are incomparable, so a rank level is compared
-        # at once with the maximal idempotents of the higher ranks (rows e·M and columns M·e of the
-        # multiplication table, or from the Cayley graphs: O(|E|·m) in all).
+        # at once with the maximal idempotents of the higher ranks, on the transformations:
+        # e·f = e ⇔ f(e(q)) = e(q) and f·e = e ⇔ e(f(q)) = e(q) for every state q (O(|E|·|F|·n) in all,
+        # no product looked up).
+        n = M.num_states
         found: list[np.ndarray] = []
-        chunk = max(1, 4_000_000 // max(1, M.size))
+        found_rows: list[np.ndarray] = []
         for rk in sorted(set(rank.tolist()), reverse=True):
             self.check_time("maximal idempotents")
-            lev = E[rank == rk]
+            at = np.flatnonzero(rank == rk)
+            lev, Xl = E[at], X[at]
             if found:
-                F = np.concatenate(found)
+                FX = np.concatenate(found_rows)  # [p, n]
+                p = FX.shape[0]
                 keep = np.ones(lev.size, dtype=bool)
+                chunk = max(1, 4_000_000 // max(1, p * n))
                 for c0 in range(0, lev.size, chunk):
                     self.check_time("maximal idempotents")
-                    sub = lev[c0:c0 + chunk]
-                    ef = self.left_rows(sub)[:, F]  # [c, |F|]: e·f
-                    fe = self.right_cols(sub)[F, :].T  # [c, |F|]: f·e
-                    below = (ef == sub[:, None]) & (fe == sub[:, None])
-                    keep[c0:c0 + sub.size] = ~below.any(axis=1)  # e = e·f = f·e for no maximal f
-                lev = lev[keep]
+                    sub = Xl[c0:c0 + chunk]  # [c, n]
+                    c = sub.shape[0]
+                    ef = FX[np.arange(p)[None, :, None], sub[:, None, :]]  # [c, p, n]: f(e(q))
+                    fe = sub[np.arange(c)[:, None, None], FX[None, :, :]]  # [c, p, n]: e(f(q))
+                    below = ((ef == sub[:, None, :]) & (fe == sub[:, None, :])).all(axis=2)
+                    keep[c0:c0 + c] = ~below.any(axis=1)  # e = e·f = f·e for no maximal f
+                lev, Xl = lev[keep], Xl[keep]
             found.append(lev)
+            found_rows.append(Xl)
         return np.concatenate(found).astype(np.int64)
 
     @cached_property

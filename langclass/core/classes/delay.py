@@ -13,6 +13,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..automaton import DFA
 from ..limits import Deadline
+from ..smallgraph import SMALL_GRAPH_EDGES, strong_labels
 
 __all__ = ["ltl_p_y_delay"]
 
@@ -33,7 +34,7 @@ def ltl_p_y_delay(dfa: DFA, max_k: int | None = None, max_states: int = 200_000,
     B_k is built breadth-first a whole frontier at a time in numpy: a window of at most k letters is
     the integer of its letters in base |Σ|+1 (digits 1..|Σ|, so shorter windows have leading zeros),
     reading a advances it to (x·(|Σ|+1) + a + 1) mod (|Σ|+1)^k, and a pair (q, x) is the key
-    q·(|Σ|+1)^k + x; SCCs by scipy. Where the keys would not fit in 62 bits a dictionary BFS is used.
+    q·(|Σ|+1)^k + x; SCCs by scipy (in plain Python for small products). Where the keys would not fit in 62 bits a dictionary BFS is used.
 
     Args:
         dfa: any DFA (minimized first).
@@ -93,9 +94,12 @@ def _delay_ok_numpy(t: np.ndarray, initial: int, k: int, W: int, max_states: int
         frontier = new
     N = seen.size
     dst = np.searchsorted(seen, succ(seen)).ravel()
-    src = np.repeat(np.arange(N), s)
-    g = csr_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(N, N))
-    _, comp = connected_components(g, directed=True, connection="strong")
+    if dst.size <= SMALL_GRAPH_EDGES:  # the partition is all that is read: any component labels do
+        comp = np.asarray(strong_labels(dst.reshape(N, s).tolist()), dtype=np.int64)
+    else:
+        src = np.repeat(np.arange(N), s)
+        g = csr_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(N, N))
+        _, comp = connected_components(g, directed=True, connection="strong")
     q, x = np.divmod(seen, W)
     order = np.lexsort((q, x, comp))  # by SCC, then window, then state
     c, x, q = comp[order], x[order], q[order]
@@ -129,8 +133,11 @@ def _delay_ok_dict(t: list[list[int]], initial: int, k: int, max_states: int,
             dst.append(j)
         i += 1
     N = len(states)
-    g = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(N, N))
-    _, comp = connected_components(g, directed=True, connection="strong")
+    if len(dst) <= SMALL_GRAPH_EDGES:
+        comp = np.asarray(strong_labels([dst[i * m:(i + 1) * m] for i in range(N)]), dtype=np.int64)
+    else:
+        g = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(N, N))
+        _, comp = connected_components(g, directed=True, connection="strong")
     seen: dict[tuple[int, tuple[int, ...]], int] = {}
     for (q, x), c in zip(states, comp.tolist()):
         if seen.setdefault((c, x), q) != q:

@@ -182,8 +182,8 @@ def decide_locally_testable(ctx: Context) -> ClassResult:
         LimitExceeded: ``lt_commutativity_work`` when the pairs of some eSe exceed :data:`LTT_WORK_BUDGET`.
     """
     M = need_monoid(ctx)
-    T = ctx.mult_table
-    cost = 1 if T is not None else M.num_states  # entries compared per product
+    fits = ctx.table_fits
+    cost = 1 if fits else M.num_states  # entries compared per product
     checked: list[LocalMonoid] = []
     reps = ctx.maximal_idempotent_reps
     lm, rm = ctx.rep_masks
@@ -204,12 +204,12 @@ def decide_locally_testable(ctx: Context) -> ClassResult:
             raise LimitExceeded("lt_commutativity_work", LTT_WORK_BUDGET,
                                 f"checking commutativity of eSe ({r} elements) needs {r * r * cost} comparisons")
         bad_pair = None
-        if T is not None:
-            chunk = max(1, 4_000_000 // max(1, r))
+        if fits:
+            chunk = max(1, 4_000_000 // max(1, M.size))
             for c0 in range(0, r, chunk):
                 ctx.check_time("locally testable")
                 sub = ids[c0:c0 + chunk]
-                bad = T[np.ix_(sub, ids)] != T[np.ix_(ids, sub)].T  # x_i·x_j ≠ x_j·x_i
+                bad = ctx.left_rows(sub)[:, ids] != ctx.right_cols(sub)[ids, :].T  # x_i·x_j ≠ x_j·x_i
                 if bad.any():
                     i0, j0 = (int(v) for v in np.argwhere(bad)[0])
                     bad_pair = (int(sub[i0]), int(ids[j0]))
@@ -276,8 +276,8 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
         return make_result("locally_threshold_testable", True,
                            "the syntactic semigroup contains 1 and is aperiodic and commutative",
                            LTTCertificate(1, 1, 1, True, monoid_words(M)), None)
-    T = ctx.mult_table
-    cost = 1 if T is not None else n
+    fits = ctx.table_fits
+    cost = 1 if fits else n
     reps = ctx.maximal_idempotent_reps
     lm, rm = ctx.rep_masks
     lm = lm & M.in_semigroup[None, :]
@@ -298,13 +298,14 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
         if A.size == 0 or B.size == 0:
             continue
         found = None
-        if T is not None:
-            TA = T[:, A]  # [m, p]: y·c
+        if fits:
+            TA = ctx.right_cols(A)  # [m, p]: y·c
+            AM = ctx.left_rows(A)  # [p, m]: a·y
             chunk = max(1, 4_000_000 // max(1, A.size * A.size))
             for c0 in range(0, B.size, chunk):
                 ctx.check_time("locally threshold testable")
                 Bc = B[c0:c0 + chunk]
-                AB = T[np.ix_(A, Bc)]  # [p, q]: a·b
+                AB = AM[:, Bc]  # [p, q]: a·b
                 L = TA[AB]  # [p, q, p]: (a·b)·c
                 bad = L != L.transpose(2, 1, 0)
                 if bad.any():

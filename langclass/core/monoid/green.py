@@ -15,6 +15,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from ..smallgraph import SMALL_GRAPH_EDGES, connected_labels
 from .lookup import canonical_labels, strong_components, table_components
 
 __all__ = ["GreenMixin", "REGULARITY_WORK"]
@@ -59,15 +60,17 @@ class GreenMixin:
         bipartite graph joining the R- and L-class of every element; H = R ∩ L. The relations on
         the semigroup η(Σ⁺) are the restrictions of those of M (S¹ = M).
 
-        For n ≤ 15 states the regular elements are found first (:meth:`_regular_by_images`) and
+        For n ≤ 15 states (and Cayley graphs of more than
+        :data:`~langclass.core.smallgraph.SMALL_GRAPH_EDGES` edges) the regular elements are found first (:meth:`_regular_by_images`) and
         their classes read off the transformations: two regular elements of a transformation
         monoid are R-equivalent iff they have the same kernel and L-equivalent iff they have the
         same image (each is R- resp. L-equivalent to an idempotent of M, and idempotents e, f with
         ker e = ker f satisfy e·f = f, f·e = e; dually for images). Only the non-regular elements,
         which form whole D-classes, go through the strong components.
         """
-        m = self.right.shape[0]
-        fast = self._regular_by_images()
+        m, k = self.right.shape
+        # a small monoid: the strong components of its Cayley graphs directly (plain Python, a few µs)
+        fast = self._regular_by_images() if m * k > SMALL_GRAPH_EDGES else None
         if fast is None:
             R = table_components(self.right)
             L = table_components(self.left)
@@ -92,8 +95,11 @@ class GreenMixin:
         new_h[1:] = H[1:] > np.maximum.accumulate(H)[:-1]  # canonical ids: a class's first element raises the max
         first[H[new_h]] = np.flatnonzero(new_h)
         er, el = R[first], L[first]
-        g = csr_matrix((np.ones(er.size, dtype=np.int8), (er, nr + el)), shape=(nr + nl, nr + nl))
-        _, comp = connected_components(g, directed=False)
+        if er.size <= SMALL_GRAPH_EDGES:
+            comp = np.asarray(connected_labels(nr + nl, list(zip(er.tolist(), (nr + el).tolist()))), dtype=np.int64)
+        else:
+            g = csr_matrix((np.ones(er.size, dtype=np.int8), (er, nr + el)), shape=(nr + nl, nr + nl))
+            _, comp = connected_components(g, directed=False)
         J = canonical_labels(comp[R])
         for arr in (R, L, J, H):
             arr.setflags(write=False)

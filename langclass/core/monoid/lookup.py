@@ -12,6 +12,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from ..smallgraph import SMALL_GRAPH_EDGES, canonical, strong_labels
+
 __all__ = ["canonical_labels", "strong_components", "table_components", "BytesLookup", "PackedLookup", "DenseLookup"]
 
 
@@ -48,13 +50,19 @@ def canonical_labels(labels: np.ndarray) -> np.ndarray:
 
 
 def strong_components(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Strongly connected components of a directed graph given by edge arrays (scipy, Tarjan/Pearce).
+    """Strongly connected components of a directed graph given by edge arrays (scipy, Tarjan/Pearce;
+    plain Python up to :data:`~langclass.core.smallgraph.SMALL_GRAPH_EDGES` edges).
 
     Returns:
         ``int64`` array ``[num_nodes]`` of canonical component ids (see :func:`canonical_labels`).
     """
     if num_nodes == 0:
         return np.zeros(0, dtype=np.int64)
+    if src.size <= SMALL_GRAPH_EDGES:
+        succ: list[list[int]] = [[] for _ in range(num_nodes)]
+        for a, b in zip(np.asarray(src).tolist(), np.asarray(dst).tolist()):
+            succ[a].append(b)
+        return np.asarray(canonical(strong_labels(succ)), dtype=np.int64)
     g = csr_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(num_nodes, num_nodes))
     _, labels = connected_components(g, directed=True, connection="strong")
     return canonical_labels(labels)
@@ -70,6 +78,8 @@ def table_components(table: np.ndarray) -> np.ndarray:
     m, k = table.shape
     if m == 0:
         return np.zeros(0, dtype=np.int64)
+    if m * k <= SMALL_GRAPH_EDGES:
+        return np.asarray(canonical(strong_labels(table.tolist())), dtype=np.int64)
     index_type = np.int32 if m * max(k, 1) < 2**31 else np.int64
     indptr = np.arange(0, m * k + 1, k, dtype=index_type) if k else np.zeros(m + 1, dtype=index_type)
     g = csr_matrix((np.ones(m * k, dtype=np.int8), table.ravel().astype(index_type), indptr), shape=(m, m))

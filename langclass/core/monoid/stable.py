@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["StableMixin", "PREIMAGE_CANDIDATES", "INCLUSION_LAG"]
+__all__ = ["StableMixin", "PREIMAGE_CANDIDATES", "INCLUSION_LAG", "REVERSED_GRAPH_EDGES"]
 
 INCLUSION_LAG = 8
 """The stable-semigroup levels switch to multiplying only new elements once η(Σ^{j-d}) ⊆ η(Σ^j) for some d ≤ this."""
@@ -20,6 +20,11 @@ INCLUSION_LAG = 8
 PREIMAGE_CANDIDATES = 4096
 """A stable word is traced back through candidate predecessors while a letter has at most this many
 (transformations y with y·a = x); beyond, the reversed right Cayley graph is built (a sort of m·|Σ| ids)."""
+
+REVERSED_GRAPH_EDGES = 1 << 18
+"""A right Cayley graph of at most this many edges (m·|Σ|) is reversed at once for tracing stable words
+(a sort of at most 2^18 ids, well under a millisecond): on small monoids the per-letter candidate
+enumeration of :data:`PREIMAGE_CANDIDATES` costs more than the whole reversal. Both give the same word."""
 
 
 class StableMixin:
@@ -129,9 +134,10 @@ class StableMixin:
 
         The candidates y with y·a = x are the transformations with y(q) ∈ δ_a⁻¹(x(q)) for every
         state q; while their number is at most :data:`PREIMAGE_CANDIDATES` for every letter they are
-        enumerated and looked up, otherwise the reversed right Cayley graph is built once."""
+        enumerated and looked up, otherwise (and for every graph of at most :data:`REVERSED_GRAPH_EDGES`
+        edges) the reversed right Cayley graph is built once."""
         k = self.right.shape[1]
-        if "_right_predecessors" not in self.__dict__:
+        if "_right_predecessors" not in self.__dict__ and self.size * k > REVERSED_GRAPH_EDGES:
             found = self._predecessor_by_candidates(int(x), packed)
             if found is not None:
                 return found
