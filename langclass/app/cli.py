@@ -163,7 +163,7 @@ def classify(
 ) -> None:
     """Classify one language: classes with certificates and the encoding that suffices
     (or, with --batch, a file of languages: one row each, in parallel, resumable)."""
-    from .service import classification_record, code_version, parse_language
+    from .service import classification_json, classification_record, code_version, parse_language
 
     settings = get_settings()
     limits = settings.limits()
@@ -188,7 +188,8 @@ def classify(
         return
     if as_json:
         record = classification_record(parsed, analysis.to_dict(), settings.code_version or code_version())
-        typer.echo(json.dumps(record, indent=2, ensure_ascii=False, default=str))
+        # the bytes the API sends (validated and serialized by its response model), pretty-printed
+        typer.echo(json.dumps(json.loads(classification_json(record)), indent=2, ensure_ascii=False))
         return
     typer.echo(f"language {parsed.fingerprint}")
     for note in parsed.source.get("notes", ()):

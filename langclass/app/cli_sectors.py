@@ -48,7 +48,7 @@ def sectors(
     lr: Annotated[Optional[list[float]], typer.Option("--lr", help="learning rate (repeat; default: the profile's)")] = None,
     sparsity: Annotated[Optional[list[float]], typer.Option("--sparsity", help="λ of the sparsity prior (repeat; default 0, or 0 0.001 0.01 for LTL[P])")] = None,
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="training step budget per run")] = None,
-    test_lengths: Annotated[Optional[str], typer.Option(help="'41-100' or '41,60,100'")] = None,
+    test_lengths: Annotated[Optional[str], typer.Option(help="'41..100' = every length 41 to 100 (':STEP' adds a step); '41,60,100' = exactly those")] = None,
     pj: Annotated[Optional[list[str]], typer.Option("--pj", help="pj_bias parameter KEY=JSON, e.g. max_order=1 (repeat)")] = None,
     override: Annotated[Optional[list[str]], typer.Option("--set", help="profile override KEY=JSON, e.g. d_model=64 (repeat)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the full JSON result instead of the report")] = False,
