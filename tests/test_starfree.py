@@ -16,10 +16,10 @@ from langclass.core.analysis import analyze
 from langclass.core.automaton import DFA
 from langclass.core.brasp import formula_to_brasp, run_program
 from langclass.core.brasp_width import ATTENTION_COST, narrow_program
-from langclass.core.errors import UnsupportedError
+from langclass.core.errors import LimitExceeded, UnsupportedError
 from langclass.core.formulas import evaluate_batch, operators
 from langclass.core.parse import parse_regex
-from langclass.core.starfree import synthesize_star_free
+from langclass.core.starfree import MAX_STAR_FREE_MONOID, synthesize_star_free
 from langclass.models.verify import run_construction
 
 from _ground_truth import LANGUAGES as GT
@@ -68,7 +68,13 @@ def random_dfas(draw):
 def test_random_dfas_star_free_synthesis_iff_aperiodic(A):
     """Synthesis succeeds ⇔ the classifier says star-free; the formula uses only P, Y, S and agrees
     with the DFA on all words ≤ 6 (≤ 4 over three letters); a proved result has the DFA's fingerprint."""
-    sf = analyze(A).classes["star_free"].member
+    an = analyze(A)
+    sf = an.classes["star_free"].member
+    if len(an.monoid.elements) > MAX_STAR_FREE_MONOID:  # a 5-state DFA's monoid can have up to 5^5 elements
+        with pytest.raises(LimitExceeded) as err:
+            synthesize_star_free(A)
+        assert err.value.extra["limit"] == "max_star_free_monoid"
+        return
     try:
         s = synthesize_star_free(A)
     except UnsupportedError:
