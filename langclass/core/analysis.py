@@ -42,6 +42,7 @@ from .errors import LimitExceeded
 from .lattice import CLASS_INFO, CLASS_KEYS, LatticeViolation, check_consistency, infer
 from .limits import DEFAULT_LIMITS, Limits
 from .monoid import MAX_GROUPS_REPORTED, TransitionMonoid, monoid_summary, nontrivial_groups, transition_monoid
+from .monoid.groups import group_label
 from .wording import count_noun
 
 __all__ = ["Analysis", "analyze", "format_table"]
@@ -260,7 +261,7 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
             "complexity": ("ACC⁰ (every group in the syntactic monoid is solvable; Barrington & Thérien 1988)"
                            if solvable else
                            "NC¹-complete (the syntactic monoid contains a non-solvable group; Barrington 1989)"),
-            "reason": f"the stable semigroup η(Σ^{monoid.stability_index}) contains the group {G.name} (order {G.order}), "
+            "reason": f"the stable semigroup η(Σ^{monoid.stability_index}) contains the {group_label(G.name, G.order)}, "
                       "so the language is not in AC⁰ (Barrington, Compton, Straubing & Thérien 1992)",
         }
     elif members["fo_mod"] is False:
@@ -321,7 +322,7 @@ def format_table(analysis: Analysis) -> str:
     if a.beyond:
         g = a.beyond.get("group")
         if g:
-            lines.append(f"beyond AC⁰: group {g['name']} of order {g['order']}, generators "
+            lines.append(f"beyond AC⁰: {group_label(g['name'], g['order'])}, generators "
                          f"{', '.join(_w(w) for w in g['generator_words'])}; {a.beyond.get('complexity')}")
         else:
             lines.append(f"beyond AC⁰: {a.beyond['reason']}")

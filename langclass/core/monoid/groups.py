@@ -21,7 +21,7 @@ import numpy as np
 
 from .permgroup import PermGroup, is_even, solvable_by_order
 
-__all__ = ["GroupInfo", "GroupsMixin", "nontrivial_groups", "MAX_GROUPS_REPORTED"]
+__all__ = ["GroupInfo", "GroupsMixin", "nontrivial_groups", "group_label", "MAX_GROUPS_REPORTED"]
 
 MAX_GROUPS_REPORTED = 20
 """Groups listed in a monoid summary (largest first)."""
@@ -36,7 +36,10 @@ class GroupInfo:
         order: |G|.
         degree: |im e|, the number of points it permutes.
         name: a structural name when it is certain (``"Z2"``, ``"S5"``, ``"A5"``, ``"trivial"``),
-            otherwise ``"group of order N"``.
+            otherwise ``"group of order N"``. Beyond the S_d/A_d of the moved points: a non-solvable
+            group of order 60 is A5, and one of order 120 with a trivial centre is S5 (the other
+            two non-solvable groups of that order, SL(2,5) and A5×Z2, have a centre of order 2) —
+            so S5 is named also when it acts on six points (PGL(2,5)).
         abelian, cyclic, solvable: properties of the group (:class:`.permgroup.PermGroup`).
         generators: element ids of a generating set (shortlex-least elements, added greedily).
         generator_words: the shortlex-least words of the generators.
@@ -70,6 +73,26 @@ class GroupInfo:
             "permutations": [list(p) for p in self.permutations],
             "points": list(self.points),
         }
+
+
+def group_label(name: str, order: int) -> str:
+    """``"group S5 of order 120"`` for a named group, the name itself when it already states the
+    order (``"group of order 120"``, ``"abelian group of order 4"``) — never the order twice.
+
+    >>> group_label("S5", 120), group_label("group of order 120", 120)
+    ('group S5 of order 120', 'group of order 120')
+    """
+    return name if "of order" in name else f"group {name} of order {order}"
+
+
+def _center_is_trivial(G: PermGroup, gens: Any) -> bool:
+    """Whether only the identity of ``G`` commutes with every generator in ``gens``."""
+    everyone = np.arange(G.perms.shape[0], dtype=np.int64)
+    central = np.ones(everyone.size, dtype=bool)
+    for g in gens:
+        gg = np.full(everyone.size, int(g), dtype=np.int64)
+        central &= G.mul(everyone, gg) == G.mul(gg, everyone)
+    return int(central.sum()) == 1
 
 
 class GroupsMixin:
@@ -128,6 +151,10 @@ class GroupsMixin:
             name = f"A{d}"
         elif abelian:
             name = f"abelian group of order {order}"
+        elif not solvable and order == 60:
+            name = "A5"  # every non-solvable group of order 60 is A5
+        elif not solvable and order == 120 and _center_is_trivial(G, gens):
+            name = "S5"  # non-solvable of order 120: S5, SL(2,5), A5×Z2 — only S5 has a trivial centre
         else:
             name = f"group of order {order}"
         hs = [int(members[i]) for i in gens]
