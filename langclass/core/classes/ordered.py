@@ -239,9 +239,13 @@ def decide_ltl_p_mod(ctx: Context) -> ClassResult:
     branch = Branch(r, (ctx.dfa.alphabet[a1], ctx.dfa.alphabet[a2]), (s1, s2))
     wit = _qr_witness(ctx, c, s1, s2, branch)
     members = np.flatnonzero(comp == c)
+    d = wit.period
+    loops = ", ".join(show(w) for w in wit.loops[:3]) + (" …" if len(wit.loops) > 3 else "")
     reason = (f"state {r} has two successors {s1} ≠ {s2} inside its strongly connected component "
-              f"(of {members.size} states, period {wit.period}), so {s1} and {s2} are mutually reachable by "
-              f"words of length ≡ 0 mod every k: no A_k is partially ordered")
+              f"(of {members.size} states, period {d}): u = {show(wit.u)} leads {s1}→{s2} and v = {show(wit.v)} "
+              f"{s2}→{s1}, of lengths {len(wit.u)} and {len(wit.v)} (multiples of {d}), and loops at {s1} "
+              f"({loops}) have lengths of gcd {d}; padded with those loops, u and v get lengths ≡ 0 mod k for "
+              f"every k, so {s1} and {s2} are mutually reachable in every A_k: no A_k is partially ordered")
     return make_result("ltl_p_mod", False, reason, wit, wit, "automaton")
 
 
