@@ -138,6 +138,19 @@ def test_patch_replaces_labels(api: Any) -> None:
     assert stored["classes"]["ltl_p_mod"]["member"] is True  # the classification is untouched
 
 
+def test_a_blank_name_is_no_name(api: Any) -> None:
+    """PATCH (and POST) normalise an empty or white-space-only name to null. (Before: "" and "   "
+    were stored as names.)"""
+    lid = api.post("/v1/languages", json={**AB, "name": "old"}).json()["id"]
+    for blank in ("", "   ", "\t\n"):
+        assert api.patch(f"/v1/languages/{lid}", json={"name": "x"}).json()["name"] == "x"
+        r = api.patch(f"/v1/languages/{lid}", json={"name": blank})
+        assert r.status_code == 200 and r.json()["name"] is None, r.text
+        assert api.get(f"/v1/languages/{lid}").json()["name"] is None
+    other = api.post("/v1/languages", json={"regex": "a*", "alphabet": ["a", "b"], "name": "  "})
+    assert other.status_code == 201 and other.json()["name"] is None
+
+
 def test_patch_refuses_duplicate_tags_unknown_fields_and_missing_languages(api: Any) -> None:
     lid = api.post("/v1/languages", json=AB).json()["id"]
     body = _problem(api.patch(f"/v1/languages/{lid}", json={"tags": ["x", "y", "x"]}), 422, "validation-error")
