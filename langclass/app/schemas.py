@@ -79,9 +79,15 @@ Tag = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValida
 MAX_NAME_LENGTH = 200
 """Longest language name, in characters."""
 
-Name = Annotated[str, StringConstraints(max_length=MAX_NAME_LENGTH), AfterValidator(_unicode_text), _NO_NUL]
+def _blank_is_none(name: str) -> str | None:
+    """A name of only white space (or empty) is no name: stored as null."""
+    return name if name.strip() else None
+
+
+Name = Annotated[str, StringConstraints(max_length=MAX_NAME_LENGTH), AfterValidator(_unicode_text), _NO_NUL,
+                 AfterValidator(_blank_is_none)]
 """A language name: up to 200 characters of storable text (the constraint sits on the string, so its
-error says "characters")."""
+error says "characters"); an empty or white-space-only name is normalised to null (no name)."""
 
 MAX_TAGS = 32
 """Most tags on one language."""
@@ -185,14 +191,15 @@ class LanguageInput(ClassifyInput):
 
 class LanguagePatch(BaseModel):
     """New labels for a stored language (``PATCH /v1/languages/{id}``): the fields given replace the
-    stored ones; a field left out stays as it is; ``"name": null`` removes the name."""
+    stored ones; a field left out stays as it is; ``"name": null`` removes the name, and so does a
+    name that is empty or only white space (normalised to null)."""
 
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={"examples": [{"name": "(ab)* — even length", "tags": ["periodic", "group-free"]}]},
     )
 
-    name: Name | None = Field(None, description="the new name (≤ 200 characters); null removes it")
+    name: Name | None = Field(None, description="the new name (≤ 200 characters); null, \"\" or only white space removes it")
     # null is not a value (the route answers 422 "give [] to remove every tag"); left out = unchanged
     tags: Tags | SkipJsonSchema[None] = Field(None, description="the new tags, replacing the stored ones (distinct, ≤ 32, each 1 to 64 characters; [] removes every tag)")
 
