@@ -197,7 +197,16 @@ def test_parse_language_dispatch() -> None:
     assert parse({"dfa": canonical}) == parse_dfa_json(base())
     with pytest.raises(DfaFormatError) as err:
         parse({"dfa": {**canonical, "transitions": [[0, 9], [1, 0]]}})
-    assert err.value.field == "dfa.transitions"
+    assert err.value.field == "dfa.transitions[0][1]" and "state 0, symbol 'b'" in str(err.value)  # the entry is named
+    with pytest.raises(DfaFormatError) as err:
+        parse({"dfa": {**canonical, "transitions": [[0, 1], [1]]}})
+    assert err.value.field == "dfa.transitions[1]"
+    with pytest.raises(DfaFormatError) as err:  # a duplicate accepting state, refused as in the named form
+        parse({"dfa": {**canonical, "accepting": [1, 1]}})
+    assert err.value.field == "dfa.accepting[1]" and "listed twice" in str(err.value)
+    with pytest.raises(DfaFormatError) as err:
+        parse({"dfa": {**canonical, "accepting": [0, 7]}})
+    assert err.value.field == "dfa.accepting[1]"
     with pytest.raises(DfaFormatError) as err:
         parse({"dfa": _mutate(initial="zz")})
     assert err.value.field == "dfa.initial"

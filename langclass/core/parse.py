@@ -167,18 +167,31 @@ def _read_canonical_form(doc: Mapping, limits: Limits) -> DFA:
         raise DfaFormatError("the DFA object lacks the required key 'alphabet'", field="alphabet", key="alphabet")
     alphabet = normalize_alphabet(doc["alphabet"], limits)
     trans = doc["transitions"]
+    if not isinstance(trans, list) or not trans:
+        raise DfaFormatError("transitions must be a non-empty list with one row per state", field="transitions")
     n = len(trans)
     limits.check("max_states", n)
-    if n == 0 or not all(isinstance(r, list) and len(r) == len(alphabet) for r in trans):
-        raise DfaFormatError("transitions must have one row per state with one target per symbol", field="transitions")
-    if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < n for r in trans for t in r):
-        raise DfaFormatError("transitions names a state outside 0..n-1", field="transitions")
+    for q, row in enumerate(trans):
+        if not isinstance(row, list) or len(row) != len(alphabet):
+            raise DfaFormatError(f"transitions[{q}] must be a list of {len(alphabet)} targets, one per symbol of the alphabet",
+                                 field=f"transitions[{q}]")
+        for i, t in enumerate(row):
+            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < n:
+                raise DfaFormatError(f"transitions[{q}][{i}] (state {q}, symbol {alphabet[i]!r}) is {json.dumps(t)}, "
+                                     f"not a state 0..{n - 1}", field=f"transitions[{q}][{i}]")
     init = doc.get("initial", 0)
     acc = doc.get("accepting", [])
     if isinstance(init, bool) or not (isinstance(init, int) and 0 <= init < n):
         raise DfaFormatError(f"initial {init!r} is not a state", field="initial")
-    if not isinstance(acc, list) or not all(isinstance(q, int) and not isinstance(q, bool) and 0 <= q < n for q in acc):
-        raise DfaFormatError("accepting must list states 0..n-1", field="accepting")
+    if not isinstance(acc, list):
+        raise DfaFormatError("accepting must be a list of states 0..n-1", field="accepting")
+    seen: set[int] = set()
+    for i, q in enumerate(acc):
+        if isinstance(q, bool) or not isinstance(q, int) or not 0 <= q < n:
+            raise DfaFormatError(f"accepting[{i}] is {json.dumps(q)}, not a state 0..{n - 1}", field=f"accepting[{i}]")
+        if q in seen:
+            raise DfaFormatError(f"accepting state {q} is listed twice", field=f"accepting[{i}]")
+        seen.add(q)
     return DFA.from_table(list(alphabet), trans, init, acc)
 
 
