@@ -32,6 +32,15 @@ for _name in list(os.environ):
 
 warnings.filterwarnings("ignore", message=".*httpx.*", category=DeprecationWarning)
 
+# Property tests draw the same examples in every run (``derandomize``), so a run's outcome depends on
+# the code alone: a case found by exploration becomes a fixed regression test, never a failure one
+# run in ten. ``LANGCLASS_TEST_HYPOTHESIS=explore`` draws fresh random examples (run it to hunt).
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+_hypothesis_settings.register_profile("explore", derandomize=False, print_blob=True)
+_hypothesis_settings.load_profile(os.environ.get("LANGCLASS_TEST_HYPOTHESIS", "ci"))
+
 POSTGRES_URL = os.environ.get("LANGCLASS_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
