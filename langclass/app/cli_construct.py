@@ -89,6 +89,7 @@ def construct(
     c_y: Annotated[Optional[float], typer.Option("--c-y", help="score scale of the Y^k heads (overrides --target-length)")] = None,
     target_length: Annotated[int, typer.Option(help="length the Y^k scale C_Y is chosen to certify")] = 300,
     as_json: Annotated[bool, typer.Option("--json", help="print the full result record")] = False,
+    show_program: Annotated[bool, typer.Option("--show-program", help=f"print the whole B-RASP program and formula (by default only when at most {SHORT_PROGRAM_LINES} lines / {SHORT_FORMULA_CHARS} characters)")] = False,
 ) -> None:
     """Construct the exact transformer of a formula / B-RASP program / language and verify it."""
 
@@ -112,12 +113,8 @@ def construct(
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
         return
     m = result["model"]
-    if result["formula"] is not None:
-        typer.echo(f"formula    {result['formula']}" + (f"   [{result['fragment']}]" if result["fragment"] else ""))
-    if result["synthesis"]:
-        typer.echo(f"synthesis  {result['synthesis']['method']} ({result['synthesis']['source']})")
-    if result["program"]:
-        typer.echo("program    " + result["program"].replace("\n", "\n           "))
+    for line in summary_lines(result, show_program):
+        typer.echo(line)
     typer.echo(f"model      {result['attention']} attention, encoding {result['encoding']}, {m['layers']} layers, "
                f"{m['heads']} heads, d_model {m['d_model']}, {m['dtype']}")
     if result["n_max"] is not None:
@@ -135,6 +132,47 @@ def construct(
                    f"{b['inexact']} inexact")
     if not result["exact"]:
         raise typer.Exit(code=1)
+
+
+SHORT_PROGRAM_LINES = 40
+"""A B-RASP program of at most this many lines is printed whole without ``--show-program``."""
+SHORT_FORMULA_CHARS = 600
+"""A formula of at most this many characters is printed whole without ``--show-program``."""
+
+
+def summary_lines(result: dict, show_program: bool = False) -> list[str]:
+    """The formula, synthesis and program lines of the ``construct`` summary of a
+    :func:`~langclass.models.verify.run_construction` record: a long formula or program is summarized
+    (its size; ``--show-program`` or ``--json`` has it), a formula too large to be stored says so with
+    its size, and the synthesis line says whether the formula was verified equivalent to the DFA."""
+    lines: list[str] = []
+    frag = f"   [{result['fragment']}]" if result.get("fragment") else ""
+    syn = result.get("synthesis") or {}
+    text = result.get("formula")
+    if text is not None:
+        if show_program or len(text) <= SHORT_FORMULA_CHARS:
+            lines.append(f"formula    {text}{frag}")
+        else:
+            size = f", {syn['formula_tree_size']:,} nodes" if syn.get("formula_tree_size") else ""
+            lines.append(f"formula    {text[:120]}… ({len(text):,} characters{size}; --show-program or --json prints it){frag}")
+    elif syn.get("formula_tree_size"):
+        lines.append(f"formula    not shown: {syn['formula_tree_size']:,} nodes as a tree "
+                     f"({syn.get('formula_distinct_subformulas', '?'):,} distinct subformulas), too large to print{frag}")
+    if syn:
+        verified = syn.get("verified")
+        lines.append(f"synthesis  {syn['method']} ({syn['source']})")
+        lines.append(f"verified   {verified}   (synthesized formula equivalent to the minimal DFA)" if verified is not None
+                     else "verified   not checked")
+    program = result.get("program")
+    if program:
+        program_lines = program.splitlines()
+        if show_program or len(program_lines) <= SHORT_PROGRAM_LINES:
+            lines.append("program    " + program.replace("\n", "\n           "))
+        else:
+            m = result.get("model") or {}
+            lines.append(f"program    {len(program_lines):,} lines, depth {m.get('program_depth', '?')} "
+                         f"(--show-program prints it; --json has it)")
+    return lines
 
 
 def _scale_note(model: dict) -> str:

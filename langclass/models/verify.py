@@ -35,7 +35,7 @@ from ..core import formulas as F
 from ..core.automaton import DFA
 from ..core.brasp import Program, formula_to_brasp, run_program
 from ..core.errors import InputError, LimitExceeded, UnsupportedError
-from ..core.limits import DEFAULT_LIMITS, Limits
+from ..core.limits import DEFAULT_LIMITS, Deadline, Limits
 from ..core.source import language_source, parse_source_program, source_from_mapping
 from ..core.source import parse_language as parse_source
 from .construct import (
@@ -199,7 +199,7 @@ def _new_acc() -> dict:
 def verify_formula_model(model: FormulaTransformer, formula: F.Formula, alphabet: Sequence[str], dfa: DFA, *,
                          all_words_up_to: int, random_lengths: Sequence[int], beyond_lengths: Sequence[int] = (),
                          seed: int = 0, progress: Callable[[dict], None] | None = None,
-                         should_cancel: Callable[[], bool] | None = None) -> dict[str, Any]:
+                         should_cancel: Callable[[], bool] | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
     """Check a :class:`FormulaTransformer` exhaustively (all words ≤ ``all_words_up_to``), on one random
     word per entry of ``random_lengths`` and (reported apart) per entry of ``beyond_lengths``.
 
@@ -209,6 +209,7 @@ def verify_formula_model(model: FormulaTransformer, formula: F.Formula, alphabet
 
     Raises:
         ConstructionCancelled: ``should_cancel()`` became True (``partial`` = the counts so far).
+        TimeLimitExceeded: ``deadline`` passed (checked before every batch; ``step`` names the phase).
     """
     alphabet = tuple(alphabet)
     chk = _FormulaChecker(model, formula, alphabet, dfa)
@@ -216,14 +217,16 @@ def verify_formula_model(model: FormulaTransformer, formula: F.Formula, alphabet
     out = {"all_words": _new_acc(), "random": _new_acc(), "beyond": _new_acc()}
     total = _count_words(chk.k, all_words_up_to)
 
-    def cancelled() -> bool:
+    def cancelled(step: str) -> bool:
+        if deadline is not None:
+            deadline.check(step)
         return should_cancel is not None and bool(should_cancel())
 
     for L in range(all_words_up_to + 1):
         words = _all_words(chk.k, L)
         step = _chunks(words.shape[0], L + 2, chk.heads)
         for s in range(0, words.shape[0], step):
-            if cancelled():
+            if cancelled(f"verification (all words of length {L})"):
                 raise ConstructionCancelled(out)
             _summarize(chk.check(words[s:s + step]), words[s:s + step], alphabet, out["all_words"])
         out["all_words"]["max_length"] = L
@@ -231,7 +234,7 @@ def verify_formula_model(model: FormulaTransformer, formula: F.Formula, alphabet
             progress({"phase": "all_words", "length": L, "done": out["all_words"]["checked"], "total": total})
     for name, lengths in (("random", random_lengths), ("beyond", beyond_lengths)):
         for t, w in enumerate(_random_set(dfa, chk.k, lengths, rng)):
-            if cancelled():
+            if cancelled(f"verification ({name} word of length {w.size})"):
                 raise ConstructionCancelled(out)
             _summarize(chk.check(w[None, :]), w[None, :], alphabet, out[name])
             out[name]["max_length"] = max(out[name]["max_length"], int(w.size))
@@ -243,7 +246,7 @@ def verify_formula_model(model: FormulaTransformer, formula: F.Formula, alphabet
 # ============================================================================ B-RASP
 def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | None, *, all_words_up_to: int,
                        random_lengths: Sequence[int], seed: int = 0, progress: Callable[[dict], None] | None = None,
-                       should_cancel: Callable[[], bool] | None = None) -> dict[str, Any]:
+                       should_cancel: Callable[[], bool] | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
     """Check a :class:`BraspTransformer` against the B-RASP interpreter (decision and every vector)
     and, when ``dfa`` is given, the interpreter against the DFA. Same return shape as
     :func:`verify_formula_model` (``beyond`` is empty)."""
@@ -278,6 +281,8 @@ def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | Non
         words = _all_words(k, L)
         step = _chunks(words.shape[0], max(L, 1), heads)
         for s in range(0, words.shape[0], step):
+            if deadline is not None:
+                deadline.check(f"verification (all words of length {L})")
             if should_cancel is not None and should_cancel():
                 raise ConstructionCancelled(out)
             _summarize(check(words[s:s + step]), words[s:s + step], alphabet, out["all_words"])
@@ -286,6 +291,8 @@ def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | Non
             progress({"phase": "all_words", "length": L, "done": out["all_words"]["checked"], "total": total})
     ref = dfa if dfa is not None else None
     for t, L in enumerate(random_lengths):
+        if deadline is not None:
+            deadline.check(f"verification (random word of length {L})")
         if should_cancel is not None and should_cancel():
             raise ConstructionCancelled(out)
         if ref is not None:
@@ -505,18 +512,22 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
         UnsupportedError: no construction or synthesis is known for the input.
         LimitExceeded: too many words requested, or a core limit.
         ConstructionCancelled: cancelled (``partial`` has the counts so far).
+        TimeLimitExceeded: ``limits.time_limit_s`` passed (``step`` names synthesis, model build or the
+            verification phase that was running).
     """
     t0 = time.monotonic()
+    deadline = limits.deadline()  # one wall-clock budget (time_limit_s) for synthesis, build and verification
     prep = _prepare(spec, limits)
+    deadline.check("synthesis")
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(prep["threads"])  # the constructed models are tiny: one intra-op thread is fastest
     try:
-        return _run(prep, t0, limits, progress, should_cancel)
+        return _run(prep, t0, limits, progress, should_cancel, deadline)
     finally:
         torch.set_num_threads(previous_threads)
 
 
-def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel) -> dict[str, Any]:
+def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadline: Deadline) -> dict[str, Any]:
     opts, attention, dtype, seed = prep["opts"], prep["attention"], prep["dtype"], prep["seed"]
     random_words, random_max, beyond = prep["random_words"], prep["random_max"], prep["beyond"]
     synthesis, program, formula, dfa = prep["synthesis"], prep["program"], prep["formula"], prep["dfa"]
@@ -536,6 +547,7 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel) -> dict
     if attention == "soft":
         copt = prep["copt"]
         model = build_formula_transformer(formula, alphabet, copt)
+        deadline.check("model build")
         build_seconds = time.monotonic() - t_build
         if model.offsets:
             n_max_info = model.certified_lengths()
@@ -545,7 +557,8 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel) -> dict
         rand_lengths = _lengths(n_checked + 1, limit_len, random_words)
         beyond_lengths = _lengths(n_max + 1, random_max, random_words) if (beyond and n_max is not None and n_max < random_max) else []
         checks = verify_formula_model(model, formula, alphabet, dfa, all_words_up_to=n_checked, random_lengths=rand_lengths,
-                                      beyond_lengths=beyond_lengths, seed=seed, progress=progress, should_cancel=should_cancel)
+                                      beyond_lengths=beyond_lengths, seed=seed, progress=progress, should_cancel=should_cancel,
+                                      deadline=deadline)
         result["encoding"] = model.encoding_name
         result["attention"] = "soft"
         result["program"] = None
@@ -553,11 +566,12 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel) -> dict
         result["mod_margins"] = model.mod_margins()
     else:
         model = build_brasp_transformer(program, dtype)
+        deadline.check("model build")
         build_seconds = time.monotonic() - t_build
         n_checked = n_all
         rand_lengths = _lengths(n_all + 1, random_max, random_words)
         checks = verify_brasp_model(model, program, dfa, all_words_up_to=n_all, random_lengths=rand_lengths, seed=seed,
-                                    progress=progress, should_cancel=should_cancel)
+                                    progress=progress, should_cancel=should_cancel, deadline=deadline)
         result["encoding"] = "nope" if program.modulus == 1 else "mod_onehot"
         result["modulus"] = program.modulus
         result["attention"] = "hard"

@@ -38,9 +38,13 @@ class Formula:
     def children(self) -> tuple["Formula", ...]:
         return ()
 
-    def text(self) -> str:
-        """The formula in the documented text syntax (re-parsable by :func:`parse_formula`)."""
-        return _render(self)
+    def text(self, max_chars: int | None = None) -> str:
+        """The formula in the documented text syntax (re-parsable by :func:`parse_formula`).
+
+        ``max_chars``: return only the first ``max_chars`` characters, in time and memory linear in
+        the number of distinct subformulas × ``max_chars`` — the full text of a shared DAG can be
+        exponentially long (the synthesized formula of a{30}), so labels must use this form."""
+        return _render(self, max_chars)
 
     def __str__(self) -> str:
         return self.text()
@@ -361,11 +365,14 @@ def _symbol_text(s: str) -> str:
     raise InputError(f"symbol {s!r} contains both quote characters and cannot be written in a formula")
 
 
-def _render(f: Formula) -> str:
+def _render(f: Formula, max_chars: int | None = None) -> str:
     memo: dict[Formula, tuple[str, int]] = {}
     for n in subformulas(f):
-        memo[n] = _render_node(n, memo)
-    return memo[f][0]
+        text, prec = _render_node(n, memo)
+        # keeping max_chars + 1 characters of every node keeps the first max_chars characters of every
+        # concatenation exact (a cut piece is longer than max_chars, so nothing after it is reached)
+        memo[n] = (text if max_chars is None else text[:max_chars + 1], prec)
+    return memo[f][0] if max_chars is None else memo[f][0][:max_chars]
 
 
 def _render_node(n: Formula, memo) -> tuple[str, int]:

@@ -21,7 +21,7 @@ allow; a layer whose attention has no work is a feed-forward-only layer.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -263,11 +263,28 @@ class _Planner:
         return raw
 
     def need(self, node: F.Formula) -> tuple[Literal, int]:
+        """Plan ``node`` (and every operand first) and return its literal and time. Iterative: every
+        :meth:`build` is a generator that yields the operands it needs and receives their results, so a
+        formula DAG of any depth (a{300}: a chain of 300 P's) plans without Python recursion."""
         if node in self.lit:
             return self.lit[node], self.time[node]
-        res = self.build(node)
-        self.lit[node], self.time[node] = res
-        return res
+        stack: list[tuple[F.Formula, Any]] = [(node, self.build(node))]
+        sent: tuple[Literal, int] | None = None
+        while stack:
+            top, gen = stack[-1]
+            try:
+                want = gen.send(sent)
+            except StopIteration as done:
+                stack.pop()
+                self.lit[top], self.time[top] = done.value
+                sent = done.value
+                continue
+            if want in self.lit:
+                sent = (self.lit[want], self.time[want])
+            else:
+                stack.append((want, self.build(want)))
+                sent = None
+        return self.lit[node], self.time[node]
 
     def flat(self, node: F.Formula, cls: type) -> list[F.Formula]:
         """The operands of a nest of one associative operator (already planned nodes kept whole)."""
@@ -281,7 +298,8 @@ class _Planner:
                 out.append(n)
         return out
 
-    def build(self, node: F.Formula) -> tuple[Literal, int]:
+    def build(self, node: F.Formula) -> Generator[F.Formula, Any, tuple[Literal, int]]:
+        """The literal and time of ``node``; a generator that yields each operand it needs (see :meth:`need`)."""
         if isinstance(node, F.Atom):
             return Literal(self.c_letter[node.symbol]), 0
         if isinstance(node, F.Top):
@@ -289,21 +307,25 @@ class _Planner:
         if isinstance(node, F.Bottom):
             return Literal(self.c_zero), 0
         if isinstance(node, F.Not):
-            lit, t = self.need(node.arg)
+            lit, t = (yield node.arg)
             return lit.negated(), t
         if isinstance(node, (F.And, F.Or)):
-            parts = [self.need(c) for c in self.flat(node, type(node))]
-            return self.gate("and" if isinstance(node, F.And) else "or", parts, node.text()[:60])
+            parts = []
+            for c in self.flat(node, type(node)):
+                parts.append((yield c))
+            return self.gate("and" if isinstance(node, F.And) else "or", parts, node.text(60))
         if isinstance(node, F.Implies):
-            a, ta = self.need(node.left)
-            b, tb = self.need(node.right)
-            return self.gate("or", [(a.negated(), ta), (b, tb)], node.text()[:60])
+            a, ta = (yield node.left)
+            b, tb = (yield node.right)
+            return self.gate("or", [(a.negated(), ta), (b, tb)], node.text(60))
         if isinstance(node, F.Iff):
-            return self.gate("iff", [self.need(node.left), self.need(node.right)], node.text()[:60])
+            left = yield node.left
+            right = yield node.right
+            return self.gate("iff", [left, right], node.text(60))
         if isinstance(node, F.Past):
-            lit, t = self.need(node.arg)
+            lit, t = (yield node.arg)
             l = self.head_layer(t)
-            raw = self.head(l, "P", node, lit, f"head:P {node.arg.text()[:50]}")
+            raw = self.head(l, "P", node, lit, f"head:P {node.arg.text(50)}")
             return Literal(raw, True), 2 * l + 1
         if isinstance(node, F.Mod):
             raw = self.head(0, "MOD", node, None, f"head:MOD({node.m},{node.r})", m=node.m, r=node.r)
@@ -311,30 +333,30 @@ class _Planner:
                 self.moduli.append(node.m)
             if 1 % node.m == node.r:
                 return Literal(raw), 1
-            pt = self.need(F.Past(F.TOP))  # P⊤: false exactly at position 1 ("isolate the case i = 1")
+            pt = (yield F.Past(F.TOP))  # P⊤: false exactly at position 1 ("isolate the case i = 1")
             return self.gate("and", [(Literal(raw), 1), pt], f"MOD({node.m},{node.r}) gated")
         if isinstance(node, F.Yesterday) and self.recency:
             if node.k > 1:  # Y^k ψ = Y(Y^{k−1} ψ): i > k and ψ(i − k)
-                return self.need(F.Yesterday(F.Yesterday(node.arg, node.k - 1), 1))
-            lit, t = self.need(node.arg)
+                return (yield F.Yesterday(F.Yesterday(node.arg, node.k - 1), 1))
+            lit, t = (yield node.arg)
             l = self.head_layer(t)
             if self.has_mod:
                 l = max(l, 1)  # layer 0 carries the periodic table of the MOD heads
-            raw = self.head(l, "Y", node, lit, f"head:Y {node.arg.text()[:50]}", k=1)
+            raw = self.head(l, "Y", node, lit, f"head:Y {node.arg.text(50)}", k=1)
             # no gate: at i = 1 the head reads BOS, where every literal is 0 (Y ψ false there)
             return Literal(raw), 2 * l + 1
         if isinstance(node, F.Yesterday):
-            lit, t = self.need(node.arg)
+            lit, t = (yield node.arg)
             l = self.head_layer(t)
             if self.has_mod:
                 l = max(l, 1)  # layer 0 carries the periodic table of the MOD heads
-            raw = self.head(l, "Y", node, lit, f"head:Y^{node.k} {node.arg.text()[:50]}", k=node.k)
+            raw = self.head(l, "Y", node, lit, f"head:Y^{node.k} {node.arg.text(50)}", k=node.k)
             if node.k not in self.offsets:
                 self.offsets.append(node.k)
             g_node: F.Formula = F.TOP
             for _ in range(node.k):
                 g_node = F.Past(g_node)
-            glit = self.need(g_node)  # P^k ⊤ ⇔ i > k (proof of Cor. 4.1 (i))
+            glit = (yield g_node)  # P^k ⊤ ⇔ i > k (proof of Cor. 4.1 (i))
             return self.gate("and", [(Literal(raw), 2 * l + 1), glit], f"Y^{node.k} gated")
         raise UnsupportedError(f"cannot construct {type(node).__name__}")
 
