@@ -116,6 +116,30 @@ def test_language_page_never_prints_python_none(api: Any, body: dict) -> None:
     assert "none known" in r.text and "—" in r.text
 
 
+def test_construct_job_page_states_the_length_range_exactness_holds_for(make_client: Any, sqlite_url: str) -> None:
+    """A Y^k construction is exact only up to N_max: the page says so (before: a bare "exact: True")."""
+    from langclass.app import jobs as jobrepo
+    from langclass.app.db import upgrade
+
+    upgrade(sqlite_url)
+    api = make_client(sqlite_url, worker_slots=0)
+    lid = _add(api, {"regex": "(a|b)*a", "alphabet": ["a", "b"]})
+    base = {"encoding": "rope_y", "attention": "soft", "exact": True, "all_words_up_to": 12, "random_words_checked": 32,
+            "random_words_up_to": 300}
+    with api.app.state.db.session_scope() as session:
+        ids = []
+        for extra in ({"n_max": 300, "beyond_n_max": {"words_checked": 8, "longest": 2000, "wrong": 3}}, {"n_max": None}):
+            job = jobrepo.create_job(session, language_id=lid, kind="construct", spec={"kind": "construct"}, max_attempts=1)
+            job.status, job.attempts, job.progress = "succeeded", 1, {"phase": "done"}
+            job.result = {**base, **extra}
+            ids.append(job.id)
+    text = [re.sub(r"<[^>]+>", "", re.search(r'<p id="construct-exact">(.*?)</p>', api.get(f"/jobs/{i}").text, re.S).group(1))
+            for i in ids]
+    assert "exact: True for words of length ≤ N_max = 300" in text[0] and "longer words are not guaranteed" in text[0]
+    assert "Beyond N_max: 8 words up to length 2000, 3 wrong" in text[0]
+    assert "exact: True with no length bound from Y^k heads (no N_max)" in text[1]
+
+
 def test_finished_job_page_full_progress_and_one_verdict_line_each(make_client: Any, sqlite_url: str) -> None:
     """A succeeded job's bar is full (not value 0 next to "done"); a failed one hides it; the
     verdict's per-encoding lines render one per paragraph, not run together."""
