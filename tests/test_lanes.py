@@ -204,3 +204,21 @@ def test_an_answer_left_undecided_by_a_light_bound_is_computed_again_in_the_main
     assert service.limits_hit(r.json()) == frozenset()
     assert all(c["member"] is not None for c in r.json()["classes"].values())
     assert runner.light_overflows == 1 and runner.served == 1
+
+
+def test_the_users_46656_element_monoid_is_decided_through_the_api_and_the_cache(make_client: Any, sqlite_url: str) -> None:
+    """The reported case: a 6-state DFA whose monoid (46,656 elements) is over a 5,000-element light
+    bound. The light attempt's undecided answer must neither be returned nor cached: both the first
+    answer and the cached second one decide FO[<,MOD] (no) with the whole monoid."""
+    dfa = {"alphabet": ["c", "t", "z"], "states": [0, 1, 2, 3, 4, 5], "initial": 0, "accepting": [0],
+           "transitions": {"0": {"c": 1, "t": 1, "z": 1}, "1": {"c": 2, "t": 0, "z": 1}, "2": {"c": 3, "t": 2, "z": 2},
+                           "3": {"c": 4, "t": 3, "z": 3}, "4": {"c": 5, "t": 4, "z": 4}, "5": {"c": 0, "t": 5, "z": 5}}}
+    client = make_client(sqlite_url, classify_isolation="thread", classify_light_max_monoid_size=5000)
+    runner: ClassifyRunner = client.app.state.runner
+    for _ in range(2):
+        r = client.post("/v1/classify", json={"dfa": dfa})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["monoid"]["size"] == 46656 and service.limits_hit(body) == frozenset()
+        assert body["classes"]["fo_mod"]["member"] is False and body["classes"]["fo2_mod"]["member"] is False
+    assert runner.light_overflows == 1 and runner.served == 1  # computed once in the main lane, then cached
