@@ -15,7 +15,10 @@ print the 422 detail (which class is missing). Star-free languages outside LTL[P
 build with hard attention (NoPE) from local-divisor formulas, quasi-aperiodic ones (FO[<,MOD]) with
 hard attention and the position marks i mod m of the ``mod_onehot`` encoding (m = the least working
 modulus, printed as ``mod_onehot/m``); large monoids make deep models, so lower --all-words for them.
-``--no-side-by-side`` skips the recency/RoPE table.
+``--no-side-by-side`` skips the recency/RoPE table. ``--kv-long L --kv-words K`` also runs the recency
+construction of (a|b)*a and (a|b|c)*ab(a|b|c)* on K words of length L through the KV cache
+(``FormulaTransformer.forward_incremental``, 2048 query positions at a time, no L × L matrix) and
+prints, per word, the decision against the DFA and whether every simulated coordinate is exactly 0/1.
 Single thread (torch.set_num_threads(1)).
 """
 
@@ -72,6 +75,37 @@ def _side_by_side(regex: str, alphabet: list[str], args) -> list[dict]:
     return rows
 
 
+def _kv_long(regex: str, alphabet: list[str], length: int, words: int) -> list[dict]:
+    """The recency construction of ``regex`` on ``words`` words of ``length`` letters via the KV cache;
+    the words alternate accepted / rejected (uniform among them, exact path counting)."""
+    import numpy as np
+
+    from langclass.core.regex import regex_to_dfa
+    from langclass.core.synthesis import synthesize
+    from langclass.models.construct import ConstructionOptions, build_formula_transformer
+    from langclass.models.tokens import BOS, EOS, NUM_SPECIAL
+    from langclass.models.verify import _random_set
+
+    dfa = regex_to_dfa(regex, alphabet)
+    model = build_formula_transformer(synthesize(dfa).formula, alphabet, ConstructionOptions(y_mode="recency"))
+    rng = np.random.default_rng(1)
+    rows = []
+    sample = [dfa.alphabet.index(a) for a in alphabet]  # DFA letter index -> model letter index
+    for w_dfa in _random_set(dfa, len(alphabet), [length] * words, rng):  # uniform, accepted / rejected in turn
+        w = [sample[int(i)] for i in w_dfa]
+        want = bool(dfa.accepts([alphabet[i] for i in w]))
+        ids = torch.tensor([[BOS] + [NUM_SPECIAL + int(i) for i in w] + [EOS]])
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            h = model.forward_incremental(ids, chunk=2048)
+            produced = float(model.readout(h[:, -1])[0, 0]) > 0
+        vals = torch.stack(list(model.literal_values(h).values()))
+        rows.append({"language": regex, "length": length, "encoding": model.encoding_name, "dfa": want,
+                     "produced": produced, "coordinates_exact": bool(((vals == 0) | (vals == 1)).all()),
+                     "seconds": round(time.perf_counter() - t0, 1)})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--all-words", type=int, default=8, help="all words up to this length (|Σ| ≤ 2; 4 less otherwise)")
@@ -82,8 +116,16 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="ground-truth ids")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--no-side-by-side", action="store_true", help="skip the recency / RoPE table")
+    ap.add_argument("--kv-long", type=int, default=0, help="length of the KV-cache recency check (0 = off)")
+    ap.add_argument("--kv-words", type=int, default=2, help="words per language of the KV-cache recency check")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.kv_long:
+        print(f"recency construction through the KV cache, words of length {args.kv_long}:")
+        for regex, sigma in (("(a|b)*a", ["a", "b"]), ("(a|b|c)*ab(a|b|c)*", ["a", "b", "c"])):
+            for r in _kv_long(regex, sigma, args.kv_long, args.kv_words):
+                print(f"{r['language']:<22} {r['encoding']:<6} L={r['length']} dfa={r['dfa']!s:<5} produced={r['produced']!s:<5} "
+                      f"coordinates exactly 0/1: {r['coordinates_exact']}  {r['seconds']} s", flush=True)
     langs = json.loads(GROUND_TRUTH.read_text())["languages"]
     if args.only:
         langs = [e for e in langs if e["id"] in set(args.only)]
