@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from sqlalchemy.exc import OperationalError
 
 from ..core.errors import InputError, LangclassError
 from . import cli_census, cli_construct, cli_jobs, cli_sectors
@@ -85,6 +84,7 @@ def serve(
     from .db import upgrade
 
     settings = get_settings()
+    settings.check_database_url()
     if migrate and settings.auto_migrate:
         upgrade(settings.database_url)
     # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal with the handler that was
@@ -107,6 +107,7 @@ def db_upgrade(revision: Annotated[str, typer.Argument(help="target revision")] 
     from .db import upgrade
 
     settings = get_settings()
+    settings.check_database_url()
     upgrade(settings.database_url, revision)
     typer.echo(f"database at {revision} ({_safe_url(settings)})")
 
@@ -122,6 +123,7 @@ def db_downgrade(
     from .db import downgrade
 
     settings = get_settings()
+    settings.check_database_url()
     try:
         downgrade(settings.database_url, revision, force=force)
     except LangclassError as err:
@@ -135,6 +137,7 @@ def db_current() -> None:
     from .db import Database, schema_status
 
     settings = get_settings()
+    settings.check_database_url()
     db = Database(settings.database_url)
     try:
         status = schema_status(db.engine, db.url)
@@ -250,7 +253,10 @@ def main() -> None:
     except SettingsError as err:  # settings read later (e.g. in a uvicorn worker process)
         _settings_error(err)
         sys.exit(2)
-    except OperationalError as err:  # the database server cannot be reached / opened
+    except Exception as err:  # the database server cannot be reached / opened (SQLAlchemy loaded lazily)
+        exc_module = sys.modules.get("sqlalchemy.exc")
+        if exc_module is None or not isinstance(err, exc_module.OperationalError):
+            raise
         cause = str(err.orig if err.orig is not None else err).strip().splitlines()
         typer.echo(f"error (database-unavailable): LANGCLASS_DATABASE_URL: cannot open the database: "
                    f"{type(err.orig or err).__name__}: {cause[0] if cause else ''}", err=True)

@@ -75,6 +75,7 @@ def worker(
     from .settings import get_settings
 
     settings = get_settings()
+    settings.check_database_url()
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     n = slots or max(1, settings.worker_slots)
     stop = threading.Event()

@@ -180,33 +180,41 @@ class Settings(BaseSettings):
                 value = _mask_url(value)
             yield name, value
 
-    @field_validator("database_url", mode="after")
-    @classmethod
-    def _check_database_url(cls, url: str) -> str:
-        """A URL SQLAlchemy can parse, of a dialect it knows, and — for a SQLite file — in a
-        directory that exists (checked here so a bad value is one ``invalid-settings`` line, not a
-        driver traceback at the first query). Reachability of a server is not checked here."""
+    def check_database_url(self) -> None:
+        """Refuse a ``database_url`` that cannot work, before a command opens the database: a URL
+        SQLAlchemy can parse, of a dialect it knows, and — for a SQLite file — in a directory that
+        exists, so a bad value is one ``invalid-settings`` line, not a driver traceback at the first
+        query. Called by the commands that use the database (``serve``, ``db``, ``worker``), not on
+        every ``Settings()``: reading settings must not import SQLAlchemy (``langclass classify`` and
+        ``--help`` start without it), and an app built on an unreachable database answers 503.
+        Reachability of a server is not checked here.
+
+        Raises:
+            SettingsError: naming ``LANGCLASS_DATABASE_URL`` (the value is never echoed).
+        """
         from pathlib import Path
 
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+        def refuse(message: str) -> SettingsError:
+            return SettingsError([{"variable": "LANGCLASS_DATABASE_URL", "message": message}])
+
         try:
-            parsed = make_url(url)
+            parsed = make_url(self.database_url)
         except ArgumentError:
-            raise ValueError("not a SQLAlchemy database URL (expected e.g. sqlite:///./langclass.db or "
-                             "postgresql+psycopg://user@host/db)") from None
+            raise refuse("not a SQLAlchemy database URL (expected e.g. sqlite:///./langclass.db or "
+                         "postgresql+psycopg://user@host/db)") from None
         try:
             parsed.get_dialect()
         except NoSuchModuleError:
-            raise ValueError(f"unknown database dialect {parsed.drivername!r} (expected sqlite or postgresql)") from None
+            raise refuse(f"unknown database dialect {parsed.drivername!r} (expected sqlite or postgresql)") from None
         if parsed.get_backend_name() == "sqlite":
             db = parsed.database or ""
             if db and db != ":memory:" and not db.startswith("file:"):
                 folder = Path(db).expanduser().parent
                 if not folder.is_dir():
-                    raise ValueError(f"the directory {str(folder)!r} of the SQLite file does not exist")
-        return url
+                    raise refuse(f"the directory {str(folder)!r} of the SQLite file does not exist")
 
     @field_validator("api_keys", mode="before")
     @classmethod
