@@ -227,3 +227,14 @@ def test_time_limit_inside_the_algebraic_tests_is_reported_not_a_crash(monkeypat
     assert stopped, f"a deadline expiring in {step!r} must stop somewhere and say so"
     assert (r["monoid"].get("error") or {}).get("limit") is None, "the monoid was built before the step"
     assert r["classes"]["ltl_p"]["member"] is False and r["classes"]["ltl_p_mod"]["member"] is False
+
+
+def test_soft_none_known_points_quasi_aperiodic_languages_to_hand_written_y_mod_formulas():
+    """((a|b)(a|b))*a: FO[<,MOD] but outside LTL[P,MOD] ∪ LTL[P,Y]; the soft answer stays 'none known'
+    (LTL[P,Y,MOD] is not decided) but says how a hand-written Y+MOD formula is built; a language outside
+    FO[<,MOD] gets no such pointer."""
+    base = {k: False for k in CLASS_KEYS}
+    soft = choose_encodings(dict(base, fo_mod=True), period=2, stability_index=2)["soft"]
+    assert soft["encoding"] is None and "LTL[P,Y,MOD]" in soft["reason"] and "--y-mode recency" in soft["reason"]
+    soft = choose_encodings(base)["soft"]
+    assert soft["encoding"] is None and "LTL[P,Y,MOD]" not in soft["reason"]

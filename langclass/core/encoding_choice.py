@@ -203,9 +203,13 @@ def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, p
     if undecided:
         return _entry(None, "undecided", None, {}, "—", None,
                       "a limit left LTL[P], LTL[P,MOD] or LTL[P,Y] undecided, so the least encoding is unknown", undecided=True)
-    return _entry(None, "none known", None, {}, "—", None,
-                  "the language is outside LTL[P,MOD] and LTL[P,Y]: no soft-attention encoding of this catalogue is "
-                  "known to recognize it exactly at all lengths")
+    reason = ("the language is outside LTL[P,MOD] and LTL[P,Y]: no soft-attention encoding of this catalogue is "
+              "known to recognize it exactly at all lengths")
+    if m.get("fo_mod"):  # quasi-aperiodic: a formula mixing Y and MOD may exist; membership is not decided here
+        reason += ("; the classifier does not decide LTL[P,Y,MOD] (Y and MOD in one formula) — when you can write such a "
+                   "formula, `langclass construct -f FORMULA --y-mode recency` builds periodic RoPE plus recency heads "
+                   "and verifies it at all lengths (docs/recency.md)")
+    return _entry(None, "none known", None, {}, "—", None, reason)
 
 
 def _recency_alternative(k: int | None) -> dict[str, Any]:
