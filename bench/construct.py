@@ -6,6 +6,8 @@ Usage:
     .venv/bin/python bench/construct.py                          # all ground-truth languages, short checks
     .venv/bin/python bench/construct.py --long 10000 --long-words 4   # the side-by-side table to 10^4
     .venv/bin/python bench/construct.py --only sigma_star_a --json out.json
+    .venv/bin/python bench/construct.py --hard-classes --attention hard --all-words 6 --random-words 2 \
+        --max-length 100 --no-side-by-side          # every star-free / quasi-aperiodic language, hard attention
 
 Every row runs :func:`langclass.models.verify.run_construction` on the language's DFA (a formula is
 synthesized: LTL[P] monomials, Prop. 3.2, LTL[P,MOD] state formulas, or the LTL[P,Y] window
@@ -44,7 +46,7 @@ GROUND_TRUTH = Path(__file__).resolve().parents[1] / "tests" / "ground_truth.jso
 def _row(entry: dict, args, y_mode: str) -> dict:
     spec = {"dfa": entry["dfa"], "alphabet": entry["alphabet"], "y_mode": y_mode, "beyond_n_max": False,
             "all_words_up_to": args.all_words if len(entry["alphabet"]) <= 2 else max(3, args.all_words - 4),
-            "random_words": args.random_words, "random_max_length": args.max_length}
+            "random_words": args.random_words, "random_max_length": args.max_length, "attention": args.attention}
     t = time.perf_counter()
     try:
         r = run_construction(spec)
@@ -114,6 +116,10 @@ def main() -> None:
     ap.add_argument("--long", type=int, default=2000, help="longest word of the side-by-side table")
     ap.add_argument("--long-words", type=int, default=4, help="random words per row of the side-by-side table")
     ap.add_argument("--only", nargs="*", help="ground-truth ids")
+    ap.add_argument("--attention", choices=["auto", "soft", "hard"], default="auto",
+                    help="attention of every row (hard: star-free and quasi-aperiodic languages by B-RASP)")
+    ap.add_argument("--hard-classes", action="store_true",
+                    help="only the ground-truth languages that are star-free or quasi-aperiodic (FO[<,MOD])")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--no-side-by-side", action="store_true", help="skip the recency / RoPE table")
     ap.add_argument("--kv-long", type=int, default=0, help="length of the KV-cache recency check (0 = off)")
@@ -129,11 +135,14 @@ def main() -> None:
     langs = json.loads(GROUND_TRUTH.read_text())["languages"]
     if args.only:
         langs = [e for e in langs if e["id"] in set(args.only)]
+    if args.hard_classes:
+        langs = [e for e in langs if e["expected"]["star_free"] or e["expected"]["quasi_aperiodic"]]
     rows = []
     print(f"{'language':<30} {'class':<10} {'encoding':<20} {'attn':<5} {'L/H':>6} {'build s':>8} {'verify s':>9} "
           f"{'verified ≤':>10} {'N_max':>6} exact")
     for e in langs:
-        modes = ["rope", "recency"] if (e["expected"]["lr_or_ltl_p_y"] and not e["expected"]["qr"]) else ["rope"]
+        modes = (["rope", "recency"] if (e["expected"]["lr_or_ltl_p_y"] and not e["expected"]["qr"]) and args.attention != "hard"
+                 else ["rope"])  # Y-heads' mode only matters for soft attention
         for y_mode in modes:
             r = _row(e, args, y_mode)
             rows.append(r)
