@@ -34,13 +34,14 @@ from torch import nn
 
 from .encodings import NoPE, PositionalEncoding
 
-__all__ = ["MASKS", "ATTENTIONS", "TIES", "IMPLS", "visibility", "stable_softmax", "hard_attention_weights", "MultiHeadAttention",
+__all__ = ["MASKS", "ATTENTIONS", "TIES", "IMPLS", "LENGTH_SCALES", "length_factor", "visibility", "stable_softmax", "hard_attention_weights", "MultiHeadAttention",
            "AttentionTrace", "KVCache"]
 
 MASKS = ("strict", "nonstrict", "none")
 IMPLS = ("exact", "sdpa")
 ATTENTIONS = ("soft", "hard")
 TIES = ("leftmost", "rightmost")
+LENGTH_SCALES = ("none", "log")
 
 
 def visibility(seq_len: int, mask: str, valid: torch.Tensor | None = None, device: torch.device | str | None = None) -> torch.Tensor:
@@ -68,6 +69,26 @@ def visibility(seq_len: int, mask: str, valid: torch.Tensor | None = None, devic
     if valid is not None:
         vis = vis & valid[:, None, None, :].to(vis.device)  # [B, 1, T, T]
     return vis
+
+
+def length_factor(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Log-length score factor ``ln(n_i)`` per query row, ``n_i`` = the keys query i sees (at least 1).
+
+    The "log n scaling" of attention logits of *Overcoming a Theoretical Limitation of
+    Self-Attention* (§ on length generalization: multiplying the logits by log n keeps one key's
+    weight from diluting as 1/n), with n the number of visible keys, so under a causal mask each
+    query uses its own prefix length. Rows seeing one key (or none) get factor 0, which leaves
+    their weights unchanged (one key: weight 1; none: zeroed anyway).
+
+    Args:
+        visible: bool ``[..., T_q, T_k]`` visibility (:func:`visibility`).
+        dtype: the scores' dtype.
+
+    Returns:
+        ``[..., T_q, 1]`` factors in ``dtype``.
+    """
+    n = visible.sum(dim=-1, keepdim=True).clamp_(min=1)
+    return torch.log(n.to(torch.float32)).to(dtype)
 
 
 def stable_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
@@ -178,6 +199,11 @@ class MultiHeadAttention(nn.Module):
         tie: ``"leftmost"`` or ``"rightmost"`` (hard attention only).
         mask: ``"strict"``, ``"nonstrict"`` or ``"none"``.
         score_scale: multiplier of q·k (default 1/√d_head).
+        length_scale: ``"none"`` (default) or ``"log"``: each query row's scores (after
+            ``score_scale`` and the encoding's score bias) are multiplied by ``ln(n_i)``, n_i its
+            visible keys (:func:`length_factor`; *Overcoming a Theoretical Limitation of
+            Self-Attention*). Hard attention's choice is unchanged by it (a positive factor where
+            two or more keys are visible).
         bias: whether the projections have biases (Eq. 4 of *Disentangling the Expressivity of RoPE*
             has query/key biases b_q, b_k that RoPE rotates with the projection).
         impl: ``"exact"`` (default) materializes scores and computes :func:`stable_softmax` /
@@ -198,8 +224,12 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, d_head: int | None = None, attention: str = "soft", tie: str = "rightmost",
-                 mask: str = "strict", score_scale: float | None = None, bias: bool = True, impl: str = "exact") -> None:
+                 mask: str = "strict", score_scale: float | None = None, bias: bool = True, impl: str = "exact",
+                 length_scale: str = "none") -> None:
         super().__init__()
+        if length_scale not in LENGTH_SCALES:
+            raise ValueError(f"unknown length_scale {length_scale!r}; expected one of {LENGTH_SCALES}")
+        self.length_scale = length_scale
         if impl not in IMPLS:
             raise ValueError(f"unknown attention implementation {impl!r}; expected one of {IMPLS}")
         self.impl = impl
@@ -241,12 +271,17 @@ class MultiHeadAttention(nn.Module):
         vis = visibility(T, self.mask, valid, device=x.device)  # [B or 1, 1, T, T]
         fp32 = bool(getattr(encoding, "scores_in_fp32", False))  # pj_rotary: QKᵀ never in bf16/fp16
         if self.impl == "sdpa" and self.attention == "soft" and not return_trace:
+            bias = encoding.score_bias(positions)
+            if self.length_scale == "log":  # f·(s·q·k + b) = s·(f·q)·k + f·b
+                f = length_factor(vis, q.dtype)  # [B or 1, 1, T, 1]
+                q = q * f
+                bias = None if bias is None else bias * f
             if fp32:
                 with torch.autocast(device_type=x.device.type, enabled=False):
                     wide = torch.promote_types(q.dtype, torch.float32)
-                    heads = self._sdpa(q.to(wide), k.to(wide), v.to(wide), vis, encoding.score_bias(positions)).to(v.dtype)
+                    heads = self._sdpa(q.to(wide), k.to(wide), v.to(wide), vis, bias).to(v.dtype)
             else:
-                heads = self._sdpa(q, k, v, vis, encoding.score_bias(positions))
+                heads = self._sdpa(q, k, v, vis, bias)
             return self.out_proj(heads.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head))
         if fp32:
             with torch.autocast(device_type=x.device.type, enabled=False):
@@ -261,6 +296,8 @@ class MultiHeadAttention(nn.Module):
             scores = scores + bias.to(scores.dtype)
         if _autocast_on(x.device.type) and scores.dtype in (torch.float16, torch.bfloat16):
             scores = scores.float()  # like torch.softmax under autocast
+        if self.length_scale == "log":
+            scores = scores * length_factor(vis, scores.dtype)
         if self.attention == "soft":
             w = stable_softmax(scores, vis)
         else:
@@ -335,6 +372,8 @@ class MultiHeadAttention(nn.Module):
         bias = encoding.score_bias_block(positions, cache.positions)
         if bias is not None:
             scores = scores + bias.to(scores.dtype)
+        if self.length_scale == "log":
+            scores = scores * length_factor(vis, scores.dtype)
         if self.attention == "soft":
             w = stable_softmax(scores, vis)
         else:

@@ -21,7 +21,7 @@ Spec (a JSON-ready dict; every key but ``language`` and ``encodings`` optional):
         "max_steps": 2000, "batch_size": 64, "patience": 100,
         "train_lengths": {"range": [1, 40]}, "test_lengths": {"range": [41, 100]} | {"lengths": [41, 45, 50]},
         "eval_per_length": 512, "near_miss_fraction": 0.5,
-        "n_layers": 2, "d_model": 32, "n_heads": 4, "d_ff": 64,
+        "n_layers": 2, "d_model": 32, "n_heads": 4, "d_ff": 64, "length_scale": "none" | "log",
         "weight_decay": 0.01, "grad_clip": 1.0, "warmup_steps": 0,
         "device": "auto", "precision": "auto"
       },
@@ -124,6 +124,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "d_model": 64,
         "n_heads": 8,
         "d_ff": 256,
+        "length_scale": "none",
         "seeds": [0, 1, 2, 3, 4],
         "learning_rates": [1e-4, 3e-4, 5e-4],
         "batch_size": 128,
@@ -141,12 +142,18 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
     # Table 2 of Disentangling the Expressivity of RoPE (train lengths 1-40, every test length
     # 41-500) sized for a 2-core CPU: the quick model, 32 strings per test length; the runs of an
-    # experiment train and evaluate together (langclass.models.train_batched).
+    # experiment train and evaluate together (langclass.models.train_batched). Attention scores are
+    # scaled by ln(keys seen) for every encoding ("length_scale": "log", the log-length scaling of
+    # Overcoming a Theoretical Limitation of Self-Attention): without it periodic RoPE reached only
+    # N* 173-219 on (aa)*, every error a long near miss (one b among hundreds of a's) accepted
+    # because soft attention dilutes the one b as 1/n; the scaling keeps its weight from
+    # vanishing and carries RoPE_P to 500, while NoPE still cannot tell even from odd lengths.
     "paper-lite": {
         "n_layers": 2,
         "d_model": 32,
         "n_heads": 4,
         "d_ff": 64,
+        "length_scale": "log",
         "seeds": [0],
         "learning_rates": [1e-3],
         "batch_size": 64,
@@ -168,6 +175,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "d_model": 32,
         "n_heads": 4,
         "d_ff": 64,
+        "length_scale": "none",
         "seeds": [0],
         "learning_rates": [1e-3],
         "batch_size": 64,
@@ -279,6 +287,7 @@ def _model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any]) -> A
             attention="soft",
             mask="strict",
             norm="pre",
+            length_scale=settings.get("length_scale", "none"),
             encoding={"name": enc.name, **enc.params},
         )
     except TypeError as exc:  # an unknown keyword for the encoding family

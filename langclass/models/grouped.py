@@ -49,7 +49,8 @@ __all__ = ["GROUPABLE_FAMILIES", "group_key", "GroupedRecognizers", "StackedAdam
 GROUPABLE_FAMILIES = frozenset({"nope", "rope", "rope_periodic", "sinusoidal", "sinusoidal_periodic", "alibi"})
 """Encoding families without learnable parameters whose effect is a table (rotary, absolute or bias)."""
 
-_SHAPE_FIELDS = ("alphabet", "d_model", "n_heads", "n_layers", "head_dim", "ff_dim", "score_scale", "activation", "layer_norm_eps")
+_SHAPE_FIELDS = ("alphabet", "d_model", "n_heads", "n_layers", "head_dim", "ff_dim", "score_scale", "length_scale", "activation",
+                 "layer_norm_eps")
 
 
 def group_key(config: Any) -> tuple | None:
@@ -107,6 +108,7 @@ class GroupedRecognizers:
         self.L = cfg.n_layers
         self.scale = 1.0 / math.sqrt(self.dh) if cfg.score_scale is None else float(cfg.score_scale)
         self.eps = cfg.layer_norm_eps
+        self.log_scale = getattr(cfg, "length_scale", "none") == "log"  # scores of query i × ln(i) (i keys visible)
         self.act = F.relu if cfg.activation == "relu" else F.gelu
         self._tables_T = 0
         self._tables: dict[str, Any] = {}
@@ -200,7 +202,7 @@ class GroupedRecognizers:
             return {"C": t["C"][:, :T] if t["C"] is not None else None, "S": t["S"][:, :T] if t["S"] is not None else None,
                     "absolute": t["absolute"][:, :T] if t["absolute"] is not None else None,
                     "bias": t["bias"][:, :, :T, :T] if t["bias"] is not None else None,
-                    "mask": t["mask"][:T, :T], "keep": t["keep"][:T]}
+                    "mask": t["mask"][:T, :T], "keep": t["keep"][:T], "logn": t["logn"][:T]}
         want, T = T, max(T, 2 * self._tables_T)
         dev, dh, D, H = self.device, self.dh, self.D, self.H
         out: dict[str, Any] = {"C": None, "S": None, "absolute": None, "bias": None}
@@ -233,6 +235,7 @@ class GroupedRecognizers:
             visible[0, 0] = True  # BOS sees no key: give it one, then zero its output
             out["mask"] = torch.zeros(T, T, device=dev).masked_fill_(~visible, float("-inf"))
             out["keep"] = (i > 0).float()[:, None]  # [T, 1]
+            out["logn"] = torch.log(i.clamp(min=1).float())  # [T]: query i sees keys 0..i−1 (length_factor)
         self._tables, self._tables_T = out, T
         return self._tables_for(want)
 
@@ -305,12 +308,16 @@ class GroupedRecognizers:
             C, S = tabs["C"][:, None, :, None, :], tabs["S"][:, None, :, None, :]  # [R, 1, T, 1, dh]
             q = q * C + _swap_halves(q) * S
             k = k * C + _swap_halves(k) * S
+        bias = tabs["bias"]
+        if self.log_scale:  # f·(s·q·k + b) = s·(f·q)·k + f·b with f = ln(i) per query row
+            q = q * tabs["logn"][:, None, None]
+            bias = None if bias is None else bias * tabs["logn"][:, None]
         q, k, v = (t.permute(0, 1, 3, 2, 4) for t in (q, k, v))  # [R, B, H, T, dh]
-        if tabs["bias"] is None:  # fused kernel; the same function up to reassociation
+        if bias is None:  # fused kernel; the same function up to reassociation
             heads = F.scaled_dot_product_attention(q.reshape(R * B, H, T, dh), k.reshape(R * B, H, T, dh), v.reshape(R * B, H, T, dh),
                                                    attn_mask=tabs["mask"], scale=self.scale).view(R, B, H, T, dh)
         else:
-            scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale + tabs["bias"][:, None]  # [R, B, H, T, T]
+            scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale + bias[:, None]  # [R, B, H, T, T]
             heads = torch.matmul(torch.softmax(scores + tabs["mask"], dim=-1), v)
         heads = heads * tabs["keep"]  # [R, B, H, T, dh]; the BOS row (no visible key) is 0
         a = self._lin(heads.permute(0, 1, 3, 2, 4).reshape(R, B, T, H * dh), p[f"{pre}.attn.out_proj.weight"], p[f"{pre}.attn.out_proj.bias"])
@@ -340,6 +347,8 @@ class GroupedRecognizers:
         if tabs["bias"] is not None:
             bias = tabs["bias"][br[:, :, None], torch.arange(H, device=x.device)[None, None, :], eos[:, :, None]]  # [R, B, H, T]
             scores = scores + bias[:, :, :, None, :]
+        if self.log_scale:  # the EOS query sees eos keys
+            scores = scores * tabs["logn"][eos][:, :, None, None, None]
         j = torch.arange(T, device=x.device)
         mask = torch.zeros(R, B, T, device=x.device).masked_fill_(j[None, None, :] >= eos[:, :, None], float("-inf"))
         w = torch.softmax(scores + mask[:, :, None, None, :], dim=-1)  # EOS (index ≥ 1) always sees BOS

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from ..core.errors import InputError
-from .attention import ATTENTIONS, IMPLS, MASKS, TIES, AttentionTrace, MultiHeadAttention
+from .attention import ATTENTIONS, IMPLS, LENGTH_SCALES, MASKS, TIES, AttentionTrace, MultiHeadAttention
 from .encodings import PositionalEncoding, canonical_json, make_encoding
 from .tokens import Batch, Vocabulary
 
@@ -63,6 +63,11 @@ class RecognizerConfig:
             this config. Default ``{"name": "nope"}``.
         dtype: ``"float32"``, ``"float64"``, ``"bfloat16"`` or ``"float16"``.
         score_scale: multiplier of q·k (default 1/√d_head).
+        length_scale: ``"none"`` (default) or ``"log"``: every attention score of query i is
+            multiplied by ln(number of keys i sees) — the log-length scaling of *Overcoming a
+            Theoretical Limitation of Self-Attention*, which keeps one key's weight from diluting
+            as 1/n on long strings (:func:`~langclass.models.attention.length_factor`). Left out of
+            :meth:`to_dict` when ``"none"``, so the digests of existing models do not change.
         bias: biases in the linear layers.
         activation: ``"relu"`` or ``"gelu"``.
         dropout: dropout probability on sub-layer outputs (training only).
@@ -88,6 +93,7 @@ class RecognizerConfig:
     encoding: Mapping[str, Any] = field(default_factory=lambda: {"name": "nope"})
     dtype: str = "float32"
     score_scale: float | None = None
+    length_scale: str = "none"
     bias: bool = True
     activation: str = "relu"
     dropout: float = 0.0
@@ -108,7 +114,8 @@ class RecognizerConfig:
         if self.d_head is None and self.d_model % self.n_heads:
             raise _cfg_err(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; set d_head", "d_head")
         for key, allowed in (("attention", ATTENTIONS), ("tie", TIES), ("mask", MASKS), ("norm", NORMS),
-                             ("dtype", tuple(DTYPES)), ("activation", ACTIVATIONS), ("attention_impl", IMPLS)):
+                             ("dtype", tuple(DTYPES)), ("activation", ACTIVATIONS), ("attention_impl", IMPLS),
+                             ("length_scale", LENGTH_SCALES)):
             if getattr(self, key) not in allowed:
                 raise _cfg_err(f"{key} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}", key)
         if not isinstance(self.encoding, Mapping) or "name" not in self.encoding:
@@ -152,6 +159,8 @@ class RecognizerConfig:
         d = asdict(self)
         d["alphabet"] = list(self.alphabet)
         d["encoding"] = json.loads(canonical_json(dict(self.encoding)))
+        if d["length_scale"] == "none":  # the default: keeps the digests of models made before the option
+            del d["length_scale"]
         return d
 
     @classmethod
@@ -196,7 +205,7 @@ class Block(nn.Module):
         super().__init__()
         self.norm = cfg.norm
         self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.attention, cfg.tie, cfg.mask,
-                                       cfg.score_scale, cfg.bias, cfg.attention_impl)
+                                       cfg.score_scale, cfg.bias, cfg.attention_impl, cfg.length_scale)
         self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.activation, cfg.bias)
         if cfg.norm != "none":
             self.ln1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)

@@ -148,7 +148,7 @@ LearningRate = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False, descripti
 ProfileName = Literal["quick", "paper-lite", "paper"]
 """Training profiles (:data:`langclass.models.experiment.PROFILES`): ``quick`` (2-core CPU, test
 lengths 41–100), ``paper-lite`` (2-core CPU, test lengths 41–500 as Table 2 of *Disentangling the
-Expressivity of RoPE*), ``paper`` (its App. E.2 settings)."""
+Expressivity of RoPE*, log-length attention scaling), ``paper`` (its App. E.2 settings)."""
 
 
 class _Frozen(BaseModel):
@@ -378,6 +378,8 @@ class TrainOverrides(_Frozen):
     grad_clip: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] | None = None
     device: Annotated[str, Field(max_length=32, pattern=r"^(auto|cpu|cuda(:\d{1,3})?|mps)$")] | None = None
     precision: Literal["auto", "float32", "bfloat16"] | None = None
+    length_scale: Literal["none", "log"] | None = Field(
+        None, description="attention scores × ln(keys seen) for every encoding of the grid (RecognizerConfig.length_scale)")
 
     def check_limits(self, limits: JobLimits) -> None:
         """Raise :class:`LimitExceeded` for the first field over its named limit."""
