@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langclass.core.automaton import DFA  # noqa: E402
 from langclass.models.experiment import run_experiment  # noqa: E402
+from langclass.models.train import configure_threads  # noqa: E402
 
 LANGUAGES = {
     # (aa)* over {a, b}: states 0 (even a^n), 1 (odd a^n), 2 (sink)
@@ -98,7 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     wall: dict[str, float] = {m: 0.0 for m in modes}
     cpu: dict[str, float] = {m: 0.0 for m in modes}
     load0 = os.getloadavg()
-    print(f"load average at start {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} ({os.cpu_count()} CPUs)", flush=True)
+    # what run_experiment sets on a CPU, for both paths alike: the library's default (one intra-op
+    # thread unless LANGCLASS_TORCH_THREADS says otherwise)
+    threads = configure_threads()
+    print(f"load average at start {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} ({os.cpu_count()} CPUs); torch intra-op threads "
+          f"{threads} for both paths (configure_threads: LANGCLASS_TORCH_THREADS={os.environ.get('LANGCLASS_TORCH_THREADS', 'unset')})",
+          flush=True)
     for i, lang in enumerate(args.languages):
         spec = {
             "language": LANGUAGES[lang].to_canonical_dict(),
@@ -148,8 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         same_reached = picks(seq, ("encoding", "seed", "reached_longest")) == picks(bat, ("encoding", "seed", "reached_longest"))
         same_verdicts = [(l, lb, x["verdict"]["status"]) for l, lb, x in rows["sequential"]] == \
             [(l, lb, x["verdict"]["status"]) for l, lb, x in rows["batched"]]
-        print(f"\nbatched vs sequential: wall {wall['sequential']:.1f} s → {wall['batched']:.1f} s (speedup {wall['sequential'] / wall['batched']:.2f}×), "
-              f"CPU {cpu['sequential']:.1f} s → {cpu['batched']:.1f} s (speedup {cpu['sequential'] / cpu['batched']:.2f}×)")
+        sw, sc = wall["sequential"] / wall["batched"], cpu["sequential"] / cpu["batched"]
+        print(f"\nbatched vs sequential ({threads} torch thread{'s' if threads > 1 else ''} each): wall {wall['sequential']:.1f} s → "
+              f"{wall['batched']:.1f} s (speedup {sw:.2f}×), CPU {cpu['sequential']:.1f} s → {cpu['batched']:.1f} s (speedup {sc:.2f}×)")
+        print(f"goal (issue 16): speedup ≥ 3× — wall {'met' if sw >= 3 else 'NOT met'} ({sw:.2f}×), CPU {'met' if sc >= 3 else 'NOT met'} ({sc:.2f}×)")
         print(f"same steps and N* for every run: {same_runs}; same per-seed verdict (N* = longest tested length or not): "
               f"{same_reached}; same verdicts per encoding: {same_verdicts}")
         if not same_runs:

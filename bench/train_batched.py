@@ -1,6 +1,6 @@
 """Where the batched path's speed comes from: per-run CPU cost of a training step and of evaluation.
 
-Measures, in one process with one torch thread (CPU seconds, which the machine's load inflates far
+Measures, in one process with one torch thread (``--threads`` to change it; CPU seconds, which the machine's load inflates far
 less than wall seconds), on (aa)* with the quick model (2 layers, d_model 32, 4 heads, batch 64):
 
 * ``sequential``: :func:`langclass.models.train.train_recognizer` / ``make_predict`` — one run at a time;
@@ -12,7 +12,7 @@ less than wall seconds), on (aa)* with the quick model (2 layers, d_model 32, 4 
 So ``sequential / grouped R=1`` is what the reorganised computation gives by itself and
 ``grouped R=1 / grouped R=9`` what stacking runs adds on this CPU.
 
-    .venv/bin/python bench/train_batched.py [--steps 40] [--lengths 10]
+    .venv/bin/python bench/train_batched.py [--steps 40] [--lengths 10] [--threads 1]
 """
 
 from __future__ import annotations
@@ -42,17 +42,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=40, help="training steps per run (no early stop)")
     ap.add_argument("--lengths", type=int, default=10, help="test lengths 41, 47, … (every 6th up to 100)")
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1, the library's default)")
     args = ap.parse_args(argv)
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     sampler = LanguageSampler(AA.canonical(), 100)
     tests = build_test_sets(sampler, list(range(41, 101, 6))[: args.lengths], 512, 0)
     mcs = [RecognizerConfig(alphabet=("a", "b"), d_model=32, n_heads=4, n_layers=2, d_ff=64, encoding=e) for e in ENCODINGS]
     runs = [(mc, TrainConfig(learning_rate=1e-3, max_steps=args.steps, batch_size=64, patience=None, seed=s, device="cpu",
                              precision="float32")) for mc in mcs for s in (0, 1, 2)]
     load = os.getloadavg()[0]
-    print(f"(aa)*, quick model, {args.steps} steps per run, {len(tests)} test lengths × 512 strings; load {load:.1f}", flush=True)
+    print(f"(aa)*, quick model, {args.steps} steps per run, {len(tests)} test lengths × 512 strings; load {load:.1f}; "
+          f"torch threads {torch.get_num_threads()}", flush=True)
 
-    c0 = time.process_time()
+    c0, w0 = time.process_time(), time.perf_counter()
     seq_models = [train_recognizer(mc, cfg, sampler).model for mc, cfg in runs[:3]]
     seq_train = (time.process_time() - c0) / 3
     c0 = time.process_time()
@@ -74,11 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     c0 = time.process_time()
     evaluate_group(nine, tests)
     g9_eval = (time.process_time() - c0) / len(runs)
+    wall = time.perf_counter() - w0
 
     print(f"{'per run, CPU s':<22}{'train':>8}{'ms/step':>9}{'eval':>8}{'total':>8}{'vs sequential':>15}")
     for name, t, e in (("sequential", seq_train, seq_eval), ("grouped R=1", g1_train, g1_eval), ("grouped R=9", g9_train, g9_eval)):
         print(f"{name:<22}{t:>8.2f}{1000 * t / args.steps:>9.1f}{e:>8.2f}{t + e:>8.2f}{(seq_train + seq_eval) / (t + e):>14.2f}×")
-    print(f"load average at end {os.getloadavg()[0]:.1f}")
+    print(f"load average at end {os.getloadavg()[0]:.1f}; {wall:.1f} s wall in all")
     return 0
 
 

@@ -37,14 +37,21 @@ def _words(seed: int, n: int, max_len: int) -> list[tuple[int, ...]]:
     return [tuple(rng.randrange(2) for _ in range(rng.randrange(0, max_len + 1))) for _ in range(n)]
 
 
-@pytest.mark.parametrize("n_layers", [0, 1, 2, 3])
-def test_grouped_logits_and_gradients_equal_each_recognizer(n_layers):
+NOT_ABSOLUTE = [e for e in ENCODINGS if not e["name"].startswith("sinusoidal")]
+
+
+@pytest.mark.parametrize("n_layers,encodings", [(0, ENCODINGS), (1, ENCODINGS), (2, ENCODINGS), (3, ENCODINGS),
+                                                (2, NOT_ABSOLUTE), (3, NOT_ABSOLUTE), (2, NOT_ABSOLUTE[:1])])
+def test_grouped_logits_and_gradients_equal_each_recognizer(n_layers, encodings):
     """Every groupable family (both pair layouts, partial rotary, several periods) in one group:
     logits on shared and on per-run batches, and the gradients, match each model alone (float32
-    reassociation only) — two implementations of one function."""
+    reassociation only) — two implementations of one function. Groups without an absolute
+    encoding take the first layer's projections from the vocabulary table (GroupedRecognizers.weights);
+    NoPE alone has no rotation at all."""
     assert {e["name"] for e in ENCODINGS} == set(GROUPABLE_FAMILIES)
-    models = _models(n_layers)
+    models = _models(n_layers, encodings)
     group = GroupedRecognizers(models)
+    assert ("0.table" in group.weights()) == (n_layers > 1 and encodings is not ENCODINGS)
     ids, valid, eos = encode_batch(_words(0, 24, 13), torch.device("cpu"))
     ref = torch.stack([m(ids, valid, eos) for m in models])
     assert torch.allclose(group.logits(ids[None], eos[None]), ref, atol=2e-5, rtol=1e-5)

@@ -152,3 +152,17 @@ def test_run_experiment_batched_gives_the_sequential_results():
     train_events = [e for e in events if e["phase"] == "train"]
     assert train_events and all(e["group"] == [0, 1, 2, 3] for e in train_events)
     assert events[-1]["phase"] == "done"
+
+
+def test_encode_runs_is_encode_batch_of_each_run():
+    """The step's batches encoded at once: each run's rows are encode_batch's, padded with PAD to
+    the longest training length + 2 (letter 0 is not taken for padding)."""
+    from langclass.models.train import encode_batch
+    from langclass.models.train_batched import _encode_runs
+
+    runs = [[(0,), (1, 0, 0), (), (0, 0)], [(1, 1, 1, 0), (0,), (1,), ()]]
+    ids, n = _encode_runs(runs, 5)
+    assert ids.shape == (2, 4, 7) and n.tolist() == [[1, 3, 0, 2], [4, 1, 1, 0]]
+    for a, run in enumerate(runs):
+        ref = encode_batch(run, torch.device("cpu"))[0].numpy()
+        assert (ids[a, :, :ref.shape[1]] == ref).all() and (ids[a, :, ref.shape[1]:] == 0).all()

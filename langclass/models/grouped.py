@@ -19,7 +19,9 @@ using three facts about that function:
   which leaves it bit for bit), an absolute family as the rows it adds to the embedding
   (``embed`` of zeros), a bias family as its score bias. The rotation partner of each channel
   (the pair layout) is folded into the query/key projection weights (a row permutation of W_q, W_k),
-  so the rotation is two elementwise products per tensor, whatever the runs' layouts.
+  and the projections of each channel's partner are computed by the same matmul (W_q, W_k with
+  the halves of every head exchanged), so the rotation of q and k together is one ``y·C + y_s·S``
+  (``torch.addcmul``), whatever the runs' layouts.
 * **With right padding and a strict mask, padding needs no mask.** Query i sees keys j < i; a
   query at or before EOS therefore sees only real tokens, and padded rows are never read. One
   additive ``[T, T]`` causal mask serves every string (the BOS row, which sees no key, is zeroed,
@@ -27,6 +29,12 @@ using three facts about that function:
 * **Only EOS is read.** The last layer computes its query, attention and feed-forward at the EOS
   position of each string only (keys and values at every position), and the final LayerNorm and
   readout act on that row.
+
+and two rewritings of the same function that move work from the activations to the small weights
+(:meth:`GroupedRecognizers.weights`, derived once per training step for all its length buckets):
+every LayerNorm's affine part is folded into the linear map after it (``(n·g + β)Wᵀ + c =
+n(W diag g)ᵀ + (Wβ + c)``), and without absolute tables the first layer's input is the token
+embedding alone, so its q/k/v projections are computed for the V vocabulary rows and looked up.
 
 Parameters live in ``theta`` (leaf, ``requires_grad``) and are handed to the forward as views
 (``theta.split``), so the gradient is one ``[R, P]`` tensor: per-run gradient clipping is one norm
@@ -100,6 +108,9 @@ class GroupedRecognizers:
         self.shapes = [s for _, s in layout]
         self.sizes = [s.numel() for s in self.shapes]
         self.D, self.H, self.dh = cfg.d_model, cfg.n_heads, cfg.head_dim
+        half = self.dh // 2
+        self._swap_rows = torch.tensor([h * self.dh + (c + half) % self.dh for h in range(self.H) for c in range(self.dh)],
+                                       device=self.device)  # q/k row of each head's rotation partner
         self.encodings = [m.encoding.to(self.device) for m in models]
         self._perm = [self._channel_order(e) for e in self.encodings]
         with torch.no_grad():
@@ -195,7 +206,7 @@ class GroupedRecognizers:
         self.biased = any(k == "bias" for k in kinds)
 
     def _tables_for(self, T: int) -> dict[str, Any]:
-        """Per-run tables for positions 0..T−1: ``C, S [R, T, dh]`` (rotation), ``absolute [R, T, D]``,
+        """Per-run tables for positions 0..T−1: ``C, S [R, T, H·dh]`` (rotation, the same for every head), ``absolute [R, T, D]``,
         ``bias [R, H, T, T]`` and the causal mask ``[T, T]`` (cached for the longest T asked)."""
         if T <= self._tables_T:
             t = self._tables
@@ -220,7 +231,7 @@ class GroupedRecognizers:
                         C[:, half:half + n], S[:, half:half + n] = cos[0].float(), sin[0].float()  # b' = a·sin + b·cos
                     Cs.append(C)
                     Ss.append(S)
-                out["C"], out["S"] = torch.stack(Cs), torch.stack(Ss)
+                out["C"], out["S"] = torch.stack(Cs).repeat(1, 1, H), torch.stack(Ss).repeat(1, 1, H)  # [R, T, H·dh]
             if self.absolute:
                 out["absolute"] = torch.stack([
                     e.embed(torch.zeros(1, T, D, device=dev), e.position_ids(T, device=dev))[0].float() for e in self.encodings])
@@ -240,27 +251,54 @@ class GroupedRecognizers:
         return self._tables_for(want)
 
     # ------------------------------------------------------------------ forward
-    def logits(self, ids: torch.Tensor, eos: torch.Tensor | None = None, theta: torch.Tensor | None = None) -> torch.Tensor:
+    def weights(self, theta: torch.Tensor | None = None) -> dict[str, Any]:
+        """The per-run weights the forward uses, derived from ``theta`` (default ``self.theta``)
+        once for any number of :meth:`logits` calls (differentiable): every LayerNorm's affine part
+        folded into the linear map after it (:meth:`_fold`), the attention projections stacked
+        (:meth:`_proj`), and — without absolute tables — the first layer's projections of the V
+        vocabulary rows (the first layer's input is then a function of the token alone)."""
+        th = self.theta if theta is None else theta
+        p = self.params(th)
+        out: dict[str, Any] = {"R": th.shape[0], "emb": p["embedding.weight"]}  # [R, V, D]
+        for layer in range(self.L):
+            pre = f"layers.{layer}"
+            last = layer == self.L - 1
+            kv = ("k", "ks", "v") if self.rotary else ("k", "v")
+            q = ("q", "qs") if self.rotary else ("q",)
+            full = ("q", "k", "qs", "ks", "v") if self.rotary else ("q", "k", "v")  # the order _block splits
+            out[f"{layer}.proj"] = self._proj(p, pre, kv if last else full)
+            if last:
+                out[f"{layer}.q"] = self._proj(p, pre, q)
+            out[f"{layer}.out"] = (p[f"{pre}.attn.out_proj.weight"].transpose(1, 2), p[f"{pre}.attn.out_proj.bias"][:, None, :])
+            w1, b1 = self._fold(p[f"{pre}.ln2.weight"], p[f"{pre}.ln2.bias"], p[f"{pre}.ff.fc1.weight"], p[f"{pre}.ff.fc1.bias"])
+            out[f"{layer}.ff"] = (w1.transpose(1, 2), b1[:, None, :], p[f"{pre}.ff.fc2.weight"].transpose(1, 2), p[f"{pre}.ff.fc2.bias"][:, None, :])
+        if self.L > 1 and not self.absolute:
+            w, b = out["0.proj"]
+            out["0.table"] = torch.baddbmm(b, self._norm(out["emb"]), w).reshape(-1, w.shape[-1])  # [R·V, n·H·dh]
+        w, c = self._fold(p["final_norm.weight"], p["final_norm.bias"], p["readout.weight"], p["readout.bias"])
+        out["readout"] = (w.transpose(1, 2), c[:, None, :])
+        return out
+
+    def logits(self, ids: torch.Tensor, eos: torch.Tensor | None = None, theta: torch.Tensor | None = None,
+               weights: dict[str, Any] | None = None) -> torch.Tensor:
         """Accept logits ``float32 [R, B]`` (accept iff > 0) of every run on its strings.
 
         Args:
             ids: ``int64 [R, B, T]`` right-padded ``BOS w EOS`` ids (run r reads row r), or
                 ``[1, B, T]`` read by every run (:func:`langclass.models.train.encode_batch` layout).
             eos: ``int64 [R or 1, B]`` EOS indices; None means every string ends at T − 1.
-            theta: parameters ``[R, P]`` (default ``self.theta``).
+            theta: parameters ``[R, P]`` (default ``self.theta``); ignored when ``weights`` is given.
+            weights: :meth:`weights` of the parameters, to share between calls (e.g. the length
+                buckets of one training step).
         """
-        th = self.theta if theta is None else theta
-        p = self.params(th)
-        R = th.shape[0]
+        wt = self.weights(theta) if weights is None else weights
+        R = wt["R"]
         Rin, B, T = ids.shape
         tabs = self._tables_for(T)
-        emb = p["embedding.weight"]  # [R, V, D]
-        if Rin == 1:
-            x = emb[:, ids[0]]  # [R, B, T, D]
-        else:
-            V = emb.shape[1]
-            offs = (torch.arange(R, device=ids.device) * V)[:, None, None]
-            x = emb.reshape(R * V, -1)[ids + offs]
+        emb = wt["emb"]
+        V = emb.shape[1]
+        rows = ids.expand(R, B, T) + (torch.arange(R, device=ids.device) * V)[:, None, None]  # rows of emb.view(R·V, D)
+        x = F.embedding(rows, emb.reshape(R * V, -1))  # [R, B, T, D]
         if tabs["absolute"] is not None:
             x = x + tabs["absolute"][:, None]
         if eos is None:
@@ -268,101 +306,118 @@ class GroupedRecognizers:
         else:
             eos_idx = eos.expand(R, B) if eos.shape[0] == 1 else eos
         for layer in range(self.L - 1):
-            x = self._block(p, layer, x, tabs)
+            x = self._block(wt, layer, x, tabs, rows if layer == 0 and "0.table" in wt else None)
         br = torch.arange(R, device=ids.device)[:, None]
         bb = torch.arange(B, device=ids.device)[None, :]
         if self.L:
-            xe = self._last_block(p, self.L - 1, x, tabs, eos_idx, br, bb)  # [R, B, D]
+            xe = self._last_block(wt, self.L - 1, x, tabs, eos_idx, br, bb)  # [R, B, D]
         else:
             xe = x[br, bb, eos_idx]
-        h = self._ln(xe, p["final_norm.weight"], p["final_norm.bias"])
-        out = torch.baddbmm(p["readout.bias"][:, None, :], h, p["readout.weight"].transpose(1, 2))  # [R, B, 1]
-        return out[..., 0].float()
+        w, c = wt["readout"]
+        return torch.baddbmm(c, self._norm(xe), w)[..., 0].float()  # [R, B]
 
-    def _ln(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        shape = (w.shape[0],) + (1,) * (x.dim() - 2) + (w.shape[-1],)
-        return F.layer_norm(x, (self.D,), eps=self.eps) * w.view(shape) + b.view(shape)
+    def _norm(self, x: torch.Tensor) -> torch.Tensor:
+        """LayerNorm without its affine part (folded into the next linear map by :meth:`_fold`)."""
+        return F.layer_norm(x, (self.D,), eps=self.eps)
 
     @staticmethod
-    def _lin(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """Per-run linear map: ``x [R, ..., in]``, ``w [R, out, in]``, ``b [R, out]`` → ``[R, ..., out]``."""
-        R = x.shape[0]
-        y = torch.baddbmm(b[:, None, :], x.reshape(R, -1, x.shape[-1]), w.transpose(1, 2))
-        return y.view(*x.shape[:-1], w.shape[1])
+    def _fold(ln_w: torch.Tensor, ln_b: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A LayerNorm's affine part folded into the linear map after it: ``(n·g + β)·Wᵀ + c =
+        n·(W·diag g)ᵀ + (W·β + c)``. ``ln_w, ln_b [R, D]``, ``w [R, out, D]``, ``b [R, out]`` →
+        ``(w', b')`` of the same shapes. The products are over the small weights, not the activations."""
+        return w * ln_w[:, None, :], torch.baddbmm(b[:, :, None], w, ln_b[:, :, None])[..., 0]
 
-    def _qkv(self, p: dict[str, torch.Tensor], pre: str, h: torch.Tensor, with_q: bool = True) -> list[torch.Tensor]:
-        """Projections ``[q, k, v]`` of ``h [R, ..., D]`` (q, k rows in the run's channel order)."""
-        ws = [p[f"{pre}.attn.q_proj.weight"], p[f"{pre}.attn.k_proj.weight"], p[f"{pre}.attn.v_proj.weight"]]
-        bs = [p[f"{pre}.attn.q_proj.bias"], p[f"{pre}.attn.k_proj.bias"], p[f"{pre}.attn.v_proj.bias"]]
-        y = self._lin(h, torch.cat(ws, dim=1), torch.cat(bs, dim=1))
-        return list(y.split(self.H * self.dh, dim=-1))
+    def _proj(self, p: dict[str, torch.Tensor], pre: str, names: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The attention projections ``names`` (``"q"``, ``"k"``, ``"v"``; ``"qs"``/``"ks"`` for q, k with
+        the halves of each head exchanged — the rotation partner, so a rotation is ``y·C + y_s·S``
+        with no shuffle of the activations) stacked in that order, with ln1 folded in:
+        ``wᵀ [R, D, len(names)·H·dh]``, ``b [R, 1, len(names)·H·dh]``."""
+        src = {n: (p[f"{pre}.attn.{n}_proj.weight"], p[f"{pre}.attn.{n}_proj.bias"]) for n in "qkv"}
+        ws, bs = [], []
+        for n in names:
+            wn, bn = src[n[0]]
+            if len(n) == 2:
+                wn, bn = wn[:, self._swap_rows], bn[:, self._swap_rows]
+            ws.append(wn)
+            bs.append(bn)
+        w, b = self._fold(p[f"{pre}.ln1.weight"], p[f"{pre}.ln1.bias"], torch.cat(ws, dim=1), torch.cat(bs, dim=1))
+        return w.transpose(1, 2), b[:, None, :]
 
-    def _block(self, p: dict[str, torch.Tensor], layer: int, x: torch.Tensor, tabs: dict[str, Any]) -> torch.Tensor:
-        """A full pre-norm layer on ``x [R, B, T, D]``."""
-        pre = f"layers.{layer}"
+    def _ff(self, wt: dict[str, Any], layer: int, x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+        """``x + FF(LN2(x))`` for ``x [R, N, D]`` and its normalized ``n`` (ln2 folded into fc1)."""
+        w1, b1, w2, b2 = wt[f"{layer}.ff"]
+        return torch.baddbmm(x, self.act(torch.baddbmm(b1, n, w1)), w2).add_(b2)
+
+    def _block(self, wt: dict[str, Any], layer: int, x: torch.Tensor, tabs: dict[str, Any],
+               token_rows: torch.Tensor | None = None) -> torch.Tensor:
+        """A full pre-norm layer on ``x [R, B, T, D]``; ``token_rows [R, B, T]`` (rows of the flattened
+        embedding) when ``x`` is the embedding itself and ``wt`` has the first layer's vocabulary table."""
         R, B, T, D = x.shape
         H, dh = self.H, self.dh
-        h = self._ln(x, p[f"{pre}.ln1.weight"], p[f"{pre}.ln1.bias"])
-        q, k, v = (t.view(R, B, T, H, dh) for t in self._qkv(p, pre, h))
-        if self.rotary:
-            C, S = tabs["C"][:, None, :, None, :], tabs["S"][:, None, :, None, :]  # [R, 1, T, 1, dh]
-            q = q * C + _swap_halves(q) * S
-            k = k * C + _swap_halves(k) * S
+        HD = H * dh
+        if token_rows is None:
+            w, b = wt[f"{layer}.proj"]
+            y = torch.baddbmm(b, self._norm(x).view(R, B * T, D), w).view(R, B, T, -1)
+        else:
+            y = F.embedding(token_rows, wt["0.table"])
+        # split/unbind, not slices: the backward of a slice writes a zero tensor of the whole input
+        qk, rest = y.split((2 * HD, y.shape[-1] - 2 * HD), dim=-1)
+        qk = qk.view(R, B, T, 2, HD)
+        if self.rotary:  # q, k rotated together: [R, B, T, 2, HD]
+            qks, v = rest.split((2 * HD, HD), dim=-1)
+            qk = torch.addcmul(qk * tabs["C"][:, None, :, None, :], qks.view(R, B, T, 2, HD), tabs["S"][:, None, :, None, :])
+        else:
+            v = rest
+        q, k = (t.reshape(R * B, T, H, dh).transpose(1, 2) for t in qk.unbind(dim=3))  # [RB, H, T, dh]
+        v = v.reshape(R * B, T, H, dh).transpose(1, 2)
         bias = tabs["bias"]
         if self.log_scale:  # f·(s·q·k + b) = s·(f·q)·k + f·b with f = ln(i) per query row
-            q = q * tabs["logn"][:, None, None]
+            q = q * tabs["logn"][:, None]
             bias = None if bias is None else bias * tabs["logn"][:, None]
-        q, k, v = (t.permute(0, 1, 3, 2, 4) for t in (q, k, v))  # [R, B, H, T, dh]
         if bias is None:  # fused kernel; the same function up to reassociation
-            heads = F.scaled_dot_product_attention(q.reshape(R * B, H, T, dh), k.reshape(R * B, H, T, dh), v.reshape(R * B, H, T, dh),
-                                                   attn_mask=tabs["mask"], scale=self.scale).view(R, B, H, T, dh)
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=tabs["mask"], scale=self.scale)
         else:
-            scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale + bias[:, None]  # [R, B, H, T, T]
-            heads = torch.matmul(torch.softmax(scores + tabs["mask"], dim=-1), v)
-        heads = heads * tabs["keep"]  # [R, B, H, T, dh]; the BOS row (no visible key) is 0
-        a = self._lin(heads.permute(0, 1, 3, 2, 4).reshape(R, B, T, H * dh), p[f"{pre}.attn.out_proj.weight"], p[f"{pre}.attn.out_proj.bias"])
-        x = x + a
-        f = self._lin(self.act(self._lin(self._ln(x, p[f"{pre}.ln2.weight"], p[f"{pre}.ln2.bias"]), p[f"{pre}.ff.fc1.weight"],
-                                         p[f"{pre}.ff.fc1.bias"])), p[f"{pre}.ff.fc2.weight"], p[f"{pre}.ff.fc2.bias"])
-        return x + f
+            scores = torch.matmul(q, k.transpose(-2, -1)).view(R, B, H, T, T) * self.scale + bias[:, None]
+            heads = torch.matmul(torch.softmax(scores + tabs["mask"], dim=-1).view(R * B, H, T, T), v)
+        heads = (heads.view(R, B, H, T, dh) * tabs["keep"]).permute(0, 1, 3, 2, 4)  # [R, B, T, H, dh]; the BOS row (no visible key) is 0
+        wo, bo = wt[f"{layer}.out"]
+        x = torch.baddbmm(x.view(R, B * T, D), heads.reshape(R, B * T, HD), wo).add_(bo)
+        return self._ff(wt, layer, x, self._norm(x)).view(R, B, T, D)
 
-    def _last_block(self, p: dict[str, torch.Tensor], layer: int, x: torch.Tensor, tabs: dict[str, Any], eos: torch.Tensor,
+    def _last_block(self, wt: dict[str, Any], layer: int, x: torch.Tensor, tabs: dict[str, Any], eos: torch.Tensor,
                     br: torch.Tensor, bb: torch.Tensor) -> torch.Tensor:
-        """The last layer at the EOS rows only: ``x [R, B, T, D]`` → ``[R, B, D]``."""
-        pre = f"layers.{layer}"
+        """The last layer at the EOS rows only: ``x [R, B, T, D]`` → ``[R, B, D]`` (keys and values
+        at every position, the query, attention and feed-forward at EOS)."""
         R, B, T, D = x.shape
         H, dh = self.H, self.dh
-        h = self._ln(x, p[f"{pre}.ln1.weight"], p[f"{pre}.ln1.bias"])
-        parts = self._qkv(p, pre, h)
-        k, v = parts[1].view(R, B, T, H, dh), parts[2].view(R, B, T, H, dh)
-        q = parts[0][br, bb, eos].view(R, B, H, dh)
+        HD = H * dh
+        w, b = wt[f"{layer}.proj"]
+        y = torch.baddbmm(b, self._norm(x).view(R, B * T, D), w).view(R, B, T, -1)
+        xe = x[br, bb, eos]  # [R, B, D]
+        wq, bq = wt[f"{layer}.q"]
+        q = torch.baddbmm(bq, self._norm(xe), wq)  # [R, B, HD or 2·HD]
         if self.rotary:
-            C, S = tabs["C"][:, None, :, None, :], tabs["S"][:, None, :, None, :]
-            k = k * C + _swap_halves(k) * S
-            Ce = tabs["C"][br, eos][:, :, None, :]  # [R, B, 1, dh]
-            Se = tabs["S"][br, eos][:, :, None, :]
-            q = q * Ce + _swap_halves(q) * Se
-        k, v = k.permute(0, 1, 3, 2, 4), v.permute(0, 1, 3, 2, 4)  # [R, B, H, T, dh]
-        scores = torch.matmul(q[:, :, :, None, :], k.transpose(-2, -1)) * self.scale  # [R, B, H, 1, T]
+            k, ks, v = y.split(HD, dim=-1)
+            k = torch.addcmul(k * tabs["C"][:, None], ks, tabs["S"][:, None])
+            Ce, Se = tabs["C"][br, eos], tabs["S"][br, eos]  # [R, B, HD]
+            qr, qs = q.split(HD, dim=-1)
+            q = torch.addcmul(qr * Ce, qs, Se)
+        else:
+            k, v = y.split(HD, dim=-1)
+        k = k.reshape(R * B, T, H, dh).transpose(1, 2)  # [RB, H, T, dh]
+        v = v.reshape(R * B, T, H, dh).transpose(1, 2)
+        scores = torch.matmul(q.view(R * B, H, 1, dh), k.transpose(-2, -1)).view(R, B, H, T) * self.scale
         if tabs["bias"] is not None:
-            bias = tabs["bias"][br[:, :, None], torch.arange(H, device=x.device)[None, None, :], eos[:, :, None]]  # [R, B, H, T]
-            scores = scores + bias[:, :, :, None, :]
+            scores = scores + tabs["bias"][br[:, :, None], torch.arange(H, device=x.device)[None, None, :], eos[:, :, None]]
         if self.log_scale:  # the EOS query sees eos keys
-            scores = scores * tabs["logn"][eos][:, :, None, None, None]
+            scores = scores * tabs["logn"][eos][:, :, None, None]
         j = torch.arange(T, device=x.device)
         mask = torch.zeros(R, B, T, device=x.device).masked_fill_(j[None, None, :] >= eos[:, :, None], float("-inf"))
-        w = torch.softmax(scores + mask[:, :, None, None, :], dim=-1)  # EOS (index ≥ 1) always sees BOS
-        heads = torch.matmul(w, v)[:, :, :, 0, :].reshape(R, B, H * dh)  # [R, B, H·dh]
-        xe = x[br, bb, eos] + self._lin(heads, p[f"{pre}.attn.out_proj.weight"], p[f"{pre}.attn.out_proj.bias"])
-        f = self._lin(self.act(self._lin(self._ln(xe, p[f"{pre}.ln2.weight"], p[f"{pre}.ln2.bias"]), p[f"{pre}.ff.fc1.weight"],
-                                         p[f"{pre}.ff.fc1.bias"])), p[f"{pre}.ff.fc2.weight"], p[f"{pre}.ff.fc2.bias"])
-        return xe + f
-
-
-def _swap_halves(x: torch.Tensor) -> torch.Tensor:
-    """``x [..., dh]`` with its two halves exchanged: channel t ↔ t + dh/2 (the rotation partner)."""
-    half = x.shape[-1] // 2
-    return torch.cat((x[..., half:], x[..., :half]), dim=-1)
+        wts = torch.softmax(scores + mask[:, :, None, :], dim=-1)  # EOS (index ≥ 1) always sees BOS
+        heads = torch.matmul(wts.view(R * B, H, 1, T), v).view(R, B, HD)
+        wo, bo = wt[f"{layer}.out"]
+        xe = torch.baddbmm(xe, heads, wo).add_(bo)
+        return self._ff(wt, layer, xe, self._norm(xe))
 
 
 class StackedAdamW:

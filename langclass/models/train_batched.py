@@ -17,7 +17,8 @@ loss (mean binary cross-entropy over the batch), optimizer, clipping, warm-up an
 the protocol of *Disentangling the Expressivity of RoPE*, App. E.2. Results agree up to
 floating-point reassociation, not bit for bit: each step's batch is scored in ``length_buckets``
 groups of similar string length (sorted by length), so padding is not computed, and the grouped
-forward reads the EOS row only in the last layer (:mod:`langclass.models.grouped`). Over hundreds
+forward reads the EOS row only in the last layer, folds the LayerNorms into the next linear maps
+and looks the first layer's projections up per token (:mod:`langclass.models.grouped`). Over hundreds
 of steps such rounding differences can move a run's trajectory; the tests pin the first steps'
 losses and the verdicts.
 
@@ -41,7 +42,7 @@ from langclass.core.errors import InputError
 
 from .data import LabeledWords, LanguageSampler
 from .grouped import GROUPABLE_FAMILIES, GroupedRecognizers, StackedAdamW, group_key
-from .tokens import PAD
+from .tokens import BOS, EOS, NUM_SPECIAL, PAD
 from .train import TrainConfig, TrainingCancelled, TrainResult, _autocast, _precision, encode_batch, resolve_device
 
 __all__ = ["BATCHABLE_FAMILIES", "MAX_GROUP_RUNS", "can_batch", "batch_key", "train_group", "evaluate_group"]
@@ -163,16 +164,18 @@ def train_group(
         A = len(active)
         batches = [samplers[r].draw_mixed(lengths, bs, rngs[r], first.near_miss_fraction) for r in active]
         target = torch.tensor(np.array([b.labels for b in batches], dtype=np.float32), device=device)  # [A, bs]
-        orders = [np.argsort(np.fromiter((len(w) for w in b.words), dtype=np.int64, count=bs), kind="stable") for b in batches]
+        ids_all, n_all = _encode_runs([b.words for b in batches], hi)  # [A, bs, hi + 2], [A, bs]
+        orders = np.argsort(n_all, axis=1, kind="stable")  # each run's strings by length
         logits_parts, index_parts = [], []
+        weights = group.weights()  # derived once per step for every bucket
         for chunk in np.array_split(np.arange(bs), n_chunks):
-            sel = np.stack([o[chunk] for o in orders])  # [A, n]
-            encoded = [encode_batch([b.words[j] for j in s], device) for b, s in zip(batches, sel)]
-            T = max(e[0].shape[1] for e in encoded)
-            ids = torch.stack([torch.nn.functional.pad(e[0], (0, T - e[0].shape[1]), value=PAD) for e in encoded])  # [A, n, T]
-            eos = torch.stack([e[2] for e in encoded])  # [A, n]
+            sel = orders[:, chunk]  # [A, n]
+            lens = np.take_along_axis(n_all, sel, axis=1)
+            T = int(lens.max()) + 2
+            ids = torch.from_numpy(ids_all[np.arange(A)[:, None], sel, :T]).to(device)  # [A, n, T] (PAD after EOS)
+            eos = torch.from_numpy(lens + 1).to(device)  # [A, n]
             with _autocast(device, precision):
-                logits_parts.append(group.logits(ids, eos))  # [A, n]
+                logits_parts.append(group.logits(ids, eos, weights=weights))  # [A, n]
             index_parts.append(torch.from_numpy(sel).to(device))
         logits = torch.cat(logits_parts, dim=1)  # [A, bs] in bucket order
         y = torch.gather(target, 1, torch.cat(index_parts, dim=1))
@@ -224,6 +227,22 @@ def train_group(
     return [r for r in results if r is not None]
 
 
+def _encode_runs(words: Sequence[Sequence[Sequence[int]]], longest: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every run's batch in the layout of :func:`~langclass.models.train.encode_batch`, at once:
+    ``ids int64 [A, bs, longest + 2]`` (``BOS w EOS`` then PAD) and the word lengths ``[A, bs]``."""
+    A, bs = len(words), len(words[0])
+    ids = np.full((A, bs, longest + 2), PAD, dtype=np.int64)
+    ids[:, :, 0] = BOS
+    n = np.zeros((A, bs), dtype=np.int64)
+    for a, run in enumerate(words):
+        for j, w in enumerate(run):
+            if w:
+                ids[a, j, 1:len(w) + 1] = np.asarray(w, dtype=np.int64) + NUM_SPECIAL  # letter i ↦ NUM_SPECIAL + i
+            n[a, j] = len(w)
+    ids[np.arange(A)[:, None], np.arange(bs)[None, :], n + 1] = EOS
+    return ids, n
+
+
 def evaluate_group(
     models: Sequence[torch.nn.Module],
     test_sets: Mapping[int, LabeledWords],
@@ -247,6 +266,7 @@ def evaluate_group(
     R, H = group.R, group.H
     out: list[dict[int, float]] = [{} for _ in range(R)]
     with torch.inference_mode():
+        weights = group.weights()
         for n in sorted(test_sets):
             if should_cancel is not None and should_cancel():
                 break
@@ -259,7 +279,7 @@ def evaluate_group(
             chunk = max(1, EVAL_GROUP_ELEMENTS // (R * H * T * T))
             for i in range(0, len(uniq), chunk):
                 ids, _valid, eos = encode_batch(uniq[i:i + chunk], device)
-                decided[:, i:i + chunk] = (group.logits(ids[None], eos[None]) > 0).cpu().numpy()
+                decided[:, i:i + chunk] = (group.logits(ids[None], eos[None], weights=weights) > 0).cpu().numpy()
             truth = np.asarray(data.labels, dtype=bool)
             correct = (decided[:, slot] == truth[None, :]).sum(axis=1)
             for r in range(R):
