@@ -91,7 +91,7 @@ def serve(
     # installed before it started; this one makes that last step a clean exit (status 0, not 143)
     signal.signal(signal.SIGTERM, _exit_after_graceful_shutdown)
     uvicorn.run(
-        "langclass.app.main:create_app",
+        "langclass.app.main:create_served_app",
         factory=True,
         host=host or settings.host,
         port=port or settings.port,
