@@ -40,6 +40,7 @@ __all__ = [
     "classification_json",
     "ClassifiedJson",
     "limits_hit",
+    "analysis_limits_hit",
     "classify",
     "classify_json",
     "code_version",
@@ -395,6 +396,26 @@ def limits_hit(record: Any) -> frozenset[str]:
     return frozenset(found)
 
 
+_LIMIT_CODES = ("limit-exceeded", "time-limit-exceeded")
+
+
+def analysis_limits_hit(analysis: Mapping[str, Any]) -> frozenset[str]:
+    """:func:`limits_hit` of an analysis record (``Analysis.to_dict()``), read only where
+    :func:`langclass.core.analysis.analyze` records a limit error — ``classes[key]["error"]``,
+    ``monoid["error"]``, ``extra["error"]`` and ``extra["ltl_p_y_delay_error"]`` — instead of walking
+    every certificate (a test checks it equals :func:`limits_hit` on records that hit limits).
+
+    >>> sorted(analysis_limits_hit({"classes": {"fo2": {"error": {"code": "limit-exceeded", "limit": "max_monoid_size"}}},
+    ...                             "monoid": {}, "extra": {}}))
+    ['max_monoid_size']
+    """
+    errors = [c.get("error") for c in analysis.get("classes", {}).values() if isinstance(c, Mapping)]
+    monoid, extra = analysis.get("monoid") or {}, analysis.get("extra") or {}
+    errors += [monoid.get("error"), extra.get("error"), extra.get("ltl_p_y_delay_error")]
+    return frozenset(err["limit"] for err in errors
+                     if isinstance(err, Mapping) and err.get("code") in _LIMIT_CODES and isinstance(err.get("limit"), str))
+
+
 def classify_json(
     *,
     regex: str | None = None,
@@ -413,7 +434,7 @@ def classify_json(
     """
     parsed, analysis = parse_and_analyze(regex=regex, dfa=dfa, formula=formula, alphabet=alphabet, limits=limits)
     record = classification_record(parsed, analysis, version)
-    return ClassifiedJson(parsed.fingerprint, parsed.dfa.num_states, classification_json(record), limits_hit(analysis))
+    return ClassifiedJson(parsed.fingerprint, parsed.dfa.num_states, classification_json(record), analysis_limits_hit(analysis))
 
 
 def warm_worker() -> None:

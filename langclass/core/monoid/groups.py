@@ -19,12 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from .permgroup import PermGroup, is_even, solvable_by_order
+from .permgroup import PermGroup, is_even, prime_factors, solvable_by_order
 
 __all__ = ["GroupInfo", "GroupsMixin", "nontrivial_groups", "group_label", "MAX_GROUPS_REPORTED"]
 
 MAX_GROUPS_REPORTED = 20
 """Groups listed in a monoid summary (largest first)."""
+
+SMALL_GROUP_ORDER = 60
+"""Maximal subgroups of fewer elements are analysed in plain Python (``GroupsMixin._small_subgroup``),
+larger ones with numpy (:class:`.permgroup.PermGroup`); a test checks both give the same answer."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,27 @@ def _center_is_trivial(G: PermGroup, gens: Any) -> bool:
     return int(central.sum()) == 1
 
 
+def _group_name(order: int, perms: list[tuple[int, ...]], abelian: bool, cyclic: bool, solvable: bool,
+                center_is_trivial: Any) -> str:
+    """The name of :attr:`GroupInfo.name` from the group's order, its generators' permutations and
+    properties (``center_is_trivial``: a callable, asked only for a non-solvable group of order 120)."""
+    support = sorted({i for p in perms for i, v in enumerate(p) if i != v})
+    d = len(support)
+    if cyclic:
+        return f"Z{order}"
+    if order == math.factorial(d):
+        return f"S{d}"
+    if d >= 3 and order == math.factorial(d) // 2 and all(is_even(p) for p in perms):
+        return f"A{d}"
+    if abelian:
+        return f"abelian group of order {order}"
+    if not solvable and order == 60:
+        return "A5"  # every non-solvable group of order 60 is A5
+    if not solvable and order == 120 and center_is_trivial():
+        return "S5"  # non-solvable of order 120: S5, SL(2,5), A5×Z2 — only S5 has a trivial centre
+    return f"group of order {order}"
+
+
 class GroupsMixin:
     """Maximal subgroups of a :class:`~langclass.core.monoid.TransitionMonoid` (uses its Green's relations)."""
 
@@ -122,11 +147,13 @@ class GroupsMixin:
             cache[key] = self._maximal_subgroup(e, within)
         return cache[key]
 
-    def _maximal_subgroup(self, e: int, within: np.ndarray | None) -> GroupInfo:
+    def _maximal_subgroup(self, e: int, within: np.ndarray | None, *, small_path: bool = True) -> GroupInfo:
         H = self.green["H"]
         members = np.flatnonzero(H == H[e])
         if within is not None:
             members = members[within[members]]
+        if small_path and members.size < SMALL_GROUP_ORDER:
+            return self._small_subgroup(e, members)
         points = np.unique(self.elements[e]).astype(np.int64)
         pos = np.full(self.num_states, -1, dtype=np.int64)
         pos[points] = np.arange(points.size)
@@ -141,25 +168,65 @@ class GroupsMixin:
         abelian = G.commute(gens)
         cyclic = abelian and G.is_cyclic_abelian()
         solvable = abelian or solvable_by_order(order) or G.is_solvable(gens)
-        support = sorted({i for p in perms for i, v in enumerate(p) if i != v})
-        d = len(support)
-        if cyclic:
-            name = f"Z{order}"
-        elif order == math.factorial(d):
-            name = f"S{d}"
-        elif d >= 3 and order == math.factorial(d) // 2 and all(is_even(p) for p in perms):
-            name = f"A{d}"
-        elif abelian:
-            name = f"abelian group of order {order}"
-        elif not solvable and order == 60:
-            name = "A5"  # every non-solvable group of order 60 is A5
-        elif not solvable and order == 120 and _center_is_trivial(G, gens):
-            name = "S5"  # non-solvable of order 120: S5, SL(2,5), A5×Z2 — only S5 has a trivial centre
-        else:
-            name = f"group of order {order}"
+        name = _group_name(order, perms, abelian, cyclic, solvable, lambda: _center_is_trivial(G, gens))
         hs = [int(members[i]) for i in gens]
         return GroupInfo(e, order, degree, name, abelian, cyclic, solvable, tuple(hs),
                          tuple(self.word(g) for g in hs), tuple(perms), tuple(int(p) for p in points))
+
+    def _small_subgroup(self, e: int, members: np.ndarray) -> GroupInfo:
+        """:meth:`_maximal_subgroup` for fewer than :data:`SMALL_GROUP_ORDER` members, in plain
+        Python (permutations as tuples, a dict index): the same :class:`GroupInfo` — generators
+        picked greedily in shortlex order, abelian by pairwise commuting generators, cyclic by the
+        exponent — without numpy's per-call overhead, which dominates on a handful of permutations.
+        Every group of order < 60 is solvable (A5 is the smallest non-solvable group)."""
+        points = sorted(set(self.elements[e].tolist()))
+        degree = len(points)
+        if members.size <= 1:
+            return GroupInfo(e, 1, degree, "trivial", True, True, True, (), (), (), tuple(points))
+        pos = {p: i for i, p in enumerate(points)}
+        perms = [tuple(pos[v] for v in row) for row in self.elements[members][:, points].tolist()]
+        index = {p: i for i, p in enumerate(perms)}
+        identity = index[tuple(range(degree))]
+        assert int(members[identity]) == e, "H_e is a group with identity e acting faithfully on im e"
+
+        def mul(a: int, b: int) -> int:  # a, then b
+            pb = perms[b]
+            return index[tuple(pb[x] for x in perms[a])]
+
+        order = len(perms)
+        mask = {identity}
+        gens: list[int] = []
+        for i in np.argsort(self.lengths[members], kind="stable").tolist():
+            if len(mask) == order:
+                break
+            if i in mask:
+                continue
+            gens.append(i)
+            frontier = list(mask)
+            while frontier:
+                new = []
+                for x in frontier:
+                    for g in gens:
+                        y = mul(x, g)
+                        if y not in mask:
+                            mask.add(y)
+                            new.append(y)
+                frontier = new
+        assert len(mask) == order, "the candidates do not generate the group"
+        abelian = all(mul(a, b) == mul(b, a) for a in gens for b in gens)
+
+        def power(x: int, k: int) -> int:
+            r = identity
+            for _ in range(k):
+                r = mul(r, x)
+            return r
+
+        cyclic = abelian and all(any(power(x, order // p) != identity for x in range(order)) for p in prime_factors(order))
+        gen_perms = [perms[i] for i in gens]
+        name = _group_name(order, gen_perms, abelian, cyclic, True, lambda: False)
+        hs = [int(members[i]) for i in gens]
+        return GroupInfo(e, order, degree, name, abelian, cyclic, True, tuple(hs),
+                         tuple(self.word(g) for g in hs), tuple(gen_perms), tuple(points))
 
     @cached_property
     def maximal_subgroups(self) -> list[GroupInfo]:

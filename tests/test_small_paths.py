@@ -1,0 +1,63 @@
+"""The plain-Python paths for small inputs against the numpy paths they stand in for (two
+algorithms that must agree), on random automata: maximal subgroups of fewer than
+``SMALL_GROUP_ORDER`` elements, and the limits an analysis record reports (read where ``analyze``
+puts its errors, against the walk over the whole record)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from langclass.app.service import analysis_limits_hit, limits_hit
+from langclass.core.analysis import analyze
+from langclass.core.automaton import DFA
+from langclass.core.errors import LimitExceeded
+from langclass.core.limits import Limits
+from langclass.core.monoid import transition_monoid
+from langclass.core.monoid.groups import SMALL_GROUP_ORDER
+
+
+def _random_dfas(seed: int, count: int, n_max: int = 6):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        n, k = rng.randint(1, n_max), rng.randint(1, 3)
+        table = [[rng.randrange(n) for _ in range(k)] for _ in range(n)]
+        if rng.random() < 0.5:  # a permutation letter: non-trivial groups
+            perm = list(range(n))
+            rng.shuffle(perm)
+            for q in range(n):
+                table[q][0] = perm[q]
+        out.append(DFA.from_table("abc"[:k], table, 0, [q for q in range(n) if rng.random() < 0.5]))
+    return out
+
+
+def test_small_maximal_subgroups_equal_the_numpy_path():
+    seen_orders: set[int] = set()
+    for dfa in _random_dfas(1, 300):
+        try:
+            M = transition_monoid(dfa, Limits(max_monoid_size=20_000))
+        except LimitExceeded:
+            continue
+        H = M.green["H"]
+        for e in np.flatnonzero(M.idempotent).tolist():
+            for within in (None, M.stable):
+                members = np.flatnonzero(H == H[e]) if within is None else np.flatnonzero((H == H[e]) & within)
+                if members.size >= SMALL_GROUP_ORDER:
+                    continue
+                small = M._maximal_subgroup(e, within)
+                assert small == M._maximal_subgroup(e, within, small_path=False)
+                seen_orders.add(small.order)
+    assert {1, 2, 3, 4, 6} <= seen_orders  # trivial, cyclic and non-abelian (S3) groups were compared
+
+
+def test_analysis_limits_hit_equals_the_walk_over_the_record():
+    limits = [Limits(), Limits(max_monoid_size=30), Limits(max_monoid_size=200, max_states=12),
+              Limits(max_monoid_entries=100, max_k_automaton_letters=4)]
+    hit = 0
+    for i, dfa in enumerate(_random_dfas(2, 240, n_max=7)):
+        record = analyze(dfa, limits[i % len(limits)]).to_dict()
+        assert analysis_limits_hit(record) == limits_hit(record)
+        hit += bool(limits_hit(record))
+    assert hit >= 20
