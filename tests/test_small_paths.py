@@ -1,5 +1,6 @@
 """The plain-Python paths for small inputs against the numpy paths they stand in for (two
-algorithms that must agree), on random automata: maximal subgroups of fewer than
+algorithms that must agree), on random automata: the closure that enumerates monoids of at most
+``SMALL_MONOID`` elements, maximal subgroups of fewer than
 ``SMALL_GROUP_ORDER`` elements, and the limits an analysis record reports (read where ``analyze``
 puts its errors, against the walk over the whole record)."""
 
@@ -15,6 +16,7 @@ from langclass.core.automaton import DFA
 from langclass.core.errors import LimitExceeded
 from langclass.core.limits import Limits
 from langclass.core.monoid import transition_monoid
+from langclass.core.monoid.closure import SMALL_MONOID
 from langclass.core.monoid.groups import SMALL_GROUP_ORDER
 
 
@@ -61,3 +63,26 @@ def test_analysis_limits_hit_equals_the_walk_over_the_record():
         assert analysis_limits_hit(record) == limits_hit(record)
         hit += bool(limits_hit(record))
     assert hit >= 20
+
+
+def test_small_closure_equals_the_numpy_closure():
+    sizes = []
+    for dfa in _random_dfas(3, 300, n_max=7):
+        for limits in (Limits(max_monoid_size=20_000), Limits(max_monoid_size=40)):
+            try:
+                fast = transition_monoid(dfa, limits)
+            except LimitExceeded as err:
+                try:
+                    transition_monoid(dfa, limits, small_path=False)
+                except LimitExceeded as err2:
+                    assert err.to_dict() == err2.to_dict()
+                    continue
+                raise AssertionError("only the small path raised") from None
+            slow = transition_monoid(dfa, limits, small_path=False)
+            for name in ("elements", "parent", "last_letter", "lengths", "right"):
+                a, b = getattr(fast, name), getattr(slow, name)
+                assert a.dtype == b.dtype and a.shape == b.shape and (a == b).all() and not a.flags.writeable, name
+            assert (fast.identity_in_semigroup, fast.identity_word_plus) == (slow.identity_in_semigroup, slow.identity_word_plus)
+            assert (fast._lookup.table == slow._lookup.table).all()
+            sizes.append(fast.size)
+    assert min(sizes) == 1 and any(s > SMALL_MONOID for s in sizes) and sum(s <= SMALL_MONOID for s in sizes) > 200

@@ -16,7 +16,7 @@ from ..limits import DEFAULT_LIMITS, Deadline, Limits
 from .lookup import BytesLookup, DenseLookup, PackedLookup
 from .transition import TransitionMonoid
 
-__all__ = ["transition_monoid", "MAX_MONOID_ENTRIES"]
+__all__ = ["transition_monoid", "MAX_MONOID_ENTRIES", "SMALL_MONOID"]
 
 MAX_MONOID_ENTRIES = 100_000_000
 """Default cap on |M|·n (stored transformation entries) when ``Limits`` has no ``max_monoid_entries``."""
@@ -28,7 +28,65 @@ def _monoid_entry_cap(limits: Limits) -> int:
     return int(getattr(limits, "max_monoid_entries", MAX_MONOID_ENTRIES) or MAX_MONOID_ENTRIES)
 
 
-def transition_monoid(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, deadline: Deadline | None = None) -> TransitionMonoid:
+SMALL_MONOID = 512
+"""Monoids of DFAs with n^n ≤ 2^24 (n ≤ 8) are enumerated in plain Python up to this many elements
+(:func:`_small_closure`; a larger one is enumerated again with numpy): numpy's per-call overhead
+dominates a closure of a few dozen elements. A test checks both give the same monoid."""
+
+
+def _small_closure(dfa: DFA, bound: int, deadline: Deadline | None) -> TransitionMonoid | None:
+    """The closure of :func:`transition_monoid` in plain Python (rows as tuples, a dict index), the
+    same element order, words, Cayley graph and lookup; ``None`` as soon as the monoid would have
+    more than ``bound`` elements (the caller then runs the numpy closure, which also raises the
+    limit errors)."""
+    n, k = dfa.num_states, dfa.num_letters
+    letters = [tuple(col) for col in dfa.transitions.T.tolist()]  # letters[a][q] = δ(q, a)
+    ident = tuple(range(n))
+    index = {ident: 0}
+    rows, parent, last, lens, right = [ident], [-1], [-1], [0], []
+    id_plus: tuple[int, int] | None = None
+    start, depth = 0, 0
+    while start < len(rows):
+        depth += 1
+        if deadline is not None:
+            deadline.check("transition monoid")
+        end = len(rows)
+        for x in range(start, end):
+            row = rows[x]
+            out = []
+            for a, g in enumerate(letters):
+                y = tuple([g[q] for q in row])
+                v = index.get(y)
+                if v is None:
+                    v = len(rows)
+                    if v >= bound:
+                        return None
+                    index[y] = v
+                    rows.append(y)
+                    parent.append(x)
+                    last.append(a)
+                    lens.append(depth)
+                elif v == 0 and id_plus is None:
+                    id_plus = (x, a)
+                out.append(v)
+            right.append(out)
+        start = end
+    dtype = np.uint8 if n <= 1 << 8 else np.uint16
+    elements = np.asarray(rows, dtype=dtype).reshape(len(rows), n)
+    table = DenseLookup(n)
+    table.table[table.code(elements)] = np.arange(len(rows), dtype=np.int64)
+    arrays = [elements] + [np.asarray(v, dtype=np.int64) for v in (parent, last, lens)]
+    arrays.append(np.asarray(right, dtype=np.int64).reshape(len(rows), k))
+    for arr in arrays:
+        arr.setflags(write=False)
+    M = TransitionMonoid(dfa, arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], id_plus is not None, None, table)
+    if id_plus is not None:
+        object.__setattr__(M, "identity_word_plus", M.word(id_plus[0]) + (dfa.alphabet[id_plus[1]],))
+    return M
+
+
+def transition_monoid(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, deadline: Deadline | None = None,
+                      small_path: bool = True) -> TransitionMonoid:
     """Enumerate the transition monoid of the minimal complete DFA of ``dfa`` (its syntactic monoid).
 
     Breadth-first closure of the letter transformations under composition (Froidure–Pin without
@@ -43,6 +101,8 @@ def transition_monoid(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, deadline: De
         limits: ``max_monoid_size`` bounds |M|; |M|·n is bounded by ``max_monoid_entries``
             (default :data:`MAX_MONOID_ENTRIES`) to bound memory.
         deadline: optional wall-clock deadline checked between layers.
+        small_path: enumerate small monoids in plain Python first (:data:`SMALL_MONOID`; ``False``
+            for the numpy closure only, as the test comparing both does).
 
     Returns:
         :class:`TransitionMonoid`.
@@ -67,9 +127,13 @@ def transition_monoid(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, deadline: De
         raise LimitExceeded("max_monoid_size", cap,
                             f"max_monoid_size={cap} exceeded: the minimal DFA has {n} states, so its monoid has at least {n} elements")
     dtype = np.uint8 if n <= 1 << 8 else np.uint16 if n <= 1 << 16 else np.uint32
+    dense = n ** n <= 1 << 24
+    if dense and small_path:
+        M = _small_closure(dfa, min(SMALL_MONOID, cap, entry_cap // n), deadline)
+        if M is not None:
+            return M
     gens = np.ascontiguousarray(dfa.transitions.T.astype(dtype))  # [k, n]: gens[a, q] = δ(q, a)
     ident = np.arange(n, dtype=dtype)
-    dense = n ** n <= 1 << 24
     packed = not dense and n <= 15
 
     def over(size: int, depth: int) -> None:
