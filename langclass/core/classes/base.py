@@ -61,12 +61,20 @@ def truncate(lst: list, limit: int = CERT_LIST_MAX) -> tuple[tuple, bool]:
     return (tuple(lst[:limit]), True) if len(lst) > limit else (tuple(lst), False)
 
 
+_SCALARS = frozenset({str, int, bool, float, type(None)})  # exact types: returned as they are
+
+
 def _to_json(v: Any) -> Any:
     if isinstance(v, Evidence):
         return v.to_dict()
     if isinstance(v, (tuple, list)):
-        return [_to_json(x) for x in v]
+        return [x if type(x) in _SCALARS else _to_json(x) for x in v]
     return v
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 @cache
@@ -130,7 +138,10 @@ class Evidence:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready record: fields in order (tuples as lists), then ``"check"``."""
-        out = {f.name: _to_json(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        out = {}
+        for name in _field_names(type(self)):
+            v = getattr(self, name)
+            out[name] = v if type(v) in _SCALARS else _to_json(v)
         if self.CHECK:
             out["check"] = self.CHECK
         return out
