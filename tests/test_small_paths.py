@@ -1,6 +1,7 @@
 """The plain-Python paths for small inputs against the numpy paths they stand in for (two
 algorithms that must agree), on random automata: the closure that enumerates monoids of at most
-``SMALL_MONOID`` elements, maximal subgroups of fewer than
+``SMALL_MONOID`` elements, Green's relations of monoids with Cayley graphs of at most
+``SMALL_GRAPH_EDGES`` edges, products by walking the right Cayley graph, maximal subgroups of fewer than
 ``SMALL_GROUP_ORDER`` elements, and the limits an analysis record reports (read where ``analyze``
 puts its errors, against the walk over the whole record)."""
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 import random
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 from langclass.app.service import analysis_limits_hit, limits_hit
 from langclass.core.analysis import analyze
@@ -18,6 +21,8 @@ from langclass.core.limits import Limits
 from langclass.core.monoid import transition_monoid
 from langclass.core.monoid.closure import SMALL_MONOID
 from langclass.core.monoid.groups import SMALL_GROUP_ORDER
+from langclass.core.monoid.lookup import canonical_labels
+from langclass.core.smallgraph import SMALL_GRAPH_EDGES
 
 
 def _random_dfas(seed: int, count: int, n_max: int = 6):
@@ -86,3 +91,41 @@ def test_small_closure_equals_the_numpy_closure():
             assert (fast._lookup.table == slow._lookup.table).all()
             sizes.append(fast.size)
     assert min(sizes) == 1 and any(s > SMALL_MONOID for s in sizes) and sum(s <= SMALL_MONOID for s in sizes) > 200
+
+
+def _components(table: np.ndarray) -> np.ndarray:
+    m, k = table.shape
+    g = csr_matrix((np.ones(m * k, dtype=np.int8), (np.repeat(np.arange(m), k), table.ravel())), shape=(m, m))
+    return canonical_labels(connected_components(g, directed=True, connection="strong")[1])
+
+
+def test_small_green_equals_scipy_components():
+    checked = 0
+    for dfa in _random_dfas(4, 300):
+        try:
+            M = transition_monoid(dfa, Limits(max_monoid_size=SMALL_GRAPH_EDGES))
+        except LimitExceeded:
+            continue
+        if M.right.size > SMALL_GRAPH_EDGES:
+            continue
+        R, L = _components(M.right), _components(M.left)
+        nr, nl = int(R.max()) + 1, int(L.max()) + 1
+        bip = csr_matrix((np.ones(M.size, dtype=np.int8), (R, nr + L)), shape=(nr + nl, nr + nl))
+        J = canonical_labels(connected_components(bip, directed=False)[1][R])
+        green = M.green
+        assert list(green) == ["R", "L", "H", "J"]
+        for name, want in (("R", R), ("L", L), ("H", canonical_labels(R * nl + L)), ("J", J)):
+            assert green[name].dtype == np.int64 and (green[name] == want).all() and not green[name].flags.writeable, name
+        checked += 1
+    assert checked > 200
+
+
+def test_products_on_the_cayley_graph_equal_the_composed_transformations():
+    rng = random.Random(5)
+    for dfa in _random_dfas(5, 120):
+        M = transition_monoid(dfa, Limits(max_monoid_size=20_000))
+        assert M._small_tables is not None or M.size > 4096
+        for _ in range(20):
+            x, y = rng.randrange(M.size), rng.randrange(M.size)
+            assert M.multiply(x, y) == M.id_of(M.compose(x, y))
+            assert M.element_of_word(M.word(y)) == y and len(M.word(y)) == M.lengths[y]

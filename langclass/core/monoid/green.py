@@ -15,7 +15,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..smallgraph import SMALL_GRAPH_EDGES, connected_labels
+from ..smallgraph import SMALL_GRAPH_EDGES, canonical, connected_labels, strong_labels
 from .lookup import canonical_labels, strong_components, table_components
 
 __all__ = ["GreenMixin", "REGULARITY_WORK"]
@@ -69,6 +69,8 @@ class GreenMixin:
         which form whole D-classes, go through the strong components.
         """
         m, k = self.right.shape
+        if m * k <= SMALL_GRAPH_EDGES:
+            return self._green_small()
         # a small monoid: the strong components of its Cayley graphs directly (plain Python, a few µs)
         fast = self._regular_by_images() if m * k > SMALL_GRAPH_EDGES else None
         if fast is None:
@@ -104,6 +106,29 @@ class GreenMixin:
         for arr in (R, L, J, H):
             arr.setflags(write=False)
         return {"R": R, "L": L, "H": H, "J": J}
+
+    def _green_small(self) -> dict[str, np.ndarray]:
+        """:attr:`green` of a monoid whose Cayley graphs have at most
+        :data:`~langclass.core.smallgraph.SMALL_GRAPH_EDGES` edges, entirely in plain Python (the
+        same steps as the general path — strong components of both Cayley graphs, H = R ∩ L, D the
+        components of the R–L bipartite graph — on lists; numpy's per-call overhead dominates here)."""
+        R = canonical(strong_labels(self.right.tolist()))
+        L = canonical(strong_labels(self.left.tolist()))
+        nr, nl = max(R) + 1, max(L) + 1
+        H = canonical([r * nl + l for r, l in zip(R, L)])
+        edges, seen = [], set()
+        for x, h in enumerate(H):  # one edge per H-class (its first element) is enough
+            if h not in seen:
+                seen.add(h)
+                edges.append((R[x], nr + L[x]))
+        comp = connected_labels(nr + nl, edges)
+        J = canonical([comp[r] for r in R])
+        out = {}
+        for name, labels in (("R", R), ("L", L), ("H", H), ("J", J)):
+            arr = np.asarray(labels, dtype=np.int64)
+            arr.setflags(write=False)
+            out[name] = arr
+        return out
 
     def _regular_by_images(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """``(regular, kernel ids, image ids)``, each ``[m]``, or ``None`` when n > 15 or the check

@@ -23,7 +23,11 @@ from .green import GreenMixin
 from .groups import GroupsMixin
 from .stable import StableMixin
 
-__all__ = ["TransitionMonoid"]
+__all__ = ["TransitionMonoid", "SMALL_TABLES"]
+
+SMALL_TABLES = 4096
+"""Monoids of at most this many elements keep their right Cayley graph and words as Python lists too
+(``TransitionMonoid._small_tables``): products by walking the graph instead of numpy lookups."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,10 +87,27 @@ class TransitionMonoid(GreenMixin, StableMixin, GroupsMixin, DescribeMixin):
         """``int64 [|Σ|]``: element id of each letter."""
         return self.right[0].copy()
 
+    @cached_property
+    def _small_tables(self) -> tuple[list[list[int]], list[int], list[int]] | None:
+        """``(right, parent, last_letter)`` as Python lists for a monoid of at most
+        :data:`SMALL_TABLES` elements (``None`` above): :meth:`word_indices` and :meth:`multiply`
+        read them instead of indexing numpy arrays one scalar at a time."""
+        if self.size > SMALL_TABLES:
+            return None
+        return self.right.tolist(), self.parent.tolist(), self.last_letter.tolist()
+
     def word_indices(self, x: int) -> list[int]:
         """Letter indices of the shortlex-least word of element ``x``."""
         out = []
         x = int(x)
+        small = self._small_tables
+        if small is not None:
+            _, parent, last = small
+            while x != 0:
+                out.append(last[x])
+                x = parent[x]
+            out.reverse()
+            return out
         while x != 0:
             out.append(int(self.last_letter[x]))
             x = int(self.parent[x])
@@ -123,7 +144,16 @@ class TransitionMonoid(GreenMixin, StableMixin, GroupsMixin, DescribeMixin):
         return self.elements[y][self.elements[x]]
 
     def multiply(self, x: int, y: int) -> int:
-        """Element id of the product x·y (apply x, then y)."""
+        """Element id of the product x·y (apply x, then y): for a small monoid by walking the right
+        Cayley graph from x along the word of y (:attr:`_small_tables`), else by looking up the
+        composed transformation."""
+        small = self._small_tables
+        if small is not None:
+            right = small[0]
+            r = int(x)
+            for a in self.word_indices(y):
+                r = right[r][a]
+            return r
         r = self.id_of(self.compose(x, y))
         assert r is not None, "M is closed under products"
         return r
