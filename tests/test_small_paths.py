@@ -1,7 +1,7 @@
 """The plain-Python paths for small inputs against the numpy paths they stand in for (two
 algorithms that must agree), on random automata: the closure that enumerates monoids of at most
 ``SMALL_MONOID`` elements, Green's relations of monoids with Cayley graphs of at most
-``SMALL_GRAPH_EDGES`` edges, products by walking the right Cayley graph, maximal subgroups of fewer than
+``SMALL_GRAPH_EDGES`` edges, products by walking the right Cayley graph, the least modulus on the enumerated monoid, maximal subgroups of fewer than
 ``SMALL_GROUP_ORDER`` elements, and the limits an analysis record reports (read where ``analyze``
 puts its errors, against the walk over the whole record)."""
 
@@ -17,6 +17,7 @@ from langclass.app.service import analysis_limits_hit, limits_hit
 from langclass.core.analysis import analyze
 from langclass.core.automaton import DFA
 from langclass.core.errors import LimitExceeded
+from langclass.core.fo_mod import least_modulus
 from langclass.core.limits import Limits
 from langclass.core.monoid import transition_monoid
 from langclass.core.monoid.closure import SMALL_MONOID
@@ -129,3 +130,21 @@ def test_products_on_the_cayley_graph_equal_the_composed_transformations():
             x, y = rng.randrange(M.size), rng.randrange(M.size)
             assert M.multiply(x, y) == M.id_of(M.compose(x, y))
             assert M.element_of_word(M.word(y)) == y and len(M.word(y)) == M.lengths[y]
+
+
+def test_least_modulus_on_the_monoid_equals_the_tuple_closure():
+    found = set()
+    for dfa in _random_dfas(6, 300, n_max=5):
+        M = transition_monoid(dfa, Limits(max_monoid_size=20_000))
+        try:
+            want = least_modulus(dfa)
+        except LimitExceeded as err:
+            try:
+                least_modulus(dfa, M)
+            except LimitExceeded as err2:
+                assert err.to_dict() == err2.to_dict()
+                continue
+            raise AssertionError("only the tuple closure raised") from None
+        assert least_modulus(dfa, M) == want
+        found.add(want.modulus)
+    assert {None, 1, 2} <= found

@@ -238,7 +238,7 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
         from .fo_mod import least_modulus
 
         try:
-            least_mod = least_modulus(A).modulus
+            least_mod = least_modulus(A, monoid).modulus
         except LimitExceeded:
             least_mod = None  # the answer falls back to the stability index
     encodings = choose_encodings(members, period=period, delay=delay,

@@ -52,6 +52,7 @@ of MOD_m^r from sin/cos of 2πi/m).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .automaton import DFA
 from .errors import LimitExceeded, UnsupportedError
@@ -61,7 +62,7 @@ from .formulas import (
 )
 from .limits import DEFAULT_LIMITS, Limits
 from .starfree import (
-    SynthesisBudget, _aperiodic_element, disj_balanced, generated, local_divisor_formulas, prove_formula, synthesize_star_free,
+    MAX_STAR_FREE_MONOID, SynthesisBudget, _aperiodic_element, disj_balanced, generated, local_divisor_formulas, prove_formula, synthesize_star_free,
     transformation_monoid,
 )
 
@@ -123,12 +124,42 @@ def _semigroup_aperiodic(generators: frozenset[Elem], mul) -> bool:
     return all(_aperiodic_element(x, mul) for x in generated(generators, generators, mul))
 
 
-def least_modulus(dfa: DFA) -> ModulusSearch:
+def _least_modulus_on(monoid: Any) -> ModulusSearch:
+    """:func:`least_modulus` on the enumerated transition monoid (element ids instead of tuples):
+    the same levels η(Σ^j), and η((Σ^m)^+) as the union of the levels η(Σ^{jm}), j ≥ 1 (η(Σ^m)^j =
+    η(Σ^{jm})), reached by |Σ|·m steps of the right Cayley graph per level instead of closing η(Σ^m)
+    under products of its elements."""
+    M = monoid
+    if M.size > MAX_STAR_FREE_MONOID:
+        raise LimitExceeded("max_star_free_monoid", MAX_STAR_FREE_MONOID,
+                            f"the transition monoid has more than {MAX_STAR_FREE_MONOID} elements")
+    right = M.right.tolist()
+    letters = range(M.dfa.num_letters)
+    gens = {a: right[0][i] for i, a in enumerate(M.dfa.alphabet)}
+    s, levels = _levels(gens, M.multiply, 0)
+    tried = []
+    for m in range(1, s + 1):
+        cur, seen, union = levels[m - 1], set(), set()
+        while cur not in seen:
+            seen.add(cur)
+            union |= cur
+            for _ in range(m):
+                cur = frozenset(right[x][a] for x in cur for a in letters)
+        ok = all(_aperiodic_element(x, M.multiply) for x in union)
+        tried.append((m, ok))
+        if ok:
+            return ModulusSearch(m, s, tuple(tried))
+    return ModulusSearch(None, s, tuple(tried))
+
+
+def least_modulus(dfa: DFA, monoid: Any = None) -> ModulusSearch:
     """The least m ≥ 1 with L ∈ FO[<,MOD_m] (module docstring): m = 1, 2, …, s are tried in order,
     m works iff the semigroup η((Σ^m)^+) is aperiodic.
 
     Args:
         dfa: any complete DFA (minimized here).
+        monoid: its enumerated :class:`~langclass.core.monoid.TransitionMonoid` when the caller has
+            it (the same answer, computed on element ids; ``analyze`` passes it).
 
     Returns:
         A :class:`ModulusSearch`; ``modulus`` is None when even m = s fails (L is not quasi-aperiodic,
@@ -142,6 +173,8 @@ def least_modulus(dfa: DFA) -> ModulusSearch:
         >>> least_modulus(parse_regex("((a|b)(a|b))*a", ["a", "b"])).modulus
         2
     """
+    if monoid is not None:
+        return _least_modulus_on(monoid)
     A = dfa.canonical()
     gens, mul, one, _ = transformation_monoid(A)
     s, levels = _levels(gens, mul, one)
