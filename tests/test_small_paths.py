@@ -1,7 +1,8 @@
 """The plain-Python paths for small inputs against the numpy paths they stand in for (two
 algorithms that must agree), on random automata: the closure that enumerates monoids of at most
 ``SMALL_MONOID`` elements, Green's relations of monoids with Cayley graphs of at most
-``SMALL_GRAPH_EDGES`` edges, products by walking the right Cayley graph, the least modulus on the enumerated monoid, maximal subgroups of fewer than
+``SMALL_GRAPH_EDGES`` edges, products by walking the right Cayley graph, the least modulus on the enumerated monoid, the stable-semigroup levels and stable words,
+maximal subgroups of fewer than
 ``SMALL_GROUP_ORDER`` elements, and the limits an analysis record reports (read where ``analyze``
 puts its errors, against the walk over the whole record)."""
 
@@ -22,6 +23,7 @@ from langclass.core.limits import Limits
 from langclass.core.monoid import transition_monoid
 from langclass.core.monoid.closure import SMALL_MONOID
 from langclass.core.monoid.groups import SMALL_GROUP_ORDER
+from langclass.core.monoid import stable as stable_mod
 from langclass.core.monoid.lookup import canonical_labels
 from langclass.core.smallgraph import SMALL_GRAPH_EDGES
 
@@ -150,3 +152,29 @@ def test_least_modulus_on_the_monoid_equals_the_tuple_closure():
         assert least_modulus(dfa, M) == want
         found.add(want.modulus)
     assert {None, 1, 2} <= found
+
+
+def test_small_stable_levels_and_words_equal_the_numpy_path(monkeypatch):
+    pairs = []
+    for dfa in _random_dfas(7, 200):
+        try:
+            pairs.append((transition_monoid(dfa, Limits(max_monoid_size=400)), dfa))
+        except LimitExceeded:
+            continue
+    small = stable_mod.SMALL_STABLE_EDGES
+    monkeypatch.setattr(stable_mod, "SMALL_STABLE_EDGES", 0)
+    checked = 0
+    for fast, dfa in pairs:
+        if fast.right.size > small:
+            continue
+        slow = transition_monoid(dfa, Limits(max_monoid_size=400))
+        assert slow._small_levels is None
+        monkeypatch.undo()
+        assert fast._small_levels is not None
+        a, b = fast._stable, slow._stable
+        assert a[:3] == b[:3] and len(a[3]) == len(b[3]) and all((x == y).all() for x, y in zip(a[3], b[3]))
+        for x in np.flatnonzero(fast.stable).tolist():
+            assert fast.stable_word(x) == slow.stable_word(x)
+        monkeypatch.setattr(stable_mod, "SMALL_STABLE_EDGES", 0)
+        checked += 1
+    assert checked > 150

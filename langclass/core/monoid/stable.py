@@ -12,7 +12,12 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["StableMixin", "PREIMAGE_CANDIDATES", "INCLUSION_LAG", "REVERSED_GRAPH_EDGES"]
+__all__ = ["StableMixin", "PREIMAGE_CANDIDATES", "INCLUSION_LAG", "REVERSED_GRAPH_EDGES", "SMALL_STABLE_EDGES"]
+
+SMALL_STABLE_EDGES = 1024
+"""A right Cayley graph of at most this many edges (m·|Σ|) gets its levels η(Σ^j) and stable words
+in plain Python (sets of element ids; :attr:`StableMixin._small_levels`): the same levels, index and
+words as the numpy path, without numpy's per-call overhead."""
 
 INCLUSION_LAG = 8
 """The stable-semigroup levels switch to multiplying only new elements once η(Σ^{j-d}) ⊆ η(Σ^j) for some d ≤ this."""
@@ -31,6 +36,35 @@ class StableMixin:
     """The stable semigroup of a :class:`~langclass.core.monoid.TransitionMonoid`."""
 
     @cached_property
+    def _small_levels(self) -> tuple[int, int, int, list[frozenset[int]], list[list[int]]] | None:
+        """``(s, preperiod, period, levels, predecessors)`` in plain Python for a right Cayley graph
+        of at most :data:`SMALL_STABLE_EDGES` edges (else ``None``): ``levels[j-1]`` = η(Σ^j) as a
+        set of ids (1 ≤ j ≤ s), ``predecessors[x]`` = the positions p = y·|Σ| + a with y·a = x,
+        increasing. The same sequence as :attr:`_stable` (each level the previous one times every
+        letter, until a level repeats)."""
+        m, k = self.right.shape
+        if m * k > SMALL_STABLE_EDGES:
+            return None
+        right = self.right.tolist()
+        cur = frozenset(right[0])
+        seen = {cur: 1}
+        levels = [cur]
+        j = 1
+        while True:
+            cur = frozenset([y for x in cur for y in right[x]])
+            j += 1
+            if cur in seen:
+                pre, per = seen[cur], j - seen[cur]
+                break
+            seen[cur] = j
+            levels.append(cur)
+        s = per * max(1, -(-pre // per))
+        preds: list[list[int]] = [[] for _ in range(m)]
+        for p, x in enumerate(y for row in right for y in row):
+            preds[x].append(p)
+        return s, pre, per, levels[:s], preds
+
+    @cached_property
     def _stable(self) -> tuple[int, int, int, list[np.ndarray]]:
         """(s, preperiod, period, levels): levels[j-1] = packed boolean mask of η(Σ^j), 1 ≤ j ≤ s.
 
@@ -44,6 +78,14 @@ class StableMixin:
         once, O(d·m·|Σ|) in all instead of O(s·m·|Σ|).
         """
         m = self.size
+        small = self._small_levels
+        if small is not None:
+            packed_levels = []
+            for level in small[3]:
+                mask = np.zeros(m, dtype=bool)
+                mask[list(level)] = True
+                packed_levels.append(np.packbits(mask))
+            return small[0], small[1], small[2], packed_levels
         right = self.right
         mask = np.zeros(m, dtype=bool)
         mask[right[0]] = True
@@ -118,6 +160,18 @@ class StableMixin:
         if not self.stable[x]:
             raise ValueError(f"element {x} is not in the stable semigroup")
         k = self.right.shape[1]
+        small = self._small_levels
+        if small is not None:
+            sets, preds = small[3], small[4]
+            letters = []
+            for j in range(s, 1, -1):
+                level = sets[j - 2]  # η(Σ^{j-1})
+                p = next(p for p in preds[x] if p // k in level)  # the least (y, a)
+                letters.append(p % k)
+                x = p // k
+            letters.append(self.right[0].tolist().index(x))
+            letters.reverse()
+            return tuple(self.dfa.alphabet[a] for a in letters)
         levels = self._stable[3]
         letters = []
         for j in range(s, 1, -1):
