@@ -8,6 +8,8 @@ Source: V. Froidure & J.-E. Pin, "Algorithms for computing finite semigroups" (1
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 
 from ..automaton import DFA
@@ -53,9 +55,10 @@ def _small_closure(dfa: DFA, bound: int, deadline: Deadline | None) -> Transitio
         end = len(rows)
         for x in range(start, end):
             row = rows[x]
+            image = itemgetter(*row) if n > 1 else (lambda g, q=row[0]: (g[q],))  # g ↦ (g[row[0]], …)
             out = []
             for a, g in enumerate(letters):
-                y = tuple([g[q] for q in row])
+                y = image(g)
                 v = index.get(y)
                 if v is None:
                     v = len(rows)
