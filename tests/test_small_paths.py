@@ -1,5 +1,5 @@
 """The plain-Python paths for small inputs against the numpy paths they stand in for (two
-algorithms that must agree), on random automata: the closure that enumerates monoids of at most
+algorithms that must agree), on random automata: minimization to the canonical DFA, the closure that enumerates monoids of at most
 ``SMALL_MONOID`` elements, Green's relations of monoids with Cayley graphs of at most
 ``SMALL_GRAPH_EDGES`` edges, products by walking the right Cayley graph, the least modulus on the enumerated monoid, the stable-semigroup levels and stable words,
 maximal subgroups of fewer than
@@ -178,3 +178,17 @@ def test_small_stable_levels_and_words_equal_the_numpy_path(monkeypatch):
         monkeypatch.setattr(stable_mod, "SMALL_STABLE_EDGES", 0)
         checked += 1
     assert checked > 150
+
+
+def test_small_canonical_dfa_equals_the_numpy_minimization():
+    rng = random.Random(8)
+    merged = 0
+    for _ in range(400):
+        n, k = rng.randint(1, 24), rng.randint(1, 3)
+        dfa = DFA.from_table("abc"[:k], [[rng.randrange(n) for _ in range(k)] for _ in range(n)], rng.randrange(n),
+                             [q for q in range(n) if rng.random() < rng.choice([0.1, 0.5])])
+        fast, slow = dfa._canonical_small(), dfa._canonical_numpy()
+        assert fast == slow and fast.transitions.dtype == slow.transitions.dtype and fast.fingerprint() == slow.fingerprint()
+        assert fast.canonical() is fast
+        merged += fast.num_states < dfa.num_states
+    assert merged > 200

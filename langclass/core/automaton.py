@@ -25,6 +25,10 @@ import numpy as np
 from .errors import AlphabetError, UnknownSymbolError
 from .inputs import check_alphabet
 
+SMALL_CANONICAL_EDGES = 512
+"""DFAs with at most this many transitions (states × letters) are minimized in plain Python
+(``DFA._canonical_small``); larger ones with numpy. Both give the canonical DFA, which is unique."""
+
 if TYPE_CHECKING:  # pragma: no cover
     from .limits import Limits
 
@@ -219,9 +223,52 @@ class DFA:
 
     def canonical(self) -> DFA:
         """The minimal complete DFA (unreachable states removed, equivalent states merged),
-        numbered breadth-first from the initial state with letters in alphabet order."""
+        numbered breadth-first from the initial state with letters in alphabet order (unique for
+        the language, so the plain-Python path for small DFAs gives the same DFA; a test checks it)."""
         if self.__dict__.get("_is_canonical"):
             return self
+        if self.transitions.size <= SMALL_CANONICAL_EDGES:
+            return self._canonical_small()
+        return self._canonical_numpy()
+
+    def _canonical_small(self) -> DFA:
+        """:meth:`canonical` in plain Python: breadth-first trim, Moore's refinement on lists, the
+        quotient numbered breadth-first."""
+        t = self.transitions.tolist()
+        order = [self.initial]
+        num = {self.initial: 0}
+        for q in order:
+            for r in t[q]:
+                if r not in num:
+                    num[r] = len(order)
+                    order.append(r)
+        table = [[num[r] for r in t[q]] for q in order]
+        acc = [bool(a) for a in self.accepting[order].tolist()]
+        block = [int(a) for a in acc]
+        count = len(set(block))
+        while True:
+            ids: dict[tuple[int, ...], int] = {}
+            new = [ids.setdefault((block[q], *[block[r] for r in row]), len(ids)) for q, row in enumerate(table)]
+            if len(ids) == count:
+                break
+            block, count = new, len(ids)
+        rep: dict[int, int] = {}
+        for q, b in enumerate(block):
+            rep.setdefault(b, q)
+        bnum = {block[0]: 0}
+        border = [block[0]]
+        for b in border:
+            for r in table[rep[b]]:
+                if block[r] not in bnum:
+                    bnum[block[r]] = len(border)
+                    border.append(block[r])
+        out = DFA(self.alphabet, [[bnum[block[r]] for r in table[rep[b]]] for b in border], 0,
+                  np.asarray([acc[rep[b]] for b in border], dtype=bool))
+        object.__setattr__(out, "_is_canonical", True)
+        return out
+
+    def _canonical_numpy(self) -> DFA:
+        """:meth:`canonical` with numpy (any size): trim, :meth:`state_partition`, quotient, renumber."""
         trimmed = self.renumber_bfs()
         block = trimmed.state_partition()
         nb = int(block.max()) + 1
