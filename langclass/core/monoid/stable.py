@@ -36,11 +36,10 @@ class StableMixin:
     """The stable semigroup of a :class:`~langclass.core.monoid.TransitionMonoid`."""
 
     @cached_property
-    def _small_levels(self) -> tuple[int, int, int, list[frozenset[int]], list[list[int]]] | None:
-        """``(s, preperiod, period, levels, predecessors)`` in plain Python for a right Cayley graph
-        of at most :data:`SMALL_STABLE_EDGES` edges (else ``None``): ``levels[j-1]`` = η(Σ^j) as a
-        set of ids (1 ≤ j ≤ s), ``predecessors[x]`` = the positions p = y·|Σ| + a with y·a = x,
-        increasing. The same sequence as :attr:`_stable` (each level the previous one times every
+    def _small_levels(self) -> tuple[int, int, int, list[frozenset[int]]] | None:
+        """``(s, preperiod, period, levels)`` in plain Python for a right Cayley graph of at most
+        :data:`SMALL_STABLE_EDGES` edges (else ``None``): ``levels[j-1]`` = η(Σ^j) as a set of ids
+        (1 ≤ j ≤ s). The same sequence as :attr:`_stable` (each level the previous one times every
         letter, until a level repeats)."""
         m, k = self.right.shape
         if m * k > SMALL_STABLE_EDGES:
@@ -59,10 +58,16 @@ class StableMixin:
             seen[cur] = j
             levels.append(cur)
         s = per * max(1, -(-pre // per))
-        preds: list[list[int]] = [[] for _ in range(m)]
-        for p, x in enumerate(y for row in right for y in row):
+        return s, pre, per, levels[:s]
+
+    @cached_property
+    def _small_predecessors(self) -> list[list[int]]:
+        """``predecessors[x]``: the positions p = y·|Σ| + a with y·a = x, increasing (for
+        :meth:`stable_word` on a small monoid)."""
+        preds: list[list[int]] = [[] for _ in range(self.size)]
+        for p, x in enumerate(self.right.ravel().tolist()):
             preds[x].append(p)
-        return s, pre, per, levels[:s], preds
+        return preds
 
     @cached_property
     def _stable(self) -> tuple[int, int, int, list[np.ndarray]]:
@@ -162,7 +167,7 @@ class StableMixin:
         k = self.right.shape[1]
         small = self._small_levels
         if small is not None:
-            sets, preds = small[3], small[4]
+            sets, preds = small[3], self._small_predecessors
             letters = []
             for j in range(s, 1, -1):
                 level = sets[j - 2]  # η(Σ^{j-1})
