@@ -2,7 +2,7 @@
 algorithms that must agree), on random automata: minimization to the canonical DFA, the closure that enumerates monoids of at most
 ``SMALL_MONOID`` elements, Green's relations of monoids with Cayley graphs of at most
 ``SMALL_GRAPH_EDGES`` edges, products by walking the right Cayley graph, the least modulus on the enumerated monoid, the stable-semigroup levels and stable words,
-maximal subgroups of fewer than
+the maximal idempotents of the semigroup, maximal subgroups of fewer than
 ``SMALL_GROUP_ORDER`` elements, and the limits an analysis record reports (read where ``analyze``
 puts its errors, against the walk over the whole record)."""
 
@@ -17,6 +17,8 @@ from scipy.sparse.csgraph import connected_components
 from langclass.app.service import analysis_limits_hit, limits_hit
 from langclass.core.analysis import analyze
 from langclass.core.automaton import DFA
+from langclass.core.classes import Context
+from langclass.core.classes import context as context_mod
 from langclass.core.errors import LimitExceeded
 from langclass.core.fo_mod import least_modulus
 from langclass.core.limits import Limits
@@ -192,3 +194,25 @@ def test_small_canonical_dfa_equals_the_numpy_minimization():
         assert fast.canonical() is fast
         merged += fast.num_states < dfa.num_states
     assert merged > 200
+
+
+def test_small_maximal_idempotents_equal_the_numpy_path(monkeypatch):
+    compared = several = 0
+    for dfa in _random_dfas(9, 1000, n_max=5):
+        try:
+            M = transition_monoid(dfa, Limits(max_monoid_size=5_000))
+        except LimitExceeded:
+            continue
+        A = M.dfa
+        fast = Context(A, M, Limits(), Limits().deadline())
+        if fast.semigroup_idempotents.size > context_mod.SMALL_IDEMPOTENTS or M.identity_in_semigroup:
+            continue
+        want = fast.maximal_idempotents
+        monkeypatch.setattr(context_mod, "SMALL_IDEMPOTENTS", 0)
+        slow = Context(A, M, Limits(), Limits().deadline())
+        got = slow.maximal_idempotents
+        monkeypatch.undo()
+        assert want.dtype == got.dtype and want.tolist() == got.tolist()
+        compared += 1
+        several += want.size > 1
+    assert compared > 100 and several >= 10

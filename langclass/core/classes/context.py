@@ -26,6 +26,10 @@ __all__ = ["Context", "MULT_TABLE_MAX_ENTRIES", "TABLE_AT_ONCE_ELEMENTS", "TABLE
 MULT_TABLE_MAX_ENTRIES = 16_000_000
 """The algebraic tests use the full multiplication table (int32, 64 MB at the cap) when m² is at most this."""
 
+SMALL_IDEMPOTENTS = 64
+"""At most this many idempotents: :attr:`Context.maximal_idempotents` on lists (numpy's per-call overhead
+dominates a handful of comparisons); the same answer (a test compares both)."""
+
 TABLE_AT_ONCE_ELEMENTS = 512
 """The multiplication table of a monoid of at most this many elements is built at the first product
 asked for (m² ≤ 2^18 entries: as cheap as one row). For larger monoids rows and columns are computed
@@ -262,6 +266,8 @@ class Context:
             return np.array([0], dtype=np.int64)
         if E.size == 0:
             return np.zeros(0, dtype=np.int64)
+        if E.size <= SMALL_IDEMPOTENTS:
+            return self._maximal_idempotents_small(E)
         X = M.elements[E].astype(np.intp)  # [|E|, n]
         srt = np.sort(X, axis=1)
         rank = 1 + (srt[:, 1:] != srt[:, :-1]).sum(axis=1)  # |im e|
@@ -293,6 +299,24 @@ class Context:
             found.append(lev)
             found_rows.append(Xl)
         return np.concatenate(found).astype(np.int64)
+
+    def _maximal_idempotents_small(self, E: np.ndarray) -> np.ndarray:
+        """:attr:`maximal_idempotents` for at most :data:`SMALL_IDEMPOTENTS` idempotents, on lists: the
+        same rank levels (highest first, idempotents in id order), each compared with the maximal
+        idempotents kept so far (e is below f iff f(e(q)) = e(q) and e(f(q)) = e(q) for every q)."""
+        ids = E.tolist()
+        rows = self.monoid.elements[E].tolist()
+        rank = [len(set(r)) for r in rows]
+        kept: list[int] = []
+        kept_rows: list[list[int]] = []
+        for rk in sorted(set(rank), reverse=True):
+            self.check_time("maximal idempotents")
+            level = [(e, r) for e, r, k in zip(ids, rows, rank) if k == rk]
+            new = [(e, r) for e, r in level
+                   if not any(all(f[v] == v and r[f[q]] == v for q, v in enumerate(r)) for f in kept_rows)]
+            kept += [e for e, _ in new]
+            kept_rows += [r for _, r in new]
+        return np.asarray(kept, dtype=np.int64)
 
     @cached_property
     def maximal_idempotent_reps(self) -> np.ndarray:
