@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import httpx
@@ -115,7 +116,21 @@ def _distinct_dfas(total: int, seed: int = 0, max_states: int = 6) -> list[dict]
     return out
 
 
-async def _run(base: str, total: int, concurrency: int, kind: str) -> tuple[list[float], int, float]:
+def _client(client_kind: str, concurrency: int) -> Any:
+    """An async HTTP client with ``concurrency`` keep-alive connections: ``aiohttp`` (default; its
+    per-request cost is small enough that the server, not the client, bounds ``/healthz``) or
+    ``httpx`` (about 1 ms of client CPU per request here, which caps ``/healthz`` near 1,000
+    requests/s on two cores and so flatters every ratio to it)."""
+    if client_kind == "httpx":
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        return httpx.AsyncClient(timeout=120, limits=limits)
+    import aiohttp
+
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency),
+                                 timeout=aiohttp.ClientTimeout(total=120))
+
+
+async def _run(base: str, total: int, concurrency: int, kind: str, client_kind: str = "aiohttp") -> tuple[list[float], int, float]:
     """``kind``: ``healthz`` (GET /healthz), ``repeat`` (POST /v1/classify cycling through LANGUAGES,
     all classified once before timing) or ``distinct`` (POST /v1/classify of ``total`` different DFAs)."""
     latencies: list[float] = []
@@ -123,25 +138,40 @@ async def _run(base: str, total: int, concurrency: int, kind: str) -> tuple[list
     counter = iter(range(total))
     bodies = _distinct_dfas(total) if kind == "distinct" else [{"regex": r, "alphabet": a} for r, a in LANGUAGES]
 
-    async def worker(client: httpx.AsyncClient) -> None:
+    async def send(client: Any, i: int) -> int:
+        """One request; its status code (the body is read in full)."""
+        if client_kind == "httpx":
+            if kind == "healthz":
+                return (await client.get(f"{base}/healthz")).status_code
+            return (await client.post(f"{base}/v1/classify", json=bodies[i % len(bodies)])).status_code
+        if kind == "healthz":
+            request = client.get(f"{base}/healthz")
+        else:
+            request = client.post(f"{base}/v1/classify", json=bodies[i % len(bodies)])
+        async with request as r:
+            await r.read()
+            return r.status
+
+    async def worker(client: Any) -> None:
         nonlocal errors
         for i in counter:
             t0 = time.perf_counter()
-            if kind == "healthz":
-                r = await client.get(f"{base}/healthz")
-            else:
-                r = await client.post(f"{base}/v1/classify", json=bodies[i % len(bodies)])
+            status = await send(client, i)
             latencies.append(time.perf_counter() - t0)
-            if r.status_code != 200:
+            if status != 200:
                 errors += 1
 
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+    async with _client(client_kind, concurrency) as client:
         # warm-up: one request per language (imports, caches)
         for regex, alphabet in LANGUAGES:
-            (await client.post(f"{base}/v1/classify", json={"regex": regex, "alphabet": alphabet})).raise_for_status()
-        # the client's own full garbage collections (20–70 ms with the bodies and httpx's state to walk)
-        # would stall all its requests in flight and be counted as the server's latency
+            if client_kind == "httpx":
+                (await client.post(f"{base}/v1/classify", json={"regex": regex, "alphabet": alphabet})).raise_for_status()
+            else:
+                async with client.post(f"{base}/v1/classify", json={"regex": regex, "alphabet": alphabet}) as r:
+                    r.raise_for_status()
+                    await r.read()
+        # the client's own full garbage collections (20–70 ms with the bodies and the client's state to
+        # walk) would stall all its requests in flight and be counted as the server's latency
         gc.collect()
         gc.freeze()
         t0 = time.perf_counter()
@@ -194,6 +224,8 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=400, help="measured requests (bounded; max 20000)")
     ap.add_argument("--concurrency", type=int, default=8, help="concurrent clients")
     ap.add_argument("--isolation", choices=["process", "thread"], default="process", help="LANGCLASS_CLASSIFY_ISOLATION")
+    ap.add_argument("--client", choices=["aiohttp", "httpx"], default="aiohttp",
+                    help="the HTTP client of every line (httpx costs ~1 ms CPU per request and caps /healthz)")
     ap.add_argument("--url", default=None, help="use a running server on loopback instead of starting one")
     args = ap.parse_args()
     total = max(1, min(args.requests, 20_000))
@@ -217,7 +249,7 @@ def main() -> None:
         for kind in ("healthz", "repeat", "distinct"):
             kids = _children(proc.pid) if proc is not None else []
             before = (_cpu_s(proc.pid), sum(_cpu_s(k) for k in kids)) if proc is not None else (0.0, 0.0)
-            results[kind] = asyncio.run(_run(base, total, args.concurrency, kind))
+            results[kind] = asyncio.run(_run(base, total, args.concurrency, kind, args.client))
             if proc is not None:  # CPU per request (warm-up requests included) in the API process and in its workers
                 n = total + len(LANGUAGES)
                 cpu[kind] = ((_cpu_s(proc.pid) - before[0]) * 1000 / n, (sum(_cpu_s(k) for k in kids) - before[1]) * 1000 / n)
@@ -231,7 +263,7 @@ def main() -> None:
         tmp.cleanup()
 
     where = args.url or f"uvicorn 1 worker, classify isolation {args.isolation}"
-    print(f"{where}, {os.cpu_count()} CPUs, {total} requests per line, {args.concurrency} concurrent clients, one httpx client")
+    print(f"{where}, {os.cpu_count()} CPUs, {total} requests per line, {args.concurrency} concurrent clients, one {args.client} client")
     print(f"{'requests':<62}{'req/s':>8}{'p50 ms':>8}{'p90 ms':>8}{'p99 ms':>8}{'max ms':>8}{'p99/p50':>8}{'errors':>7}"
           f"{'CPU ms/req api':>15}{'workers':>8}")
     labels = {"healthz": "GET /healthz",
