@@ -6,10 +6,16 @@ kinds: ``GET /healthz`` (the framework's own speed), ``POST /v1/classify`` cycli
 languages (2–6 state minimal DFAs; after the first round they are answered by the per-process
 classification cache), and ``POST /v1/classify`` of as many random 2–6 state DFAs over {a, b} of pairwise *different
 languages* (distinct canonical fingerprints: every one a cache miss that goes to a worker process,
-whatever a cache is keyed by). Prints requests/s and latency percentiles of each
-and the classify / healthz throughput ratios.
+whatever a cache is keyed by). The three lines run interleaved in ``--rounds`` rounds (default 3;
+every round's distinct languages differ from every other round's), so a drifting machine load hits
+each alike. Prints requests/s (median over the rounds) and latency percentiles (all rounds pooled) of
+each, the classify / healthz throughput ratio of each round and their median, and the CPU per
+request of the API process and of its workers. The client is aiohttp by default: httpx costs about
+1 ms of client CPU per request here, which caps ``/healthz`` near 1,000 requests/s on two cores
+(the client, not the server, is then measured) and its own pauses add 100–1,300 ms outliers.
 
-    .venv/bin/python bench/api.py                      # 400 requests, 8 concurrent clients
+    .venv/bin/python bench/api.py                      # 3 rounds × 400 requests, 8 concurrent clients
+    .venv/bin/python bench/api.py --client httpx       # the same with httpx as the client
     .venv/bin/python bench/api.py --requests 1000 --concurrency 16
     .venv/bin/python bench/api.py --isolation thread          # worker threads instead of processes
     .venv/bin/python bench/api.py --url http://127.0.0.1:8000   # an already running server
@@ -130,13 +136,17 @@ def _client(client_kind: str, concurrency: int) -> Any:
                                  timeout=aiohttp.ClientTimeout(total=120))
 
 
-async def _run(base: str, total: int, concurrency: int, kind: str, client_kind: str = "aiohttp") -> tuple[list[float], int, float]:
+async def _run(base: str, total: int, concurrency: int, kind: str, client_kind: str = "aiohttp",
+               distinct: list[dict] | None = None) -> tuple[list[float], int, float]:
     """``kind``: ``healthz`` (GET /healthz), ``repeat`` (POST /v1/classify cycling through LANGUAGES,
     all classified once before timing) or ``distinct`` (POST /v1/classify of ``total`` different DFAs)."""
     latencies: list[float] = []
     errors = 0
     counter = iter(range(total))
-    bodies = _distinct_dfas(total) if kind == "distinct" else [{"regex": r, "alphabet": a} for r, a in LANGUAGES]
+    if kind == "distinct":
+        bodies = distinct if distinct is not None else _distinct_dfas(total)
+    else:
+        bodies = [{"regex": r, "alphabet": a} for r, a in LANGUAGES]
 
     async def send(client: Any, i: int) -> int:
         """One request; its status code (the body is read in full)."""
@@ -181,13 +191,21 @@ async def _run(base: str, total: int, concurrency: int, kind: str, client_kind: 
     return latencies, errors, wall
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (Linux /proc; 0 when gone)."""
+def _cpu_s(pid: int, *, reaped_children: bool = False) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc; 0 when gone); with
+    ``reaped_children``, those of its children that ended and were waited for instead (recycled
+    classification workers)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    first = 13 if reaped_children else 11
+    return (int(fields[first]) + int(fields[first + 1])) / os.sysconf("SC_CLK_TCK")
+
+
+def _workers_cpu_s(pid: int) -> float:
+    """CPU seconds of the worker processes of server ``pid``: the live ones and the recycled ones."""
+    return sum(_cpu_s(k) for k in _children(pid)) + _cpu_s(pid, reaped_children=True)
 
 
 def _children(pid: int) -> list[int]:
@@ -226,6 +244,7 @@ def main() -> None:
     ap.add_argument("--isolation", choices=["process", "thread"], default="process", help="LANGCLASS_CLASSIFY_ISOLATION")
     ap.add_argument("--client", choices=["aiohttp", "httpx"], default="aiohttp",
                     help="the HTTP client of every line (httpx costs ~1 ms CPU per request and caps /healthz)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the three lines (max 9)")
     ap.add_argument("--url", default=None, help="use a running server on loopback instead of starting one")
     args = ap.parse_args()
     total = max(1, min(args.requests, 20_000))
@@ -241,18 +260,30 @@ def main() -> None:
         port = _free_port()
         proc = _start_server(port, os.path.join(tmp.name, "bench.db"), args.isolation)
         base = f"http://127.0.0.1:{port}"
-    results = {}
-    cpu: dict[str, tuple[float, float]] = {}
+    kinds = ("healthz", "repeat", "distinct")
+    rounds = max(1, min(args.rounds, 9))
+    distinct_all = _distinct_dfas(total * rounds)  # every round's languages differ from every other round's
+    latencies: dict[str, list[float]] = {k: [] for k in kinds}
+    errors = {k: 0 for k in kinds}
+    rps_rounds: dict[str, list[float]] = {k: [] for k in kinds}
+    cpu_sum: dict[str, list[float]] = {k: [0.0, 0.0] for k in kinds}
     try:
         if proc is not None:
             _wait_until_idle(proc.pid)
-        for kind in ("healthz", "repeat", "distinct"):
-            kids = _children(proc.pid) if proc is not None else []
-            before = (_cpu_s(proc.pid), sum(_cpu_s(k) for k in kids)) if proc is not None else (0.0, 0.0)
-            results[kind] = asyncio.run(_run(base, total, args.concurrency, kind, args.client))
-            if proc is not None:  # CPU per request (warm-up requests included) in the API process and in its workers
-                n = total + len(LANGUAGES)
-                cpu[kind] = ((_cpu_s(proc.pid) - before[0]) * 1000 / n, (sum(_cpu_s(k) for k in kids) - before[1]) * 1000 / n)
+        for r in range(rounds):  # the lines interleaved round by round, so drifting load hits each alike
+            for kind in kinds:
+                if proc is not None:  # each line starts on a quiet server (a worker recycled in the line before has started)
+                    _wait_until_idle(proc.pid)
+                before = (_cpu_s(proc.pid), _workers_cpu_s(proc.pid)) if proc is not None else (0.0, 0.0)
+                lat, err, wall = asyncio.run(_run(base, total, args.concurrency, kind, args.client,
+                                                  distinct_all[r * total:(r + 1) * total]))
+                latencies[kind] += lat
+                errors[kind] += err
+                rps_rounds[kind].append(len(lat) / wall)
+                if proc is not None:  # CPU per request (warm-up requests included) in the API process and in its workers
+                    n = total + len(LANGUAGES)
+                    cpu_sum[kind][0] += (_cpu_s(proc.pid) - before[0]) * 1000 / n / rounds
+                    cpu_sum[kind][1] += (_workers_cpu_s(proc.pid) - before[1]) * 1000 / n / rounds
     finally:
         if proc is not None:
             proc.send_signal(signal.SIGINT)
@@ -263,22 +294,24 @@ def main() -> None:
         tmp.cleanup()
 
     where = args.url or f"uvicorn 1 worker, classify isolation {args.isolation}"
-    print(f"{where}, {os.cpu_count()} CPUs, {total} requests per line, {args.concurrency} concurrent clients, one {args.client} client")
+    print(f"{where}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, {rounds} interleaved rounds of "
+          f"{total} requests per line, {args.concurrency} concurrent clients, one {args.client} client")
     print(f"{'requests':<62}{'req/s':>8}{'p50 ms':>8}{'p90 ms':>8}{'p99 ms':>8}{'max ms':>8}{'p99/p50':>8}{'errors':>7}"
           f"{'CPU ms/req api':>15}{'workers':>8}")
     labels = {"healthz": "GET /healthz",
               "repeat": f"POST /v1/classify, {len(LANGUAGES)} small languages repeated (cache hits)",
               "distinct": "POST /v1/classify, distinct languages, 2-6 state DFAs (misses)"}
-    rps = {}
-    for kind, (latencies, errors, wall) in results.items():
-        lat = sorted(latencies)
-        rps[kind] = len(lat) / wall
-        api_cpu, worker_cpu = cpu.get(kind, (float("nan"), float("nan")))
-        print(f"{labels[kind]:<62}{rps[kind]:>8.1f}{1000 * _pct(lat, 0.5):>8.1f}{1000 * _pct(lat, 0.9):>8.1f}"
-              f"{1000 * _pct(lat, 0.99):>8.1f}{1000 * lat[-1]:>8.1f}{_pct(lat, 0.99) / _pct(lat, 0.5):>8.1f}{errors:>7}"
-              f"{api_cpu:>15.2f}{worker_cpu:>8.2f}")
-    print(f"ratio classify / healthz throughput: repeated {rps['repeat'] / rps['healthz']:.2f}, "
-          f"distinct {rps['distinct'] / rps['healthz']:.2f} (goal ≥ 0.5 and p99 ≤ 4 × p50)")
+    for kind in kinds:
+        lat = sorted(latencies[kind])
+        api_cpu, worker_cpu = cpu_sum[kind] if proc is not None else (float("nan"), float("nan"))
+        print(f"{labels[kind]:<62}{statistics.median(rps_rounds[kind]):>8.1f}{1000 * _pct(lat, 0.5):>8.1f}"
+              f"{1000 * _pct(lat, 0.9):>8.1f}{1000 * _pct(lat, 0.99):>8.1f}{1000 * lat[-1]:>8.1f}"
+              f"{_pct(lat, 0.99) / _pct(lat, 0.5):>8.1f}{errors[kind]:>7}{api_cpu:>15.2f}{worker_cpu:>8.2f}")
+    for kind in ("repeat", "distinct"):
+        ratios = [c / h for c, h in zip(rps_rounds[kind], rps_rounds["healthz"])]
+        print(f"ratio classify / healthz throughput, {'repeated' if kind == 'repeat' else 'distinct'}: median "
+              f"{statistics.median(ratios):.2f} (rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
+    print("goal: ratio ≥ 0.5 and p99 ≤ 4 × p50. req/s: median over the rounds; percentiles: all rounds' requests pooled")
     print("CPU ms/req: user+system CPU of the API process and of its worker processes per request of the line "
           "(where the time goes, unaffected by the machine's load)")
 
