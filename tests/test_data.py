@@ -185,3 +185,33 @@ def test_bad_arguments():
         s.draw(3, 10, random.Random(0), near_miss_fraction=1.5)
     with pytest.raises(InputError):
         s.unrank(2, True, 5)
+
+
+R3 = DFA.from_table(["a", "b", "c"], [[1, 2, 0], [3, 0, 1], [2, 3, 3], [0, 1, 2]], 0, [1, 3])
+
+
+@pytest.mark.parametrize("dfa, digest", [(AB, "fff075486e61e0d3"), (R3, "2132ead799dea08b")])
+def test_training_stream_is_pinned(dfa, digest):
+    # The digests were computed with the sampler before its memos and count-table walk (commit
+    # fa74e3f): the speed work must not change which words a seed draws (the same runs train).
+    import hashlib
+
+    b = LanguageSampler(dfa.canonical(), 60).draw_mixed(list(range(1, 41)), 256, random.Random("train/3"))
+    assert hashlib.sha256(repr((b.words, b.labels, b.kinds)).encode()).hexdigest()[:16] == digest
+
+
+def test_memos_do_not_change_the_stream(monkeypatch):
+    # Tiny memos (cleared every few words) and no unrank memo at all draw the same words as large ones.
+    from langclass.models import data
+
+    def stream() -> tuple:
+        s = LanguageSampler(R3.canonical(), 60)
+        outs = [s.draw_mixed(list(range(1, 41)), 128, random.Random(f"train/{k}")) for k in range(2)]
+        return tuple((o.words, o.labels, o.kinds) for o in outs) + (s.draw(30, 64, random.Random(5)).words,)
+
+    ref = stream()
+    monkeypatch.setattr(data, "_UNRANK_MEMO_SIZE", 3)
+    monkeypatch.setattr(data, "_EDIT_MEMO_SIZE", 2)
+    assert stream() == ref
+    monkeypatch.setattr(data, "_UNRANK_MEMO_CLASS", -1)
+    assert stream() == ref

@@ -49,6 +49,9 @@ MAX_SAMPLER_LENGTH = 100_000
 """Longest word length a :class:`LanguageSampler` accepts (limit name ``max_sample_length``)."""
 
 _NEAR_MISS_TRIES = 32
+_UNRANK_MEMO_CLASS = 64  # unranked words are remembered for (length, class) pairs with at most this many words
+_UNRANK_MEMO_SIZE = 1 << 14  # remembered unranked words (then the memo starts afresh)
+_EDIT_MEMO_SIZE = 1 << 14  # words whose leaving edits a sampler remembers (then the memo starts afresh)
 _NEAR_MISS_SOURCE_TRIES = 8  # positives tried before falling back to negatives with a positive neighbour
 
 
@@ -122,6 +125,11 @@ class LanguageSampler:
             acc.append([sum(prev[r] for r in self._delta[q]) for q in range(n)])
         self._acc = acc  # acc[m][q] = |{w ∈ Σ^m : δ(q, w) ∈ F}|
         self._pow = [k**m for m in range(top + 1)]
+        self._rej: list[list[int]] = []  # rej[m][q] = k^m − acc[m][q], filled on demand up to the longest length drawn
+        self._verify_delta: list[list[int]] = self.dfa.transitions.tolist()  # a separate copy for verify()
+        self._verify_accepting: list[bool] = [bool(x) for x in self.dfa.accepting]
+        self._unrank_memo: dict[tuple[int, bool, int], tuple[int, ...]] = {}
+        self._edit_memo: dict[tuple[tuple[int, ...], str], list[tuple[int, int]]] = {}
 
     # ------------------------------------------------------------------ counting
     def _check_length(self, length: int, extra: int = 0) -> None:
@@ -140,6 +148,17 @@ class LanguageSampler:
         a = self._acc[m][q]
         return a if accepted else self._pow[m] - a
 
+    def _counts(self, accepted: bool, length: int) -> list[list[int]]:
+        """``acc`` (``accepted``) or the rejecting counts ``rej[m][q] = |Σ|^m − acc[m][q]``, the
+        latter extended on demand so that rows ``0 .. length`` exist."""
+        if accepted:
+            return self._acc
+        rej = self._rej
+        for m in range(len(rej), length + 1):
+            p = self._pow[m]
+            rej.append([p - a for a in self._acc[m]])
+        return rej
+
     # ------------------------------------------------------------------ sampling
     def unrank(self, length: int, accepted: bool, rank: int) -> tuple[int, ...]:
         """The ``rank``-th word (0-based, lexicographic in alphabet order) of length ``length``
@@ -150,16 +169,33 @@ class LanguageSampler:
         """
         self._check_length(length)
         q = self.dfa.initial
-        total = self._count_from(length, q, accepted)
+        cnt = self._counts(accepted, length)
+        total = cnt[length][q]
         if not 0 <= rank < total:
             raise InputError(f"rank {rank} outside [0, {total})", field="rank")
+        if total <= _UNRANK_MEMO_CLASS:  # few words of this length and class: they recur, remember them
+            key = (length, accepted, rank)
+            memo = self._unrank_memo
+            got = memo.get(key)
+            if got is None:
+                if len(memo) >= _UNRANK_MEMO_SIZE:
+                    memo.clear()
+                got = memo[key] = self._unrank_walk(cnt, length, rank)
+            return got
+        return self._unrank_walk(cnt, length, rank)
+
+    def _unrank_walk(self, cnt: list[list[int]], length: int, rank: int) -> tuple[int, ...]:
+        """The lexicographic unranking walk of :meth:`unrank` over the count table ``cnt``."""
+        q = self.dfa.initial
         word: list[int] = []
-        for m in range(length, 0, -1):
-            row = self._delta[q]
-            for a, r in enumerate(row):
-                c = self._count_from(m - 1, r, accepted)
+        append = word.append
+        delta = self._delta
+        for m in range(length - 1, -1, -1):
+            row = cnt[m]  # counts of the words of length m left after this letter
+            for a, r in enumerate(delta[q]):
+                c = row[r]
                 if rank < c:
-                    word.append(a)
+                    append(a)
                     q = r
                     break
                 rank -= c
@@ -195,6 +231,19 @@ class LanguageSampler:
         return kinds
 
     def _edits_leaving_l(self, word: Sequence[int], kind: str) -> list[tuple[int, int]]:
+        """:meth:`_edits_of` through a memo of the last :data:`_EDIT_MEMO_SIZE` words asked
+        about (languages with few words per length draw the same near-miss sources again and
+        again). The returned list is shared: callers must not modify it."""
+        key = (tuple(word), kind)
+        memo = self._edit_memo
+        got = memo.get(key)
+        if got is None:
+            if len(memo) >= _EDIT_MEMO_SIZE:
+                memo.clear()
+            got = memo[key] = self._edits_of(key[0], kind)
+        return got
+
+    def _edits_of(self, word: Sequence[int], kind: str) -> list[tuple[int, int]]:
         """All one-edit operations ``(position, letter)`` of ``kind`` that take ``word`` outside L.
 
         Uses forward states ``f[i] = δ(q0, word[:i])`` and backward acceptance sets
@@ -374,7 +423,10 @@ class LanguageSampler:
         Raises:
             RuntimeError: a label disagrees with the DFA (a bug in this module, never user input).
         """
-        dfa = self.dfa
+        delta, accepting, q0 = self._verify_delta, self._verify_accepting, self.dfa.initial
         for w, y in zip(data.words, data.labels):
-            if bool(dfa.accepting[dfa.run_indices(w)]) != y:
+            q = q0
+            for a in w:
+                q = delta[q][a]
+            if accepting[q] != y:
                 raise RuntimeError(f"sampler bug: word {w} labelled {y} but the DFA says {not y}")
