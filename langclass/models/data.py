@@ -168,12 +168,15 @@ class LanguageSampler:
             InputError: ``rank`` is outside ``[0, count)``.
         """
         self._check_length(length)
-        q = self.dfa.initial
-        cnt = self._counts(accepted, length)
-        total = cnt[length][q]
+        total = self._count_from(length, self.dfa.initial, accepted)
         if not 0 <= rank < total:
             raise InputError(f"rank {rank} outside [0, {total})", field="rank")
-        if total <= _UNRANK_MEMO_CLASS:  # few words of this length and class: they recur, remember them
+        return self._unrank(length, accepted, rank)
+
+    def _unrank(self, length: int, accepted: bool, rank: int) -> tuple[int, ...]:
+        """:meth:`unrank` without the argument checks (a length the table covers, a rank in range)."""
+        cnt = self._counts(accepted, length)
+        if cnt[length][self.dfa.initial] <= _UNRANK_MEMO_CLASS:  # few words of this length and class: they recur, remember them
             key = (length, accepted, rank)
             memo = self._unrank_memo
             got = memo.get(key)
@@ -205,10 +208,14 @@ class LanguageSampler:
         """A word of length ``length`` drawn uniformly from ``L ∩ Σ^n`` (``accepted``) or
         ``Σ^n \\ L``; ``None`` when that set is empty. ``rng`` is a :class:`random.Random`."""
         self._check_length(length)
+        return self._sample(length, accepted, rng)
+
+    def _sample(self, length: int, accepted: bool, rng: random.Random) -> tuple[int, ...] | None:
+        """:meth:`sample` without the length check."""
         total = self._count_from(length, self.dfa.initial, accepted)
         if total == 0:
             return None
-        return self.unrank(length, accepted, rng.randrange(total))
+        return self._unrank(length, accepted, rng.randrange(total))
 
     def accepts(self, word: Sequence[int]) -> bool:
         """Membership of a word given as letter indices."""
@@ -301,7 +308,7 @@ class LanguageSampler:
         for _ in range(_NEAR_MISS_SOURCE_TRIES if kinds else 0):
             kind = kinds[rng.randrange(len(kinds))]
             src_len = {"substitution": length, "insertion": length - 1, "deletion": length + 1}[kind]
-            src = list(self.unrank(src_len, True, rng.randrange(self._acc[src_len][init])))
+            src = list(self._unrank(src_len, True, rng.randrange(self._acc[src_len][init])))
             edits = self._edits_leaving_l(src, kind)
             if not edits:
                 continue
@@ -318,7 +325,7 @@ class LanguageSampler:
         if self.count(length)[1] == 0:
             return None
         for _ in range(_NEAR_MISS_TRIES):
-            w = self.sample(length, False, rng)
+            w = self._sample(length, False, rng)
             assert w is not None
             if self.has_positive_neighbour(w):
                 return w
@@ -330,11 +337,12 @@ class LanguageSampler:
         With ``near_miss`` a near miss is tried first; when none is found a uniform negative is
         returned instead (kind ``"uniform"``). ``None`` when no negative of that length exists.
         """
+        self._check_length(length)
         if near_miss:
             w = self.near_miss(length, rng)
             if w is not None:
                 return w, "near_miss"
-        w = self.sample(length, False, rng)
+        w = self._sample(length, False, rng)
         return None if w is None else (w, "uniform")
 
     def draw(self, length: int, count: int, rng: random.Random, near_miss_fraction: float = DEFAULT_NEAR_MISS_FRACTION) -> LabeledWords:
@@ -395,15 +403,19 @@ class LanguageSampler:
         """
         if not lengths:
             raise InputError("no lengths to sample from", field="lengths")
+        for n in set(lengths):
+            self._check_length(n)
+        acc, pw, init = self._acc, self._pow, self.dfa.initial
         words: list[tuple[int, ...]] = []
         labels: list[bool] = []
         kinds: list[str] = []
         for _ in range(count):
             n = lengths[rng.randrange(len(lengths))]
-            n_acc, n_rej = self.count(n)
+            n_acc = acc[n][init]
+            n_rej = pw[n] - n_acc
             positive = bool(n_acc) and (not n_rej or rng.random() < 0.5)
             if positive:
-                w = self.sample(n, True, rng)
+                w = self._sample(n, True, rng)
                 assert w is not None
                 words.append(w)
                 kinds.append("positive")

@@ -29,6 +29,7 @@ qualifies. A group holds at most :data:`MAX_GROUP_RUNS` runs (larger grids are s
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import time
@@ -231,16 +232,17 @@ def _encode_runs(words: Sequence[Sequence[Sequence[int]]], longest: int) -> tupl
     """Every run's batch in the layout of :func:`~langclass.models.train.encode_batch`, at once:
     ``ids int64 [A, bs, longest + 2]`` (``BOS w EOS`` then PAD) and the word lengths ``[A, bs]``."""
     A, bs = len(words), len(words[0])
-    ids = np.full((A, bs, longest + 2), PAD, dtype=np.int64)
-    ids[:, :, 0] = BOS
-    n = np.zeros((A, bs), dtype=np.int64)
-    for a, run in enumerate(words):
-        for j, w in enumerate(run):
-            if w:
-                ids[a, j, 1:len(w) + 1] = np.asarray(w, dtype=np.int64) + NUM_SPECIAL  # letter i ↦ NUM_SPECIAL + i
-            n[a, j] = len(w)
-    ids[np.arange(A)[:, None], np.arange(bs)[None, :], n + 1] = EOS
-    return ids, n
+    ids = np.full((A * bs, longest + 2), PAD, dtype=np.int64)
+    ids[:, 0] = BOS
+    every = [w for run in words for w in run]
+    n = np.fromiter(map(len, every), dtype=np.int64, count=A * bs)
+    total = int(n.sum())
+    letters = np.fromiter(itertools.chain.from_iterable(every), dtype=np.int64, count=total)
+    starts = np.cumsum(n) - n  # offset of each word in ``letters``
+    row = np.repeat(np.arange(A * bs), n)
+    ids[row, np.arange(total) - starts[row] + 1] = letters + NUM_SPECIAL  # letter i ↦ NUM_SPECIAL + i
+    ids[np.arange(A * bs), n + 1] = EOS
+    return ids.reshape(A, bs, longest + 2), n.reshape(A, bs)
 
 
 def evaluate_group(
