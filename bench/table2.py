@@ -8,6 +8,7 @@ languages, NoPE fails on (aa)*; conventional RoPE does not generalize perfectly 
 
     .venv/bin/python bench/table2.py                       # quick profile on CPU (a few minutes)
     .venv/bin/python bench/table2.py --profile paper-lite --encodings nope rope_periodic   # test lengths 41..500
+    .venv/bin/python bench/table2.py --profile paper-lite --encodings rope_periodic --length-scale none   # without the ln(keys) scaling
     .venv/bin/python bench/table2.py --profile paper --seeds 0 1 2 --lr 5e-4 --max-steps 3000
     .venv/bin/python bench/table2.py --json out.json       # also write the full results
     .venv/bin/python bench/table2.py --batched             # sequential and batched training, same run
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--test-step", type=int, default=1)
     ap.add_argument("--eval-per-length", type=int, default=None)
     ap.add_argument("--device", default=None)
+    ap.add_argument("--length-scale", choices=["none", "log"], default=None,
+                    help="attention scores × ln(keys seen) or not (default: the profile's — log for paper-lite)")
     ap.add_argument("--json", type=Path, default=None, help="write the full results here")
     ap.add_argument("--batched", action="store_true", help="train the grid both ways (sequential and batched, per language "
                     "back to back) and print the speedup; without it only the default (batched) path runs")
@@ -92,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         overrides["eval_per_length"] = args.eval_per_length
     if args.device is not None:
         overrides["device"] = args.device
+    if args.length_scale is not None:
+        overrides["length_scale"] = args.length_scale
 
     modes = ["sequential", "batched"] if args.batched else ["sequential"] if args.sequential else ["batched"]
     results: dict[str, dict] = {m: {} for m in modes}

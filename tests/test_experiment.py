@@ -133,6 +133,21 @@ def test_run_experiment_result_shape_progress_and_reproducibility():
     assert strip(again["runs"]) == strip(res["runs"])
     text = format_results(res)
     assert "N*" in text and "rope_periodic(periods=2)" in text and "test lengths 41..44" in text
+    assert f"attention length scale {res['settings']['length_scale']}," in text
+
+
+def test_report_and_plot_title_say_the_attention_length_scale():
+    """paper-lite's "log" can be overridden: the CLI report and the plot's title say which was used."""
+    from langclass.app.plot import accuracy_figure
+
+    result = {"profile": "paper-lite", "settings": {"length_scale": "none", "train_lengths": [1, 40]}, "test_lengths": [41],
+              "language": {"fingerprint": "ab" * 32, "alphabet": ["a", "b"]},
+              "runs": [{"encoding": "nope", "seed": 0, "learning_rate": 1e-3, "steps": 1,
+                        "accuracy_by_length": {"41": 1.0}, "longest_perfect_length": 41}]}
+    assert "profile paper-lite, attention length scale none," in format_results(result)
+    fig = accuracy_figure(result)
+    assert fig.axes[0].get_title().endswith("profile paper-lite, length scale none")
+    assert "length scale log" in accuracy_figure({**result, "settings": {"length_scale": "log"}}).axes[0].get_title()
 
 
 def test_cancel_returns_partial_results():

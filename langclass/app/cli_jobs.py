@@ -129,7 +129,7 @@ def train(
     alphabet: Annotated[Optional[str], typer.Option("--alphabet", "-a", help="'ab' = {a,b}; 'x1,x2' for longer symbols; '\\,' is a comma symbol ('a,\\,' = {a, ','})")] = None,
     dfa: Annotated[Optional[Path], typer.Option("--dfa", help="DFA JSON file ('-' = standard input)")] = None,
     encoding: Annotated[list[str], typer.Option("--encoding", "-e", help="encoding name or JSON {name, params} (repeat)")] = ["rope_periodic"],  # noqa: B006
-    profile: Annotated[str, typer.Option(help="quick (2-core CPU), paper-lite (2-core CPU, test lengths 41..500) or paper (App. E.2)")] = "quick",
+    profile: Annotated[str, typer.Option(help="quick (2-core CPU), paper-lite (2-core CPU, test lengths 41..500, attention scores × ln(keys seen); --set length_scale=none turns that off) or paper (App. E.2)")] = "quick",
     seed: Annotated[Optional[list[int]], typer.Option("--seed", help="training seed (repeat; default: the profile's)")] = None,
     lr: Annotated[Optional[list[float]], typer.Option("--lr", help="learning rate (repeat; default: the profile's)")] = None,
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="training step budget per run")] = None,

@@ -122,6 +122,9 @@ def accuracy_figure(result: Mapping[str, Any], *, language: str | None = None, w
     title = "accuracy by length" + (f" — {language}" if language else "")
     if result.get("profile"):
         title += f", profile {result['profile']}"
+    settings = result.get("settings")
+    if isinstance(settings, Mapping) and settings.get("length_scale"):
+        title += f", length scale {settings['length_scale']}"  # paper-lite's "log" can be overridden
     if result.get("complete") is False:
         title += " (partial: the experiment stopped early)"
     ax.set_title(title, fontsize=10)

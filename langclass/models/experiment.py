@@ -295,7 +295,7 @@ def _model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any]) -> A
 
 
 def _manifest(model: Any) -> tuple[dict[str, Any], str, str]:
-    """The encoding's manifest and SHA-256 digest (seed 002 "rotary call manifest") and the
+    """The encoding's manifest and SHA-256 digest (*Transformer System M3.4*, §0x01A, "rotary call manifest") and the
     recognizer's architecture digest."""
     manifest = json.loads(json.dumps(model.encoding.manifest(), default=str))
     return manifest, model.encoding.digest(), model.digest()

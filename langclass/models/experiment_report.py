@@ -117,8 +117,10 @@ def format_results(result: Mapping[str, Any], *, max_columns: int = 12) -> str:
     lengths = [int(n) for n in result.get("test_lengths", [])]
     lang = result.get("language", {})
     train = [int(n) for n in (result.get("settings") or {}).get("train_lengths", [])]
+    scale = (result.get("settings") or {}).get("length_scale")
     lines.append(f"language {lang.get('fingerprint', '')[:12]} over {{{', '.join(lang.get('alphabet', []))}}}, profile {result.get('profile')}, "
-                 f"train lengths {describe_lengths(train[:1] + train[-1:] if train else [], span=True)}, "
+                 + (f"attention length scale {scale}, " if scale else "")
+                 + f"train lengths {describe_lengths(train[:1] + train[-1:] if train else [], span=True)}, "
                  f"test lengths {describe_lengths(lengths)}")
     for note in result.get("notes") or ():
         lines.append(f"note: {note}")
