@@ -78,7 +78,7 @@ def _small_closure(dfa: DFA, bound: int, deadline: Deadline | None) -> Transitio
     dtype = np.uint8 if n <= 1 << 8 else np.uint16
     elements = np.asarray(rows, dtype=dtype).reshape(len(rows), n)
     table = DenseLookup(n)
-    table.table[table.code(elements)] = np.arange(len(rows), dtype=np.int64)
+    table.store(table.code(elements), np.arange(len(rows), dtype=np.int64))
     arrays = [elements] + [np.asarray(v, dtype=np.int64) for v in (parent, last, lens)]
     arrays.append(np.asarray(right, dtype=np.int64).reshape(len(rows), k))
     for arr in arrays:
@@ -162,7 +162,7 @@ def transition_monoid(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, deadline: De
     chunk = max(1, _CHUNK_ENTRIES // max(1, k * n))
     if dense:
         table = DenseLookup(n)
-        table.table[table.code(ident[None, :])] = 0
+        table.store(table.code(ident[None, :]), np.zeros(1, dtype=np.int64))
     elif packed:
         skeys = PackedLookup.pack(ident[None, :])  # sorted keys of known elements
         sids = np.array([0], dtype=np.int64)
@@ -180,15 +180,15 @@ def transition_monoid(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, deadline: De
             cand = np.ascontiguousarray(gens[:, F].transpose(1, 0, 2)).reshape(-1, n)  # [f*k, n], x-major
             if dense:
                 ck = table.code(cand)
-                arr = table.table[ck]
+                arr = table.ids(ck)
                 miss = np.flatnonzero(arr < 0)
                 new_here = np.zeros(0, dtype=np.int64)
                 if miss.size:
                     u, first = np.unique(ck[miss], return_index=True)
                     order = np.argsort(first, kind="stable")
                     u_ord = u[order]
-                    table.table[u_ord] = np.arange(size, size + u.size)
-                    arr[miss] = table.table[ck[miss]]
+                    table.store(u_ord, np.arange(size, size + u.size))
+                    arr[miss] = table.ids(ck[miss])
                     new_here = miss[first[order]]
                     size += u.size
                     over(size, depth)

@@ -128,15 +128,30 @@ class PackedLookup:
 
 
 class DenseLookup:
-    """Transformation → element id for n^n ≤ 2^24: a direct-address table indexed by Σ x[q]·n^q."""
+    """Transformation → element id for n^n ≤ 2^24: a direct-address table indexed by Σ x[q]·n^q.
+
+    The table holds id + 1 (0 = absent) in int32 and starts as ``np.zeros``: fresh zero pages are
+    mapped lazily by the operating system, so only the pages of stored codes are ever touched — an
+    8-state DFA with a 40-element monoid costs a few pages, not the 2^24 × 8 bytes (134 MB written)
+    of a table filled with -1; a full T8 (every code stored) costs 2^24 × 4 bytes.
+    """
 
     def __init__(self, n: int) -> None:
         self.n = n
         self.weights = np.asarray([n ** q for q in range(n)], dtype=np.int64)
-        self.table = np.full(max(1, n ** n), -1, dtype=np.int64)
+        self._shifted = np.zeros(max(1, n ** n), dtype=np.int32)
 
     def code(self, rows: np.ndarray) -> np.ndarray:
+        """The codes Σ x[q]·n^q of ``rows`` ([m, n] transformations) as int64, shape [m]."""
         return np.asarray(rows, dtype=np.int64) @ self.weights
 
+    def ids(self, codes: np.ndarray) -> np.ndarray:
+        """The element ids stored under ``codes`` (int64, -1 where none is)."""
+        return self._shifted[codes].astype(np.int64) - 1
+
+    def store(self, codes: np.ndarray, ids: np.ndarray) -> None:
+        """Store ``ids`` (< 2^24) under ``codes`` (same shape)."""
+        self._shifted[codes] = np.asarray(ids, dtype=np.int64) + 1
+
     def get_many(self, rows: np.ndarray) -> np.ndarray:
-        return self.table[self.code(rows)]
+        return self.ids(self.code(rows))
