@@ -57,12 +57,11 @@ from typing import Any
 from .automaton import DFA
 from .errors import LimitExceeded, UnsupportedError
 from .formulas import (
-    BOTTOM, TOP, And, Atom, Bottom, Formula, Mod, Not, Or, Past, Since, Top, Yesterday, conj, disj, fragment, neg, past,
-    subformulas,
+    TOP, Atom, Formula, Mod, Yesterday, conj, fragment, neg, subformulas,
 )
 from .limits import DEFAULT_LIMITS, Limits
 from .starfree import (
-    MAX_STAR_FREE_MONOID, SynthesisBudget, _aperiodic_element, disj_balanced, generated, local_divisor_formulas, prove_formula, synthesize_star_free,
+    MAX_STAR_FREE_MONOID, _aperiodic_element, block_lift, disj_balanced, generated, local_divisor_formulas, prove_formula, synthesize_star_free,
     transformation_monoid,
 )
 
@@ -260,34 +259,7 @@ def synthesize_fo_mod(dfa: DFA, limits: Limits = DEFAULT_LIMITS, modulus: int | 
     block_of = window(list(range(m - 1, -1, -1)))  # at a block end: the block's m letters (Y^{m−1} … Y^0)
     letters = {f"\x00B{j}": x for j, x in enumerate(sorted(block_of))}
     H, budget = local_divisor_formulas(letters, mul, one, limits)
-    memo: dict[tuple[bool, Formula], Formula] = {}
-
-    def lift(f: Formula, top: bool) -> Formula:
-        """f over T read at the T-position of the current block end (``top``: at any position i, the
-        T-position after the blocks that end before i, where no T-letter is read)."""
-        key = (top, f)
-        if key not in memo:
-            if isinstance(f, Atom):
-                r = BOTTOM if top else block_of[letters[f.symbol]]
-            elif isinstance(f, Past):
-                r = past(conj(end, lift(f.arg, False)))
-            elif isinstance(f, Yesterday):
-                inner = f.arg if f.k == 1 else Yesterday(f.arg, f.k - 1)
-                r = Since(not_end, conj(end, lift(inner, False)))
-            elif isinstance(f, Since):
-                r = Since(disj(not_end, lift(f.left, False)), conj(end, lift(f.right, False)))
-            elif isinstance(f, (Top, Bottom)):
-                r = f
-            elif isinstance(f, Not):
-                r = neg(lift(f.arg, top))
-            elif isinstance(f, And):
-                r = conj(*(lift(g, top) for g in f.children))
-            elif isinstance(f, Or):
-                r = disj(*(lift(g, top) for g in f.children))
-            else:  # pragma: no cover - local divisor formulas use no other node
-                raise AssertionError(type(f).__name__)
-            memo[key] = budget.note(r)
-        return memo[key]
+    lift = block_lift(lambda symbol: block_of[letters[symbol]], end, not_end, budget)
 
     blocks = {n: lift(h, True) for n, h in H.items()}
     parts = []

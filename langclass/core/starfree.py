@@ -148,25 +148,7 @@ def _solve(letters: dict[str, Hashable], mul: Mul, one: Hashable, budget: Synthe
     block = {x: rel(g, True) for x, g in G.items()}  # value of the segment since the last c (or the start)
     H = _solve(t_letters, mul_c, cc, budget)
     closing = conj(is_c, seen_c)  # a c-position that closes a block (T-positions 1, 2, …)
-    memo_lift: dict[tuple[bool, Formula], Formula] = {}
-
-    def lift(f: Formula, top: bool) -> Formula:
-        """f over T read at the T-position of the current c-position (its readout when ``top``)."""
-        key = (top, f)
-        if key not in memo_lift:
-            if isinstance(f, Atom):  # a T-letter: the value of the block before this c
-                r = BOTTOM if top else block[tau_of[f.symbol]]
-            elif isinstance(f, Past):
-                r = past(conj(closing, lift(f.arg, False)))
-            elif isinstance(f, Yesterday):
-                inner = f.arg if f.k == 1 else Yesterday(f.arg, f.k - 1)
-                r = Since(not_c, conj(closing, lift(inner, False)))
-            elif isinstance(f, Since):
-                r = Since(disj(not_c, lift(f.left, False)), conj(closing, lift(f.right, False)))
-            else:
-                r = _boolean(f, top, lift)
-            memo_lift[key] = budget.note(r)
-        return memo_lift[key]
+    lift = block_lift(lambda symbol: block[tau_of[symbol]], closing, not_c, budget)
 
     mids = {n: lift(h, True) for n, h in H.items()}
     first = {x: past(conj(is_c, neg(seen_c), b)) for x, b in block.items()}
@@ -325,6 +307,37 @@ def disj_balanced(fs: list[Formula]) -> Formula:
         return Or(build(lo, mid), build(mid, hi))
 
     return build(0, len(out)) if out else BOTTOM
+
+
+def block_lift(atom: Callable[[str], Formula], closing: Formula, not_closing: Formula, budget: "SynthesisBudget"
+               ) -> Callable[[Formula, bool], Formula]:
+    """The translation (memoized) of a past formula over a block alphabet T into one over Σ: ``lift(f,
+    False)`` holds at a position that closes a block (``closing``) iff f holds at the T-position of
+    that block, ``lift(f, True)`` at the readout after the last closed block, where no T-letter is
+    read. ``atom(symbol)`` is the Σ-formula saying the block just closed has that T-letter;
+    ``not_closing`` = ¬``closing``. Used by the local divisor step of the star-free synthesis (the
+    blocks end at the letter c) and by the FO[<,MOD] synthesis (blocks of m letters), each new node
+    counted by ``budget.note``."""
+    memo: dict[tuple[bool, Formula], Formula] = {}
+
+    def lift(f: Formula, top: bool) -> Formula:
+        key = (top, f)
+        if key not in memo:
+            if isinstance(f, Atom):
+                r = BOTTOM if top else atom(f.symbol)
+            elif isinstance(f, Past):
+                r = past(conj(closing, lift(f.arg, False)))
+            elif isinstance(f, Yesterday):
+                inner = f.arg if f.k == 1 else Yesterday(f.arg, f.k - 1)
+                r = Since(not_closing, conj(closing, lift(inner, False)))
+            elif isinstance(f, Since):
+                r = Since(disj(not_closing, lift(f.left, False)), conj(closing, lift(f.right, False)))
+            else:
+                r = _boolean(f, top, lift)
+            memo[key] = budget.note(r)
+        return memo[key]
+
+    return lift
 
 
 def _boolean(f: Formula, top: bool, rec) -> Formula:
