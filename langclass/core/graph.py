@@ -22,6 +22,7 @@ import numpy as np
 from .automaton import DFA
 from .errors import InputError
 from .limits import DEFAULT_LIMITS, Limits
+from .smallgraph import strong_labels
 
 __all__ = [
     "successor_table",
@@ -62,59 +63,10 @@ def strongly_connected_components(obj: Any) -> np.ndarray:
         >>> strongly_connected_components(parse_regex("a(a|b)*", ["a", "b"])).tolist()
         [0, 2, 1]
     """
-    t = successor_table(obj)
-    n = t.shape[0]
-    succ = [sorted(set(row)) for row in t.tolist()]
-    index = [-1] * n
-    low = [0] * n
-    on_stack = [False] * n
-    stack: list[int] = []
-    comp = [-1] * n
-    found: list[list[int]] = []
-    counter = 0
-    for root in range(n):
-        if index[root] >= 0:
-            continue
-        work = [(root, 0)]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack[root] = True
-        while work:
-            v, i = work[-1]
-            sv = succ[v]
-            if i < len(sv):
-                work[-1] = (v, i + 1)
-                w = sv[i]
-                if index[w] < 0:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack[w] = True
-                    work.append((w, 0))
-                elif on_stack[w]:
-                    if index[w] < low[v]:
-                        low[v] = index[w]
-                continue
-            work.pop()
-            if work:
-                u = work[-1][0]
-                if low[v] < low[u]:
-                    low[u] = low[v]
-            if low[v] == index[v]:
-                members = []
-                while True:
-                    w = stack.pop()
-                    on_stack[w] = False
-                    members.append(w)
-                    if w == v:
-                        break
-                found.append(members)
-    c = len(found)
-    for j, members in enumerate(found):  # Tarjan emits components in reverse topological order
-        for q in members:
-            comp[q] = c - 1 - j
-    return np.asarray(comp, dtype=np.int64)
+    labels = strong_labels([sorted(set(row)) for row in successor_table(obj).tolist()])
+    c = max(labels, default=-1) + 1
+    # Tarjan completes (labels) components in reverse topological order
+    return np.asarray([c - 1 - x for x in labels], dtype=np.int64)
 
 
 def component_members(comp: np.ndarray) -> list[list[int]]:
