@@ -115,3 +115,17 @@ def test_the_analysis_is_the_same_with_scipy_graphs(dfa):
         _scipy_everywhere(mp)
         assert _record(dfa) == ours
         assert ltl_p_y_delay(dfa, max_k=3) == delay
+
+
+def test_reachable_is_the_generated_submonoid_and_stops_past_max_size():
+    """Closure under right multiplication, checked against all products of short words in Z_12."""
+    from itertools import product
+
+    from langclass.core.smallgraph import reachable
+
+    add = lambda x, g: (x + g) % 12
+    brute = {sum(w) % 12 for n in range(13) for w in product([8], repeat=n)}
+    assert reachable([0], [8], add) == brute == {0, 4, 8}
+    assert reachable([1], [3, 8], add) == set(range(12))
+    assert reachable([0], [1], add, max_size=5) is None
+    assert reachable([0], [1], add, max_size=12) == set(range(12))

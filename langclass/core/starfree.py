@@ -42,6 +42,7 @@ from .formulas import (
     past, subformulas,
 )
 from .limits import DEFAULT_LIMITS, Limits
+from .smallgraph import reachable
 
 __all__ = ["synthesize_star_free", "transformation_monoid", "local_divisor_formulas", "SynthesisBudget",
            "prove_formula", "disj_balanced", "MAX_STAR_FREE_MONOID", "MAX_STAR_FREE_NODES", "SOURCE_STAR_FREE"]
@@ -182,21 +183,9 @@ def generated(seeds: Iterable[Hashable], gens: Iterable[Hashable], mul: Mul, max
     Raises:
         LimitExceeded: ``max_star_free_monoid`` when ``max_size`` is given and more elements appear.
     """
-    gens = list(gens)
-    elems = set(seeds)
-    frontier = list(elems)
-    while frontier:
-        nxt = []
-        for x in frontier:
-            for g in gens:
-                y = mul(x, g)
-                if y not in elems:
-                    elems.add(y)
-                    nxt.append(y)
-                    if max_size is not None and len(elems) > max_size:
-                        raise LimitExceeded("max_star_free_monoid", max_size,
-                                            f"the transition monoid has more than {max_size} elements")
-        frontier = nxt
+    elems = reachable(seeds, gens, mul, max_size)
+    if elems is None:
+        raise LimitExceeded("max_star_free_monoid", max_size, f"the transition monoid has more than {max_size} elements")
     return elems
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..smallgraph import reachable
 from .permgroup import PermGroup, is_even, prime_factors, solvable_by_order
 
 __all__ = ["GroupInfo", "GroupsMixin", "nontrivial_groups", "group_label", "MAX_GROUPS_REPORTED"]
@@ -202,16 +203,7 @@ class GroupsMixin:
             if i in mask:
                 continue
             gens.append(i)
-            frontier = list(mask)
-            while frontier:
-                new = []
-                for x in frontier:
-                    for g in gens:
-                        y = mul(x, g)
-                        if y not in mask:
-                            mask.add(y)
-                            new.append(y)
-                frontier = new
+            mask = reachable(mask, gens, mul)
         assert len(mask) == order, "the candidates do not generate the group"
         abelian = all(mul(a, b) == mul(b, a) for a in gens for b in gens)
 
