@@ -177,6 +177,8 @@ def test_small_stable_levels_and_words_equal_the_numpy_path(monkeypatch):
         assert a[:3] == b[:3] and len(a[3]) == len(b[3]) and all((x == y).all() for x, y in zip(a[3], b[3]))
         for x in np.flatnonzero(fast.stable).tolist():
             assert fast.stable_word(x) == slow.stable_word(x)
+        for j in range(1, a[0] + 1):
+            assert fast.level(j) == slow.level(j)
         monkeypatch.setattr(stable_mod, "SMALL_STABLE_EDGES", 0)
         checked += 1
     assert checked > 150

@@ -125,7 +125,7 @@ def _semigroup_aperiodic(generators: frozenset[Elem], mul) -> bool:
 
 def _least_modulus_on(monoid: Any) -> ModulusSearch:
     """:func:`least_modulus` on the enumerated transition monoid (element ids instead of tuples):
-    the same levels η(Σ^j), and η((Σ^m)^+) as the union of the levels η(Σ^{jm}), j ≥ 1 (η(Σ^m)^j =
+    the levels η(Σ^j) the monoid computed for its stability index, and η((Σ^m)^+) as the union of the levels η(Σ^{jm}), j ≥ 1 (η(Σ^m)^j =
     η(Σ^{jm})), reached by |Σ|·m steps of the right Cayley graph per level instead of closing η(Σ^m)
     under products of its elements."""
     M = monoid
@@ -134,11 +134,10 @@ def _least_modulus_on(monoid: Any) -> ModulusSearch:
                             f"the transition monoid has more than {MAX_STAR_FREE_MONOID} elements")
     right = M.right.tolist()
     letters = range(M.dfa.num_letters)
-    gens = {a: right[0][i] for i, a in enumerate(M.dfa.alphabet)}
-    s, levels = _levels(gens, M.multiply, 0)
+    s = M.stability_index
     tried = []
     for m in range(1, s + 1):
-        cur, seen, union = levels[m - 1], set(), set()
+        cur, seen, union = M.level(m), set(), set()
         while cur not in seen:
             seen.add(cur)
             union |= cur

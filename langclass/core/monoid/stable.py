@@ -137,6 +137,14 @@ class StableMixin:
     def _level_mask(self, j: int) -> np.ndarray:
         return np.unpackbits(self._stable[3][j - 1], count=self.size).astype(bool)
 
+    def level(self, j: int) -> frozenset[int]:
+        """η(Σ^j) as a set of element ids, for 1 ≤ j ≤ :attr:`stability_index` (the levels the
+        stability index was computed from)."""
+        small = self._small_levels
+        if small is not None:
+            return small[3][j - 1]
+        return frozenset(np.flatnonzero(self._level_mask(j)).tolist())
+
     @property
     def stability_index(self) -> int:
         """s = least s ≥ 1 with η(Σ^s) = η(Σ^{2s})."""
