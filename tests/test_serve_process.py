@@ -93,3 +93,27 @@ def test_worker_whose_parent_left_before_it_was_ready_exits_quietly() -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0, err
     assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+def test_a_served_app_freezes_its_start_up_objects_and_a_test_app_does_not(migrated_url: str) -> None:
+    """``create_served_app`` (what ``langclass serve`` runs) moves the objects alive after its
+    start-up to the collector's permanent generation, so a full collection no longer walks them while
+    requests wait; ``create_app`` (built by the hundred in tests) leaves the collector alone."""
+    import gc
+
+    from fastapi.testclient import TestClient
+
+    from langclass.app.main import create_app
+    from conftest import make_settings
+
+    settings = make_settings(migrated_url, classify_isolation="thread")
+    gc.unfreeze()
+    try:
+        with TestClient(create_app(settings)) as client:
+            assert client.get("/healthz").status_code == 200
+            assert gc.get_freeze_count() == 0
+        with TestClient(create_app(settings, freeze_gc=True)) as client:
+            assert client.get("/healthz").status_code == 200
+            assert gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()
