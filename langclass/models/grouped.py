@@ -35,6 +35,12 @@ and two rewritings of the same function that move work from the activations to t
 every LayerNorm's affine part is folded into the linear map after it (``(n·g + β)Wᵀ + c =
 n(W diag g)ᵀ + (Wβ + c)``), and without absolute tables the first layer's input is the token
 embedding alone, so its q/k/v projections are computed for the V vocabulary rows and looked up.
+That first layer then needs no T × T scores for a run whose encoding has at most
+:data:`~langclass.models.class_attention.MAX_POSITION_CLASSES` distinct rotations (NoPE, periodic
+RoPE of a small period): its queries and keys take finitely many values, and
+:func:`~langclass.models.class_attention.class_count_attention` attends over prefix counts of
+(token, position class) key classes; the other runs of the group take the fused kernel
+(:meth:`GroupedRecognizers._first_heads`; ``count_attention = False`` sends every run there).
 
 Parameters live in ``theta`` (leaf, ``requires_grad``) and are handed to the forward as views
 (``theta.split``), so the gradient is one ``[R, P]`` tensor: per-run gradient clipping is one norm
@@ -50,6 +56,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .class_attention import MAX_POSITION_CLASSES, class_count_attention, position_classes
 from .recognizer import Recognizer
 
 __all__ = ["GROUPABLE_FAMILIES", "group_key", "GroupedRecognizers", "StackedAdamW"]
@@ -89,6 +96,9 @@ class GroupedRecognizers:
         theta: ``float32 [R, P]`` all parameters of run r in row r (leaf, ``requires_grad``).
         names, shapes: the parameter layout (``Recognizer.named_parameters()`` order).
         encodings: the R encoding modules (tables are read from them).
+        count_attention: True (default) — the first layer of a qualifying run by key-class counts
+            (see the module doc); False — by T × T scores for every run (the same function; for
+            checks and benchmarks).
 
     Raises:
         ValueError: no models, or models whose configs have different :func:`group_key` or none.
@@ -123,6 +133,7 @@ class GroupedRecognizers:
         self.act = F.relu if cfg.activation == "relu" else F.gelu
         self._tables_T = 0
         self._tables: dict[str, Any] = {}
+        self.count_attention = True  # the class-count first layer where a run qualifies (False: T × T scores for all)
         self._build_static()
 
     # ------------------------------------------------------------------ layout
@@ -213,7 +224,7 @@ class GroupedRecognizers:
             return {"C": t["C"][:, :T] if t["C"] is not None else None, "S": t["S"][:, :T] if t["S"] is not None else None,
                     "absolute": t["absolute"][:, :T] if t["absolute"] is not None else None,
                     "bias": t["bias"][:, :, :T, :T] if t["bias"] is not None else None,
-                    "mask": t["mask"][:T, :T], "keep": t["keep"][:T], "logn": t["logn"][:T]}
+                    "mask": t["mask"][:T, :T], "keep": t["keep"][:T], "logn": t["logn"][:T], "count": t["count"]}
         want, T = T, max(T, 2 * self._tables_T)
         dev, dh, D, H = self.device, self.dh, self.D, self.H
         out: dict[str, Any] = {"C": None, "S": None, "absolute": None, "bias": None}
@@ -247,8 +258,46 @@ class GroupedRecognizers:
             out["mask"] = torch.zeros(T, T, device=dev).masked_fill_(~visible, float("-inf"))
             out["keep"] = (i > 0).float()[:, None]  # [T, 1]
             out["logn"] = torch.log(i.clamp(min=1).float())  # [T]: query i sees keys 0..i−1 (length_factor)
+            out["count"] = self._count_tables(out, T)
         self._tables, self._tables_T = out, T
         return self._tables_for(want)
+
+    def _count_tables(self, tabs: dict[str, Any], T: int) -> dict[str, Any] | None:
+        """Which runs take the class-count first layer (:meth:`_first_heads`) and their tables, or
+        None when none does (or the first layer is not a vocabulary lookup): a run qualifies when
+        its encoding adds nothing to the embedding and no score bias, and its rotation rows over
+        positions 0..T−1 take at most :data:`MAX_POSITION_CLASSES` distinct values. ``classes
+        [Re, T]`` is each position's class, ``C, S [Re, P, H·dh]`` each class's rotation."""
+        if self.absolute or self.L < 2:
+            return None
+        dev = self.device
+        rows, classes, reps = [], [], []
+        for r, e in enumerate(self.encodings):
+            if getattr(e, "kind", "none") not in ("none", "rotary"):
+                continue
+            if tabs["C"] is None:
+                cls, first = torch.zeros(T, dtype=torch.long, device=dev), torch.zeros(1, dtype=torch.long, device=dev)
+            else:
+                cls, first = position_classes(torch.cat((tabs["C"][r], tabs["S"][r]), dim=-1))
+            if first.numel() <= MAX_POSITION_CLASSES:
+                rows.append(r)
+                classes.append(cls)
+                reps.append(first)
+        if not rows:
+            return None
+        P = max(f.numel() for f in reps)
+        reps = [torch.cat((f, f.new_zeros(P - f.numel()))) for f in reps]  # unused classes: never a key, any rotation
+        index = torch.tensor(rows, dtype=torch.long, device=dev)
+        others = [r for r in range(len(self.encodings)) if r not in set(rows)]
+        out: dict[str, Any] = {"rows": index, "everyone": not others, "classes": torch.stack(classes), "C": None, "S": None}
+        if tabs["C"] is not None:
+            pick = torch.stack(reps)  # [Re, P]
+            out["C"] = tabs["C"][index[:, None], pick]  # [Re, P, H·dh]
+            out["S"] = tabs["S"][index[:, None], pick]
+        if others:
+            out["others"] = torch.tensor(others, dtype=torch.long, device=dev)
+            out["inverse"] = torch.argsort(torch.tensor(rows + others, device=dev))
+        return out
 
     # ------------------------------------------------------------------ forward
     def weights(self, theta: torch.Tensor | None = None) -> dict[str, Any]:
@@ -353,13 +402,27 @@ class GroupedRecognizers:
         """A full pre-norm layer on ``x [R, B, T, D]``; ``token_rows [R, B, T]`` (rows of the flattened
         embedding) when ``x`` is the embedding itself and ``wt`` has the first layer's vocabulary table."""
         R, B, T, D = x.shape
+        HD = self.H * self.dh
+        count = tabs["count"] if token_rows is not None and self.count_attention else None
+        if count is not None:
+            heads = self._first_heads(wt, token_rows, tabs, count)
+        else:
+            if token_rows is None:
+                w, b = wt[f"{layer}.proj"]
+                y = torch.baddbmm(b, self._norm(x).view(R, B * T, D), w).view(R, B, T, -1)
+            else:
+                y = F.embedding(token_rows, wt["0.table"])
+            heads = self._heads(y, tabs)
+        wo, bo = wt[f"{layer}.out"]
+        x = torch.baddbmm(x.view(R, B * T, D), heads.reshape(R, B * T, HD), wo).add_(bo)
+        return self._ff(wt, layer, x, self._norm(x)).view(R, B, T, D)
+
+    def _heads(self, y: torch.Tensor, tabs: dict[str, Any]) -> torch.Tensor:
+        """Attention heads ``[R, B, T, H, dh]`` (BOS row zeroed) from the stacked projections
+        ``y [R, B, T, ·]`` of :meth:`_proj` order, by scores over all T × T position pairs."""
+        R, B, T, _ = y.shape
         H, dh = self.H, self.dh
         HD = H * dh
-        if token_rows is None:
-            w, b = wt[f"{layer}.proj"]
-            y = torch.baddbmm(b, self._norm(x).view(R, B * T, D), w).view(R, B, T, -1)
-        else:
-            y = F.embedding(token_rows, wt["0.table"])
         # split/unbind, not slices: the backward of a slice writes a zero tensor of the whole input
         qk, rest = y.split((2 * HD, y.shape[-1] - 2 * HD), dim=-1)
         qk = qk.view(R, B, T, 2, HD)
@@ -379,10 +442,46 @@ class GroupedRecognizers:
         else:
             scores = torch.matmul(q, k.transpose(-2, -1)).view(R, B, H, T, T) * self.scale + bias[:, None]
             heads = torch.matmul(torch.softmax(scores + tabs["mask"], dim=-1).view(R * B, H, T, T), v)
-        heads = (heads.view(R, B, H, T, dh) * tabs["keep"]).permute(0, 1, 3, 2, 4)  # [R, B, T, H, dh]; the BOS row (no visible key) is 0
-        wo, bo = wt[f"{layer}.out"]
-        x = torch.baddbmm(x.view(R, B * T, D), heads.reshape(R, B * T, HD), wo).add_(bo)
-        return self._ff(wt, layer, x, self._norm(x)).view(R, B, T, D)
+        return (heads.view(R, B, H, T, dh) * tabs["keep"]).permute(0, 1, 3, 2, 4)  # the BOS row (no visible key) is 0
+
+    def _first_heads(self, wt: dict[str, Any], token_rows: torch.Tensor, tabs: dict[str, Any], count: dict[str, Any]) -> torch.Tensor:
+        """The first layer's attention heads ``[R, B, T, H, dh]``: runs whose encoding has at most
+        :data:`~langclass.models.class_attention.MAX_POSITION_CLASSES` distinct rotations by
+        :func:`~langclass.models.class_attention.class_count_attention` over (token, position class)
+        key classes, the others by :meth:`_heads`; both from the vocabulary table."""
+        R, B, T = token_rows.shape
+        H, dh = self.H, self.dh
+        HD = H * dh
+        rows, everyone = count["rows"], count["everyone"]
+        V = wt["emb"].shape[1]
+        table = wt["0.table"].view(R, V, -1)
+        tab = table if everyone else table.index_select(0, rows)  # [Re, V, n·HD]
+        Re = tab.shape[0]
+        if self.rotary:
+            q, k, qs, ks, v = tab.split(HD, dim=-1)
+            C, S = count["C"][:, None], count["S"][:, None]  # [Re, 1, P, HD]
+            q = torch.addcmul(q[:, :, None] * C, qs[:, :, None], S)  # [Re, V, P, HD]
+            k = torch.addcmul(k[:, :, None] * C, ks[:, :, None], S)
+        else:
+            q, k, v = tab.split(HD, dim=-1)
+            q, k = q[:, :, None], k[:, :, None]
+        P = q.shape[2]
+        U = V * P
+        qh, kh = q.reshape(Re, U, H, dh), k.reshape(Re, U, H, dh)
+        scores = torch.matmul(qh.permute(0, 2, 1, 3), kh.permute(0, 2, 3, 1)) * self.scale  # [Re, H, U, U]
+        values = v[:, :, None, :].expand(Re, V, P, HD).reshape(Re, U, H, dh)
+        tokens = (token_rows if everyone else token_rows.index_select(0, rows)) - (rows * V)[:, None, None]
+        classes = tokens * P + count["classes"][:, None, :T]  # [Re, B, T]
+        heads = class_count_attention(scores, values, classes, tabs["logn"] if self.log_scale else None)
+        heads = heads * tabs["keep"][:, :, None]
+        if everyone:
+            return heads
+        others = count["others"]
+        sub = {**tabs, "C": None if tabs["C"] is None else tabs["C"].index_select(0, others),
+               "S": None if tabs["S"] is None else tabs["S"].index_select(0, others),
+               "bias": None if tabs["bias"] is None else tabs["bias"].index_select(0, others)}
+        rest = self._heads(F.embedding(token_rows.index_select(0, others), wt["0.table"]), sub)
+        return torch.cat((heads, rest)).index_select(0, count["inverse"])  # back to run order
 
     def _last_block(self, wt: dict[str, Any], layer: int, x: torch.Tensor, tabs: dict[str, Any], eos: torch.Tensor,
                     br: torch.Tensor, bb: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,154 @@
+"""Tests of langclass.models.class_attention: attention from key-class counts is the T × T attention."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from langclass.models.class_attention import MAX_POSITION_CLASSES, class_count_attention, position_classes
+from langclass.models.encodings import make_encoding
+from langclass.models.grouped import GroupedRecognizers
+from langclass.models.recognizer import Recognizer, RecognizerConfig
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def _brute_force(scores: torch.Tensor, values: torch.Tensor, classes: torch.Tensor, factor: torch.Tensor | None) -> torch.Tensor:
+    """Soft attention with the strict mask, one query and one key at a time in float64 (position 0
+    attends to itself): out[r, b, i, h] = Σ_{j<i} e^{s_ij} v_j / Σ_{j<i} e^{s_ij}."""
+    R, H, U, _ = scores.shape
+    _, B, T = classes.shape
+    d = values.shape[-1]
+    out = torch.zeros(R, B, T, H, d, dtype=torch.float64)
+    for r in range(R):
+        for b in range(B):
+            for i in range(T):
+                keys = range(i) if i else range(1)
+                for h in range(H):
+                    f = 1.0 if factor is None else float(factor[i])
+                    s = [f * float(scores[r, h, classes[r, b, i], classes[r, b, j]]) for j in keys]
+                    top = max(s)
+                    w = [math.exp(x - top) for x in s]
+                    for j, wj in zip(keys, w):
+                        out[r, b, i, h] += wj * values[r, classes[r, b, j], h].double()
+                    out[r, b, i, h] /= sum(w)
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(R=st.integers(1, 3), H=st.integers(1, 3), U=st.integers(1, 6), B=st.integers(1, 3), T=st.integers(1, 9),
+       spread=st.sampled_from([1.0, 30.0, 300.0]), scaled=st.booleans(), seed=st.integers(0, 2**16))
+def test_class_count_attention_is_the_strict_softmax_attention(R, H, U, B, T, spread, scaled, seed):
+    """Against a brute force over every (query, key) pair, for any class sequence, with score gaps up
+    to hundreds (the shift by the largest score present keeps e^s finite) and the per-query factor."""
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(R, H, U, U, generator=g, dtype=torch.float64) * spread
+    values = torch.randn(R, U, H, 4, generator=g, dtype=torch.float64)
+    classes = torch.randint(0, U, (R, B, T), generator=g)
+    factor = torch.log(torch.arange(T).clamp(min=1).double()) if scaled else None
+    got = class_count_attention(scores, values, classes, factor)
+    assert got.shape == (R, B, T, H, 4)
+    assert torch.isfinite(got).all()
+    assert torch.allclose(got, _brute_force(scores, values, classes, factor), atol=1e-9, rtol=1e-9)
+
+
+def test_class_count_attention_gradients_match_the_brute_force():
+    """d(loss)/d(scores, values) through the counts form equal those through the pairwise form (autograd of both)."""
+    g = torch.Generator().manual_seed(3)
+    R, H, U, B, T = 2, 2, 4, 2, 7
+    scores = torch.randn(R, H, U, U, generator=g, dtype=torch.float64, requires_grad=True)
+    values = torch.randn(R, U, H, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    classes = torch.randint(0, U, (R, B, T), generator=g)
+    weight = torch.randn(R, B, T, H, 3, generator=g, dtype=torch.float64)
+    (class_count_attention(scores, values, classes) * weight).sum().backward()
+    got = (scores.grad.clone(), values.grad.clone())
+    scores.grad = values.grad = None
+    # the pairwise form, differentiable: s_ij gathered, masked, softmax over j
+    s = scores[torch.arange(R)[:, None, None, None, None], torch.arange(H)[None, None, None, :, None],
+               classes[:, :, :, None, None], classes[:, :, None, None, :]]  # [R, B, T(i), H, T(j)]
+    i = torch.arange(T)
+    visible = (i[None, :] < i[:, None]) | ((i[:, None] == 0) & (i[None, :] == 0))
+    w = torch.softmax(s.masked_fill(~visible[None, None, :, None, :], float("-inf")), dim=-1)
+    v = values[torch.arange(R)[:, None, None], classes]  # [R, B, T(j), H, d]
+    (torch.einsum("rbihj,rbjhd->rbihd", w, v) * weight).sum().backward()
+    assert torch.allclose(got[0], scores.grad, atol=1e-10)
+    assert torch.allclose(got[1], values.grad, atol=1e-10)
+
+
+def test_position_classes_of_rotation_tables():
+    """NoPE: one class; periodic RoPE: i mod lcm(periods) (bit-for-bit periodic tables);
+    conventional RoPE: a class per position. Classes are numbered by first occurrence."""
+    def rows(enc: dict, T: int) -> torch.Tensor:
+        e = make_encoding(enc["name"], d_model=16, d_head=8, n_heads=2, **{k: v for k, v in enc.items() if k != "name"})
+        if e.kind != "rotary":
+            return torch.zeros(T, 1)
+        cos, sin = e.cos_sin(e.position_ids(T))
+        return torch.cat((cos[0], sin[0]), dim=-1)
+
+    cls, first = position_classes(rows({"name": "nope"}, 12))
+    assert cls.tolist() == [0] * 12 and first.tolist() == [0]
+    cls, first = position_classes(rows({"name": "rope_periodic", "periods": 2}, 12))
+    assert cls.tolist() == [i % 2 for i in range(12)] and first.tolist() == [0, 1]
+    cls, first = position_classes(rows({"name": "rope_periodic", "periods": [2, 3]}, 20))
+    assert cls.tolist() == [i % 6 for i in range(20)] and first.tolist() == list(range(6))
+    cls, first = position_classes(rows({"name": "rope"}, 12))
+    assert cls.tolist() == list(range(12))
+
+
+def _group(encodings: list[dict], length_scale: str = "none") -> GroupedRecognizers:
+    models = []
+    for i, e in enumerate(encodings):
+        torch.manual_seed(i)
+        models.append(Recognizer(RecognizerConfig(alphabet=("a", "b"), d_model=16, n_heads=2, n_layers=2, d_ff=32, encoding=e,
+                                                  length_scale=length_scale)))
+    return GroupedRecognizers(models)
+
+
+def _batch(R: int, B: int, T: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(3, 5, (R, B, T), generator=g)
+    ids[:, :, 0] = 1
+    eos = torch.randint(1, T, (R, B), generator=g)
+    for r in range(R):
+        for b in range(B):
+            ids[r, b, eos[r, b]] = 2
+            ids[r, b, eos[r, b] + 1:] = 0
+    return ids, eos
+
+
+@pytest.mark.parametrize("encodings,counted", [
+    ([{"name": "nope"}, {"name": "rope_periodic", "periods": 2}, {"name": "rope"}, {"name": "alibi"}], [0, 1]),
+    ([{"name": "rope"}, {"name": "nope"}, {"name": "rope_periodic", "periods": [2, 3, 5]}, {"name": "rope_periodic", "periods": 2}], [1, 3]),
+    ([{"name": "nope"}, {"name": "rope_periodic", "periods": [2, 4]}], [0, 1]),
+    ([{"name": "nope"}], [0]),
+    ([{"name": "rope"}, {"name": "alibi"}], []),
+])
+@pytest.mark.parametrize("length_scale", ["none", "log"])
+def test_grouped_first_layer_by_counts_equals_the_pairwise_layer(encodings, counted, length_scale):
+    """Which runs of a group take the class-count first layer (≤ MAX_POSITION_CLASSES rotations, no
+    bias, no absolute table), and that logits and parameter gradients equal those of the T × T path
+    (GroupedRecognizers.count_attention False) for mixed, all-counted and uncounted groups."""
+    group = _group(encodings, length_scale)
+    ids, eos = _batch(len(encodings), 6, 40, seed=len(encodings))
+    count = group._tables_for(40)["count"]
+    assert (count["rows"].tolist() if count is not None else []) == counted
+    assert MAX_POSITION_CLASSES < 30  # periods 2, 3, 5 (lcm 30) stay on the pairwise path
+    out = []
+    for flag in (True, False):
+        group.count_attention = flag
+        group.theta.grad = None
+        logits = group.logits(ids, eos)
+        logits.sum().backward()
+        out.append((logits.detach(), group.theta.grad.clone()))
+    assert torch.allclose(out[0][0], out[1][0], atol=1e-5)
+    assert torch.allclose(out[0][1], out[1][1], atol=1e-4, rtol=1e-4)
