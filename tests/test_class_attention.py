@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from langclass.models.class_attention import MAX_POSITION_CLASSES, class_count_attention, position_classes
 from langclass.models.encodings import make_encoding
+from langclass.models import grouped
 from langclass.models.grouped import GroupedRecognizers
 from langclass.models.recognizer import Recognizer, RecognizerConfig
 
@@ -134,10 +135,17 @@ def _batch(R: int, B: int, T: int, seed: int) -> tuple[torch.Tensor, torch.Tenso
     ([{"name": "rope"}, {"name": "alibi"}], []),
 ])
 @pytest.mark.parametrize("length_scale", ["none", "log"])
-def test_grouped_first_layer_by_counts_equals_the_pairwise_layer(encodings, counted, length_scale):
+def test_grouped_first_layer_by_counts_equals_the_pairwise_layer(encodings, counted, length_scale, monkeypatch):
     """Which runs of a group take the class-count first layer (≤ MAX_POSITION_CLASSES rotations, no
-    bias, no absolute table), and that logits and parameter gradients equal those of the T × T path
-    (GroupedRecognizers.count_attention False) for mixed, all-counted and uncounted groups."""
+    bias, no absolute table), that it is taken, and that logits and parameter gradients equal those of
+    the T × T path (GroupedRecognizers.count_attention False) for mixed, all-counted and uncounted groups."""
+    calls = []
+
+    def spy(scores, values, classes, query_factor=None):
+        calls.append(scores.shape[0])
+        return class_count_attention(scores, values, classes, query_factor)
+
+    monkeypatch.setattr(grouped, "class_count_attention", spy)
     group = _group(encodings, length_scale)
     ids, eos = _batch(len(encodings), 6, 40, seed=len(encodings))
     count = group._tables_for(40)["count"]
@@ -150,5 +158,19 @@ def test_grouped_first_layer_by_counts_equals_the_pairwise_layer(encodings, coun
         logits = group.logits(ids, eos)
         logits.sum().backward()
         out.append((logits.detach(), group.theta.grad.clone()))
+    assert calls == ([len(counted)] if counted else [])  # once, with the counted runs, and only with the flag on
     assert torch.allclose(out[0][0], out[1][0], atol=1e-5)
     assert torch.allclose(out[0][1], out[1][1], atol=1e-4, rtol=1e-4)
+
+
+def test_short_strings_with_many_key_classes_take_the_pairwise_path(monkeypatch):
+    """V·P key classes ≥ T keys: the pairwise path is the cheaper one and is taken (same logits)."""
+    calls = []
+    monkeypatch.setattr(grouped, "class_count_attention", lambda *a, **k: calls.append(1) or class_count_attention(*a, **k))
+    group = _group([{"name": "rope_periodic", "periods": 2}])  # V = 5 tokens × P = 2 classes
+    ids, eos = _batch(1, 4, 10, seed=1)
+    group.logits(ids, eos)
+    assert calls == []
+    ids, eos = _batch(1, 4, 11, seed=1)
+    group.logits(ids, eos)
+    assert calls == [1]

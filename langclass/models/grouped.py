@@ -267,7 +267,8 @@ class GroupedRecognizers:
         None when none does (or the first layer is not a vocabulary lookup): a run qualifies when
         its encoding adds nothing to the embedding and no score bias, and its rotation rows over
         positions 0..T−1 take at most :data:`MAX_POSITION_CLASSES` distinct values. ``classes
-        [Re, T]`` is each position's class, ``C, S [Re, P, H·dh]`` each class's rotation."""
+        [Re, T]`` is each position's class, ``C, S [Re, P, H·dh]`` each class's rotation. (A call
+        whose strings are shorter than the V·P key classes takes the pairwise path, :meth:`_block`.)"""
         if self.absolute or self.L < 2:
             return None
         dev = self.device
@@ -289,7 +290,7 @@ class GroupedRecognizers:
         reps = [torch.cat((f, f.new_zeros(P - f.numel()))) for f in reps]  # unused classes: never a key, any rotation
         index = torch.tensor(rows, dtype=torch.long, device=dev)
         others = [r for r in range(len(self.encodings)) if r not in set(rows)]
-        out: dict[str, Any] = {"rows": index, "everyone": not others, "classes": torch.stack(classes), "C": None, "S": None}
+        out: dict[str, Any] = {"rows": index, "everyone": not others, "classes": torch.stack(classes), "P": P, "C": None, "S": None}
         if tabs["C"] is not None:
             pick = torch.stack(reps)  # [Re, P]
             out["C"] = tabs["C"][index[:, None], pick]  # [Re, P, H·dh]
@@ -404,6 +405,8 @@ class GroupedRecognizers:
         R, B, T, D = x.shape
         HD = self.H * self.dh
         count = tabs["count"] if token_rows is not None and self.count_attention else None
+        if count is not None and wt["emb"].shape[1] * count["P"] >= T:  # no fewer key classes than keys: pairwise is cheaper
+            count = None
         if count is not None:
             heads = self._first_heads(wt, token_rows, tabs, count)
         else:
