@@ -63,27 +63,33 @@ def test_class_count_attention_is_the_strict_softmax_attention(R, H, U, B, T, sp
     assert torch.allclose(got, _brute_force(scores, values, classes, factor), atol=1e-9, rtol=1e-9)
 
 
-def test_class_count_attention_gradients_match_the_brute_force():
-    """d(loss)/d(scores, values) through the counts form equal those through the pairwise form (autograd of both)."""
-    g = torch.Generator().manual_seed(3)
+@pytest.mark.parametrize("seed,spread,scaled", [(3, 1.0, False), (4, 1.0, True), (5, 30.0, False), (6, 30.0, True), (7, 300.0, True)])
+def test_class_count_attention_gradients_match_the_brute_force(seed, spread, scaled):
+    """d(loss)/d(scores, values) through the counts form equal those through the pairwise form
+    (autograd of both), also for peaked scores and with the per-query factor."""
+    g = torch.Generator().manual_seed(seed)
     R, H, U, B, T = 2, 2, 4, 2, 7
-    scores = torch.randn(R, H, U, U, generator=g, dtype=torch.float64, requires_grad=True)
+    scores = (torch.randn(R, H, U, U, generator=g, dtype=torch.float64) * spread).requires_grad_(True)
     values = torch.randn(R, U, H, 3, generator=g, dtype=torch.float64, requires_grad=True)
     classes = torch.randint(0, U, (R, B, T), generator=g)
     weight = torch.randn(R, B, T, H, 3, generator=g, dtype=torch.float64)
-    (class_count_attention(scores, values, classes) * weight).sum().backward()
+    factor = torch.log(torch.arange(T).clamp(min=1).double()) if scaled else None
+    (class_count_attention(scores, values, classes, factor) * weight).sum().backward()
     got = (scores.grad.clone(), values.grad.clone())
     scores.grad = values.grad = None
     # the pairwise form, differentiable: s_ij gathered, masked, softmax over j
     s = scores[torch.arange(R)[:, None, None, None, None], torch.arange(H)[None, None, None, :, None],
                classes[:, :, :, None, None], classes[:, :, None, None, :]]  # [R, B, T(i), H, T(j)]
+    if factor is not None:
+        s = s * factor[None, None, :, None, None]
     i = torch.arange(T)
     visible = (i[None, :] < i[:, None]) | ((i[:, None] == 0) & (i[None, :] == 0))
     w = torch.softmax(s.masked_fill(~visible[None, None, :, None, :], float("-inf")), dim=-1)
     v = values[torch.arange(R)[:, None, None], classes]  # [R, B, T(j), H, d]
     (torch.einsum("rbihj,rbjhd->rbihd", w, v) * weight).sum().backward()
-    assert torch.allclose(got[0], scores.grad, atol=1e-10)
-    assert torch.allclose(got[1], values.grad, atol=1e-10)
+    assert torch.allclose(got[0], scores.grad, atol=1e-9, rtol=1e-9)
+    assert torch.allclose(got[1], values.grad, atol=1e-9, rtol=1e-9)
+    assert scores.grad.abs().max() > 0  # not vacuous
 
 
 def test_position_classes_of_rotation_tables():
@@ -174,3 +180,59 @@ def test_short_strings_with_many_key_classes_take_the_pairwise_path(monkeypatch)
     ids, eos = _batch(1, 4, 11, seed=1)
     group.logits(ids, eos)
     assert calls == [1]
+
+
+def test_bfloat16_inputs_keep_exact_counts():
+    """Counts are held in at least float32: with bfloat16 scores and values, 600 keys of one class and
+    one of another still weigh e^3 : 598 (bfloat16 counts would round above 256), up to the output's
+    own bfloat16 rounding."""
+    T = 600
+    classes = torch.zeros(1, 1, T, dtype=torch.long)
+    classes[0, 0, 1] = 1
+    scores = torch.zeros(1, 1, 2, 2)
+    scores[0, 0, :, 1] = 3.0
+    values = torch.tensor([[[[0.0]], [[1.0]]]])
+    out = class_count_attention(scores.bfloat16(), values.bfloat16(), classes)
+    assert out.dtype == torch.bfloat16
+    exact = torch.tensor([math.exp(3) / (math.exp(3) + i - 1) for i in range(2, T)])
+    assert ((out[0, 0, 2:, 0, 0].float() - exact) / exact).abs().max() < 2 ** -8
+
+
+def test_grouped_count_path_equals_each_recognizer_on_a_larger_alphabet():
+    """Against each Recognizer alone (the reference forward): 5 letters, periodic RoPE with lcm 8 (P = 8,
+    the largest that qualifies) in the interleaved layout, NoPE, and a conventional RoPE run between
+    them, log-length scaling, strings long enough (T > V·P = 64) for the count path; logits and the
+    gradients of every parameter."""
+    from langclass.models.train import encode_batch
+
+    alphabet = ("a", "b", "c", "d", "e")
+    encodings = [{"name": "rope_periodic", "periods": [2, 8], "pair_layout": "interleaved"}, {"name": "rope"}, {"name": "nope"}]
+    models = []
+    for i, e in enumerate(encodings):
+        torch.manual_seed(10 + i)
+        models.append(Recognizer(RecognizerConfig(alphabet=alphabet, d_model=16, n_heads=2, n_layers=2, d_ff=32, encoding=e,
+                                                  length_scale="log")))
+    group = GroupedRecognizers(models)
+    count = group._tables_for(80)["count"]
+    assert count["rows"].tolist() == [0, 2] and count["P"] == 8
+    g = torch.Generator().manual_seed(0)
+    words = [tuple(torch.randint(0, 5, (int(n),), generator=g).tolist()) for n in torch.randint(60, 78, (6,), generator=g)]
+    ids, valid, eos = encode_batch(words, torch.device("cpu"))
+    assert ids.shape[1] > 8 * 8  # V = 5 letters + PAD, BOS, EOS; P = 8
+    calls = []
+    original = grouped.class_count_attention
+    grouped.class_count_attention = lambda *a, **k: calls.append(1) or original(*a, **k)
+    try:
+        logits = group.logits(ids[None], eos[None])
+    finally:
+        grouped.class_count_attention = original
+    assert calls == [1]
+    ref = torch.stack([m(ids, valid, eos) for m in models])
+    assert torch.allclose(logits, ref, atol=2e-5, rtol=1e-5)
+    logits.sum().backward()
+    for m in models:
+        m.zero_grad()
+        m(ids, valid, eos).sum().backward()
+    want = torch.stack([torch.cat([p.grad.reshape(-1) for p in m.parameters()]) for m in models])
+    got = group.model_layout(group.theta.grad)
+    assert torch.allclose(got, want, atol=1e-4, rtol=1e-4)

@@ -69,12 +69,15 @@ def class_count_attention(
         query_factor: optional ``float [T]`` multiplying query i's scores (the log-length scaling).
 
     Returns:
-        ``float [R, B, T, H, d]`` — the attention output at every position. Position 0, which sees no
+        ``[R, B, T, H, d]`` in the dtype of ``scores`` (computed in at least float32) — the attention output at every position. Position 0, which sees no
         key under the strict mask, attends to itself (the caller zeroes that row, as the T × T path does).
     """
     R, H, U, _ = scores.shape
     B, T = classes.shape[1], classes.shape[2]
-    onehot = F.one_hot(classes, U).to(scores.dtype)  # [R, B, T, U]
+    dtype = scores.dtype
+    compute = torch.promote_types(dtype, torch.float32)  # counts exact to 2^24 (bfloat16 would round them above 256)
+    scores, values = scores.to(compute), values.to(compute)
+    onehot = F.one_hot(classes, U).to(compute)  # [R, B, T, U]
     seen = onehot.cumsum(dim=2) - onehot  # keys j < i of each class
     seen[:, :, 0] = onehot[:, :, 0]  # position 0: itself (its output is discarded)
     seen = seen[:, None]  # [R, 1, B, T, U]
@@ -90,4 +93,4 @@ def class_count_attention(
     ext = torch.cat((values, values.new_ones(R, U, H, 1)), dim=-1).permute(0, 2, 1, 3)
     out = torch.matmul(weights.view(R, H, B * T, U), ext)
     out = out[..., :-1] / out[..., -1:]
-    return out.view(R, H, B, T, -1).permute(0, 2, 3, 1, 4)
+    return out.view(R, H, B, T, -1).permute(0, 2, 3, 1, 4).to(dtype)

@@ -18,8 +18,10 @@ the protocol of *Disentangling the Expressivity of RoPE*, App. E.2. Results agre
 floating-point reassociation, not bit for bit: each step's batch is scored in ``length_buckets``
 groups of similar string length (sorted by length), so padding is not computed, and the grouped
 forward reads the EOS row only in the last layer, folds the LayerNorms into the next linear maps,
-looks the first layer's projections up per token and, for NoPE and periodic RoPE, attends in the
-first layer over counts of key classes instead of over every key (:mod:`langclass.models.grouped`). Over hundreds
+looks the first layer's projections up per token and, for runs with at most
+:data:`~langclass.models.class_attention.MAX_POSITION_CLASSES` distinct rotations (NoPE, periodic RoPE
+of a small period) in a group without absolute encodings, attends in the first layer over counts of
+key classes instead of over every key (:mod:`langclass.models.grouped`). Over hundreds
 of steps such rounding differences can move a run's trajectory; the tests pin the first steps'
 losses and the verdicts.
 
