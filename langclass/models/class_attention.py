@@ -80,17 +80,19 @@ def class_count_attention(
     onehot = F.one_hot(classes, U).to(compute)  # [R, B, T, U]
     seen = onehot.cumsum(dim=2) - onehot  # keys j < i of each class
     seen[:, :, 0] = onehot[:, :, 0]  # position 0: itself (its output is discarded)
-    seen = seen[:, None]  # [R, 1, B, T, U]
-    run = torch.arange(R, device=classes.device)[:, None, None, None]
-    head = torch.arange(H, device=classes.device)[None, :, None, None]
-    s = scores[run, head, classes[:, None]]  # [R, H, B, T, U]: each query's row of scores
+    seen = seen[:, :, :, None, :]  # [R, B, T, 1, U]
+    run = torch.arange(R, device=classes.device)[:, None, None]
+    s = scores.permute(0, 2, 1, 3)[run, classes]  # [R, B, T, H, U]: each query's row of scores
     if query_factor is not None:
-        s = s * query_factor[:T, None]
+        s = s * query_factor[:T, None, None]
     s = s.masked_fill(seen == 0, float("-inf"))  # classes not seen yet: weight 0 (also when their score is large)
     top = s.detach().amax(dim=-1, keepdim=True)  # the shift cancels in the ratio; finite: a class is always present
-    weights = torch.exp(s - top) * seen  # N_i(u)·e^{s − max}, [R, H, B, T, U]
-    # numerator and denominator in one product: the values with a column of ones, [R, H, B·T, U] @ [R, H, U, d + 1]
-    ext = torch.cat((values, values.new_ones(R, U, H, 1)), dim=-1).permute(0, 2, 1, 3)
-    out = torch.matmul(weights.view(R, H, B * T, U), ext)
-    out = out[..., :-1] / out[..., -1:]
-    return out.view(R, H, B, T, -1).permute(0, 2, 3, 1, 4).to(dtype)
+    weights = torch.exp(s - top) * seen  # N_i(u)·e^{s − max}, [R, B, T, H, U]
+    # numerator and denominator of every head in one product per run: [R, B·T, H·U] @ [R, H·U, H·(d + 1)], the
+    # values with a column of ones placed block-diagonally (one well-shaped matmul instead of R·H tiny ones)
+    d = values.shape[-1]
+    ext = torch.cat((values, values.new_ones(R, U, H, 1)), dim=-1).permute(0, 2, 1, 3)  # [R, H, U, d + 1]
+    eye = torch.eye(H, dtype=compute, device=values.device)
+    block = (ext[:, :, :, None, :] * eye[None, :, None, :, None]).reshape(R, H * U, H * (d + 1))
+    out = torch.matmul(weights.view(R, B * T, H * U), block).view(R, B, T, H, d + 1)
+    return (out[..., :-1] / out[..., -1:]).to(dtype)
