@@ -25,12 +25,12 @@ run and what stacking runs adds.
 
 Figures depend on the machine's load; the N* columns do not (seeded). Measured on the 2-core
 development machine (load average ~2, one torch thread), quick profile, seeds 0 1 2, sequential
-path, 553 s in all (``--batched`` on the idle machine: 422 s sequential, 103 s batched, 4.10×; README):
+path, 553 s in all (``--batched`` on the idle machine: 377 s sequential, 112 s batched, 3.37×; README):
 RoPE_P(k=2) reached N* = 100 in 3/3 seeds on both languages after 224–249 steps (~7 s each);
 NoPE never fit (aa)* (1500 steps, accuracy 0.813, N* 0) and reached N* 44–64 on (ab)*;
 RoPE(1e4) fit the training lengths but reached N* 0 on (aa)* and 42–64 on (ab)*. Profile paper-lite
 (test lengths 41–500, log-length attention scaling), ``--encodings nope rope_periodic``, seeds 0 1 2:
-RoPE_P(k=2) N* = 500 in 3/3 seeds on both languages (218–239 steps), NoPE N* 0 on (aa)*; 120 s of
+RoPE_P(k=2) N* = 500 in 3/3 seeds on both languages (218–239 steps), NoPE N* 0 on (aa)*; 92 s of
 CPU for both languages on the idle machine (README).
 """
 
