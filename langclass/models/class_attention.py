@@ -14,8 +14,10 @@ falls into a *class* ``c_i``, and the key at j is one of the ``U = V · P`` vect
 
 with ``N_i(u) = |{j < i : u_j = u}|`` (an exclusive prefix count; a class not seen yet has weight 0),
 computed with the largest score among the classes present subtracted (it cancels in the ratio) and the
-numerator and denominator as one matrix product (the values with a column of ones appended). The work per query is ``O(H · U · d_head)`` instead of ``O(H · T · d_head)`` and no
-``T × T`` tensor is formed, in the forward or the backward. The result equals the scores-and-softmax
+numerator and denominator of every head as one matrix product per run (the values with a column of
+ones appended, placed block-diagonally over the heads). The work per query is ``O(H · U · d_head)``
+(``O(H² · U · d_head)`` as that product does it) instead of ``O(H · T · d_head)``, and no ``T × T``
+tensor is formed, in the forward or the backward. The result equals the scores-and-softmax
 form up to floating-point reassociation (the multiplicity enters as a factor N rather than as N equal
 terms); :mod:`langclass.models.grouped` uses it for the runs whose encoding qualifies and the fused
 kernel for the others, and ``tests/test_class_attention.py`` checks both against each other.
