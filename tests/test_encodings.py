@@ -161,3 +161,15 @@ def test_model_dtype_changes_do_not_touch_encoding_tables():
     assert enc.cos_table.dtype == torch.float32 and torch.equal(enc.cos_table, before)
     enc.half()
     assert enc.cos_table.dtype == torch.float32
+
+
+@pytest.mark.parametrize("periods,words", [([], "empty list"), (list(range(2, 12)), "at most 4 periods")])
+def test_periodic_rope_refuses_period_lists_that_give_no_or_too_many_pairs(periods, words):
+    """An empty list would be a NoPE run under a periodic label; a list longer than d_head/2 pairs
+    cannot fit: both are refused naming ``periods`` (not a derived rotary_dim)."""
+    from langclass.core.errors import InputError
+    from langclass.models.encodings import make_encoding
+
+    with pytest.raises(InputError, match=words) as err:
+        make_encoding("rope_periodic", d_model=32, d_head=8, n_heads=4, periods=periods)
+    assert err.value.field.endswith("periods")

@@ -432,6 +432,13 @@ class PeriodicRoPE(_Rotary):
     def __init__(self, d_head: int, periods: int | Sequence[int] = 2, steps: int | Sequence[int] = 1, rotary_dim: int | None = None,
                  pair_layout: str = "half_split", position_origin: int = 0, compute_dtype: str = "float32") -> None:
         d_head = _as_int(d_head, "d_head", 1)
+        if isinstance(periods, (list, tuple)) and rotary_dim is None:
+            # a list gives one period per rotary pair: it must name at least one, and its pairs must fit the head
+            if not periods:
+                raise _err("periods is an empty list: give an integer or one period per rotary pair (at least one)", "periods")
+            if 2 * len(periods) > d_head:
+                raise _err(f"{len(periods)} periods need {len(periods)} rotary pairs, but a head of width d_head={d_head} "
+                           f"has {d_head // 2}: give at most {d_head // 2} periods", "periods")
         if rotary_dim is None:
             rotary_dim = 2 * len(periods) if isinstance(periods, (list, tuple)) else 2 * (d_head // 4)
         super().__init__(d_head, rotary_dim, pair_layout, position_origin, compute_dtype)
