@@ -5,12 +5,14 @@ less than wall seconds), on (aa)* with the quick model (2 layers, d_model 32, 4 
 
 * ``sequential``: :func:`langclass.models.train.train_recognizer` / ``make_predict`` — one run at a time;
 * ``grouped R=1``: :func:`langclass.models.train_batched.train_group` / ``evaluate_group`` with one
-  run — the grouped implementation (length buckets, last layer at EOS only, fused attention) without
-  any batching across runs;
+  run — the grouped implementation (length buckets, last layer at EOS only, the first layer from
+  key-class counts for NoPE) without any batching across runs;
 * ``grouped R=9``: the 3 encodings × 3 seeds of a Table 2 language in one group.
 
 So ``sequential / grouped R=1`` is what the reorganised computation gives by itself and
-``grouped R=1 / grouped R=9`` what stacking runs adds on this CPU.
+``grouped R=1 / grouped R=9`` what stacking runs adds on this CPU. The ``sequential`` and ``grouped R=1``
+rows time the three NoPE runs; the ``R=9`` row all nine (NoPE, periodic RoPE, RoPE(1e4)), so its
+ratio compares a different mix of encodings (per run, averaged).
 
     .venv/bin/python bench/train_batched.py [--steps 40] [--lengths 10] [--threads 1]
 """
