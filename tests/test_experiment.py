@@ -188,6 +188,21 @@ def test_table2_periodic_rope_generalizes_and_nope_does_not():
 
 
 # ----------------------------------------------------------------------------- verdicts rest on unseen lengths
+def test_unseen_lengths_of_one_class_only_give_not_tested():
+    """(aa)* tested only at odd lengths 41 and 43 (no word of L there, every test string a reject): a
+    constant 'reject' is perfect, so no verdict is drawn — 'not_tested', never 'confirmed'; with an even
+    length among them the verdict stands."""
+    odd = run_experiment(spec(overrides={**TINY, "test_lengths": {"lengths": [41, 43]}, "max_steps": 1}))
+    v = odd["verdict"]
+    assert v["length_generalization_tested"] is False and v["unseen_two_class_lengths"] == 0
+    for per in v["per_encoding"].values():
+        assert per["status"] == "not_tested" and "one class only" in per["reason"]
+    assert "a constant answer is perfect there" in format_results(odd)
+    even = run_experiment(spec(overrides={**TINY, "test_lengths": {"lengths": [41, 42]}, "max_steps": 1}))
+    assert even["verdict"]["length_generalization_tested"] is True and even["verdict"]["unseen_two_class_lengths"] == 1
+    assert {p["status"] for p in even["verdict"]["per_encoding"].values()} <= {"confirmed", "not_confirmed", "measured"}
+
+
 def test_no_unseen_test_length_gives_not_tested():
     """Test lengths inside the training range (train 1–12, test 5–12): however perfect the runs,
     nothing was tested beyond training, so no encoding is 'confirmed'."""

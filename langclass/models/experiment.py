@@ -47,7 +47,9 @@ Result (JSON-ready; ``accuracy_by_length`` keys are decimal strings, as JSON req
                          "verdict": {...}}},
      "verdict": {"prediction", "longest_tested_length", "longest_training_length",
                  "unseen_test_lengths": how many test lengths exceed every training length,
-                 "length_generalization_tested": false when none does (then every status is "not_tested"),
+                 "length_generalization_tested": false when none does, or when at every such length the
+                     language has words of one class only (then every status is "not_tested"),
+                 "unseen_two_class_lengths": how many of them have both a word and a non-word,
                  "per_encoding": {label: {"status", "text", …}}, "text"},
      "language", "profile", "settings", "test_lengths", "longest_tested_length", "notes" (deprecated notation),
      "code_version", "torch_version", "device", "wall_s", "spec"}
@@ -408,6 +410,7 @@ def run_experiment(
 
     sampler = LanguageSampler(dfa, max(test_lengths[-1], train_lengths[-1]))
     longest = test_lengths[-1]
+    two_class = [n for n in test_lengths if all(sampler.count(n))]  # lengths with both a word and a non-word
     test_sets: dict[int, Any] = {}
 
     runs: list[dict[str, Any]] = []
@@ -434,7 +437,7 @@ def run_experiment(
 
     def finish(partial: bool) -> dict[str, Any]:
         summary = summarize(runs, encodings)
-        outcome = verdict(summary, encodings, norm["prediction"], longest, test_lengths, train_lengths[-1])
+        outcome = verdict(summary, encodings, norm["prediction"], longest, test_lengths, train_lengths[-1], two_class)
         for label, v in outcome["per_encoding"].items():
             summary[label]["verdict"] = v
         out = {

@@ -29,13 +29,17 @@ class GridEncoding:
 
 
 def verdict(summary: Mapping[str, Any], encodings: list[GridEncoding], prediction: Mapping[str, Any] | None, longest: int,
-             test_lengths: Sequence[int] = (), train_longest: int | None = None) -> dict[str, Any]:
+             test_lengths: Sequence[int] = (), train_longest: int | None = None,
+             two_class_lengths: Sequence[int] | None = None) -> dict[str, Any]:
     """The verdict per encoding: prediction against measurement.
 
     A length-generalization verdict rests on test lengths longer than every training length
     (*Disentangling the Expressivity of RoPE*, App. E: train on 1–40, test beyond). When no test
     length exceeds ``train_longest``, nothing was tested beyond training and every encoding with runs
-    gets ``status: "not_tested"`` with the reason — never ``confirmed`` or ``not_confirmed``.
+    gets ``status: "not_tested"`` with the reason — never ``confirmed`` or ``not_confirmed``. The
+    same holds when ``two_class_lengths`` (the test lengths at which the language has both a word
+    and a non-word) is given and none of them exceeds ``train_longest``: every unseen test string
+    then has the same label, and a constant answer would score N* = the longest tested length.
 
     Statuses: ``confirmed`` / ``not_confirmed`` (predicted sufficient: some run / no run reached N* =
     the longest tested length), ``measured`` (no prediction), ``not_tested``, ``not_run``.
@@ -43,6 +47,8 @@ def verdict(summary: Mapping[str, Any], encodings: list[GridEncoding], predictio
     suff = set((prediction or {}).get("sufficient", []))
     unseen = [n for n in test_lengths if train_longest is None or n > train_longest]
     tested = bool(unseen) if test_lengths else True
+    informative = None if two_class_lengths is None else [n for n in two_class_lengths if train_longest is None or n > train_longest]
+    one_class = tested and informative is not None and not informative  # unseen lengths exist, all of one class
     per: dict[str, Any] = {}
     lines = []
     for e in encodings:
@@ -63,6 +69,15 @@ def verdict(summary: Mapping[str, Any], encodings: list[GridEncoding], predictio
                             "reason": f"no test length exceeds the longest training length {train_longest}"}
             lines.append(text)
             continue
+        if one_class:
+            text = (f"{e.label}: not tested — at no unseen test length ({unseen[0]}–{unseen[-1]}) does the language have both "
+                    f"a word and a non-word, so a constant answer is perfect there; best N* = {int(best)} says nothing about "
+                    f"length generalization")
+            per[e.label] = {"predicted_sufficient": predicted, "status": "not_tested", "best_longest_perfect_length": best,
+                            "runs_reaching_longest": reached, "text": text,
+                            "reason": "every unseen test length has strings of one class only"}
+            lines.append(text)
+            continue
         if predicted:
             status = "confirmed" if reached > 0 else "not_confirmed"
             text = (
@@ -76,7 +91,9 @@ def verdict(summary: Mapping[str, Any], encodings: list[GridEncoding], predictio
         lines.append(text)
     return {"prediction": dict(prediction) if prediction else None, "longest_tested_length": longest,
             "longest_training_length": train_longest, "unseen_test_lengths": len(unseen),
-            "length_generalization_tested": tested, "per_encoding": per, "text": "\n".join(lines)}
+            "length_generalization_tested": tested and not one_class,
+            "unseen_two_class_lengths": None if informative is None else len(informative),
+            "per_encoding": per, "text": "\n".join(lines)}
 
 
 def summarize(runs: list[dict[str, Any]], encodings: list[GridEncoding]) -> dict[str, Any]:
