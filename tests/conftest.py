@@ -213,3 +213,15 @@ def make_client() -> Iterator[Callable[..., Any]]:
 def api(make_client: Callable[..., Any], migrated_url: str) -> Any:
     """A client of a fresh app on an empty migrated database (each backend)."""
     return make_client(migrated_url)
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One torch intra-op thread for the test (tiny models train fastest so; see configure_threads),
+    the previous count restored after it. torch is imported only by the tests that ask for this."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)

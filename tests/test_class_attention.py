@@ -16,12 +16,7 @@ from langclass.models.grouped import GroupedRecognizers
 from langclass.models.recognizer import Recognizer, RecognizerConfig
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
 
 
 def _brute_force(scores: torch.Tensor, values: torch.Tensor, classes: torch.Tensor, factor: torch.Tensor | None) -> torch.Tensor:

@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 from langclass.core.automaton import DFA
 from langclass.core.errors import DfaFormatError, InputError, LimitExceeded
@@ -28,12 +27,7 @@ TINY = {"n_layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 32, "max_steps": 4, 
         "test_lengths": [41, 44], "eval_per_length": 16, "train_lengths": [1, 12]}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
 
 
 def spec(**kw):

@@ -24,12 +24,7 @@ from langclass.models.encodings import make_encoding
 from langclass.models.verify import run_construction
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
 
 
 def marked_dfa(A: DFA, m: int) -> DFA:

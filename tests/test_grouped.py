@@ -16,12 +16,7 @@ ENCODINGS = [{"name": "nope"}, {"name": "rope"}, {"name": "rope_periodic", "peri
              {"name": "sinusoidal"}, {"name": "sinusoidal_periodic", "periods": 2}, {"name": "alibi"}]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
 
 
 def _models(n_layers: int, encodings=ENCODINGS) -> list[Recognizer]:

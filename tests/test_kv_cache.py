@@ -17,12 +17,7 @@ D, H, DH, T = 16, 2, 8, 11
 CONTEXT = {"d_model": D, "d_head": DH, "n_heads": H}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
 
 
 def _splits(t: int):

@@ -21,12 +21,7 @@ from langclass.models.train import encode_batch
 AA = {"alphabet": ["a", "b"], "initial": 0, "accepting": [0], "transitions": [[1, 2], [0, 2], [2, 2]]}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
 
 
 def test_length_factor_is_log_of_visible_keys():

@@ -8,7 +8,6 @@ import itertools
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,12 +24,7 @@ from langclass.models.verify import run_construction
 from _ground_truth import LANGUAGES as GT
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
 
 
 def all_words(k: int, n: int) -> np.ndarray:

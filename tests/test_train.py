@@ -22,13 +22,7 @@ AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0])  # (aa)* over 
 CONTAINS_B = DFA.from_table(["a", "b"], [[0, 1], [1, 1]], 0, [1])  # Σ*bΣ*
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models train fastest on one intra-op thread (see configure_threads)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
 
 
 TINY = dict(d_model=16, n_heads=2, n_layers=1, d_ff=32)

@@ -21,12 +21,7 @@ ENCODINGS = [{"name": "nope"}, {"name": "rope"}, {"name": "rope_periodic", "peri
              {"name": "sinusoidal_periodic", "periods": 2}, {"name": "alibi"}]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
 
 
 def _configs(seeds, **kw):
