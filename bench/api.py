@@ -99,8 +99,8 @@ def _distinct_dfas(total: int, seed: int = 0, max_states: int = 6) -> list[dict]
     the cache is keyed by — the request text or the language."""
     import random
 
-    from langclass.core.limits import Limits
-    from langclass.core.parse import parse_dfa_json
+    from langclass.core.base.limits import Limits
+    from langclass.core.ingest.parse import parse_dfa_json
 
     rng = random.Random(seed)
     seen: set[str] = set()

@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
-from langclass.core.automaton import DFA
-from langclass.core.limits import Limits
-from langclass.core.parse import parse_regex
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.limits import Limits
+from langclass.core.ingest.parse import parse_regex
 
 
 def main() -> None:

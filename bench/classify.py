@@ -50,10 +50,10 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from langclass.core.analysis import analyze  # noqa: E402
-from langclass.core.automaton import DFA  # noqa: E402
-from langclass.core.classes import AUTOMATON_KEYS, DECIDERS, Context, monoid_extras  # noqa: E402
-from langclass.core.limits import Limits  # noqa: E402
-from langclass.core.monoid import transition_monoid  # noqa: E402
+from langclass.core.automata.automaton import DFA  # noqa: E402
+from langclass.core.algebra.classes import AUTOMATON_KEYS, DECIDERS, Context, monoid_extras  # noqa: E402
+from langclass.core.base.limits import Limits  # noqa: E402
+from langclass.core.algebra.monoid import transition_monoid  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- families of large minimal DFAs
@@ -326,8 +326,8 @@ def bench_memory(t8: bool = False) -> None:
 
 
 def bench_local(ns=range(4, 10)) -> None:
-    from langclass.core.classes import ltl_p_y_delay
-    from langclass.core.parse import parse_regex
+    from langclass.core.algebra.classes import ltl_p_y_delay
+    from langclass.core.ingest.parse import parse_regex
 
     cases = [(f"(a|b)*b(a|b){{{n}}}", "ab") for n in ns] + [("(a|b|c)*a(a|b|c){6}", "abc")]
     print()
@@ -482,7 +482,7 @@ def bench_small(count: int = 400) -> None:
     from api import _distinct_dfas  # noqa: E402  (the same languages as the API bench)
 
     from langclass.app.service import classify_json, warm_worker
-    from langclass.core.parse import parse_dfa_json
+    from langclass.core.ingest.parse import parse_dfa_json
 
     bodies = _distinct_dfas(count)
     warm_worker()

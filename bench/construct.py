@@ -37,7 +37,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langclass.app.errors import http_status  # noqa: E402
-from langclass.core.errors import LangclassError  # noqa: E402
+from langclass.core.base.errors import LangclassError  # noqa: E402
 from langclass.models.verify import run_construction  # noqa: E402
 
 GROUND_TRUTH = Path(__file__).resolve().parents[1] / "tests" / "ground_truth.json"
@@ -82,8 +82,8 @@ def _kv_long(regex: str, alphabet: list[str], length: int, words: int) -> list[d
     the words alternate accepted / rejected (uniform among them, exact path counting)."""
     import numpy as np
 
-    from langclass.core.regex import regex_to_dfa
-    from langclass.core.synthesis import synthesize
+    from langclass.core.ingest.regex import regex_to_dfa
+    from langclass.core.synthesis.synthesis import synthesize
     from langclass.models.construct import ConstructionOptions, build_formula_transformer
     from langclass.models.tokens import BOS, EOS, NUM_SPECIAL
     from langclass.models.verify import _random_set

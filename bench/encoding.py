@@ -9,7 +9,7 @@ Usage::
 Prints, for k = 1, 3, 5, 8:
 
 * ``cold``: the first ``conventional_rope_length(k, ...)`` in a fresh Python process, after
-  importing ``langclass.core.numerics`` and ``langclass.core.encoding_choice`` (numpy included;
+  importing ``langclass.core.precision.numerics`` and ``langclass.core.precision.encoding_choice`` (numpy included;
   that import time is printed on its own as ``import``);
 * ``warm``: the same call in a warm process with every cache cleared (min and median of ``--reps``);
 * ``previous``: the implementation this one replaced (every row of the realized score matrix,
@@ -36,8 +36,8 @@ import numpy as np
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
-from langclass.core import numerics  # noqa: E402
-from langclass.core.encoding_choice import _certified_length_at_offset, conventional_rope_length  # noqa: E402
+from langclass.core.precision import numerics  # noqa: E402
+from langclass.core.precision.encoding_choice import _certified_length_at_offset, conventional_rope_length  # noqa: E402
 
 G, C, DTYPE, MAX_LENGTH = 1.0, 1e7, "float32", 1000
 
@@ -83,7 +83,7 @@ def previous_certified_length(k: int, g: float, C: float, dtype: str, max_length
 def _cold(k: int) -> tuple[float, float]:
     code = (
         "import sys, time; sys.path.insert(0, sys.argv[1]); t0 = time.perf_counter();"
-        "import langclass.core.numerics; from langclass.core.encoding_choice import conventional_rope_length;"
+        "import langclass.core.precision.numerics; from langclass.core.precision.encoding_choice import conventional_rope_length;"
         "t1 = time.perf_counter();"
         f"conventional_rope_length({k}, {G}, {C}, {DTYPE!r}, {MAX_LENGTH}); t2 = time.perf_counter();"
         "print(t1 - t0, t2 - t1)"
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {dtype:<9} C = {c:<6g} N_max = {r['n_max']:<5} min {1e3 * w_min:7.2f}  median {1e3 * w_med:7.2f}")
 
     from langclass.core.analysis import analyze
-    from langclass.core.regex import regex_to_dfa
+    from langclass.core.ingest.regex import regex_to_dfa
 
     d = regex_to_dfa("(a|b)*a(a|b)(a|b)", ["a", "b"])
     _clear()

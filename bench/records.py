@@ -67,8 +67,8 @@ def inputs() -> Iterator[tuple[str, dict[str, Any]]]:
 def records() -> Iterator[dict[str, Any]]:
     """One comparable record per input (errors recorded as their class and detail)."""
     from langclass.app.service import classify_json
-    from langclass.core.errors import LangclassError
-    from langclass.core.limits import Limits
+    from langclass.core.base.errors import LangclassError
+    from langclass.core.base.limits import Limits
 
     limits = Limits(time_limit_s=None)  # no wall clock: the same answer on a loaded machine
     for key, kwargs in inputs():

@@ -46,7 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from langclass.core.automaton import DFA  # noqa: E402
+from langclass.core.automata.automaton import DFA  # noqa: E402
 from langclass.models.experiment import run_experiment  # noqa: E402
 from langclass.models.train import configure_threads  # noqa: E402
 

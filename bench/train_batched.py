@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from langclass.core.automaton import DFA  # noqa: E402
+from langclass.core.automata.automaton import DFA  # noqa: E402
 from langclass.models.data import LanguageSampler  # noqa: E402
 from langclass.models.evaluate import build_test_sets, evaluate_lengths  # noqa: E402
 from langclass.models.recognizer import RecognizerConfig  # noqa: E402

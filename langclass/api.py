@@ -22,14 +22,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .core.automaton import DFA
-from .core.errors import AlphabetError, DfaFormatError
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import AlphabetError, DfaFormatError
 from .core.drawing import user_state_names
-from .core.limits import DEFAULT_LIMITS, Limits
+from langclass.core.base.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:  # pragma: no cover
     from .core.analysis import Analysis
-    from .core.classes import ClassResult
+    from langclass.core.algebra.classes import ClassResult
 
 __all__ = ["Classification", "RunResult", "classify", "construct", "train", "read_alphabet", "from_automata_lib",
            "to_automata_lib"]
@@ -95,13 +95,13 @@ class Classification:
 
     @property
     def monoid(self) -> Any:
-        """The syntactic monoid (:class:`~langclass.core.monoid.TransitionMonoid`), or ``None`` over the cap."""
+        """The syntactic monoid (:class:`~langclass.core.algebra.monoid.TransitionMonoid`), or ``None`` over the cap."""
         return self.analysis.monoid
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready record: ``id``, ``alphabet``, ``source``, ``dfa`` (DFA JSON) and the analysis
         fields (``classes``, ``encodings``, ``monoid``, ``beyond``, ``extra``, ``timings_ms``, ...)."""
-        from .core.export import dfa_to_json
+        from langclass.core.automata.export import dfa_to_json
 
         record: dict[str, Any] = {"id": self.id, "alphabet": list(self.dfa.alphabet), "source": self.source,
                                   "dfa": dfa_to_json(self.dfa)}
@@ -164,9 +164,9 @@ class Classification:
 
 def _parse(regex: str | None, alphabet: str | Sequence[str] | None, dfa: Any, formula: str | None,
            limits: Limits) -> tuple[DFA, dict[str, Any], dict[int, tuple[str, ...]]]:
-    """The one language parser (:mod:`langclass.core.source`) with the Python API's spellings; a
+    """The one language parser (:mod:`langclass.core.ingest.source`) with the Python API's spellings; a
     string alphabet is one symbol per character (:func:`read_alphabet`)."""
-    from .core.source import language_source, parse_language
+    from langclass.core.ingest.source import language_source, parse_language
 
     alpha = None if alphabet is None else read_alphabet(alphabet)
     parsed = parse_language(language_source(regex=regex, dfa=dfa, formula=formula, alphabet=alpha, spelling="python"),
@@ -176,7 +176,7 @@ def _parse(regex: str | None, alphabet: str | Sequence[str] | None, dfa: Any, fo
 
 
 def _dfa_json(dfa: DFA) -> dict[str, Any]:
-    from .core.export import dfa_to_json
+    from langclass.core.automata.export import dfa_to_json
 
     return dfa_to_json(dfa)
 
@@ -189,7 +189,7 @@ def classify(regex: str | None = None, *, alphabet: str | Sequence[str] | None =
 
     * ``regex`` with ``alphabet`` (docs/regex.md syntax),
     * ``dfa=``: a DFA JSON document (``str``/``bytes``), a mapping in the same schema (its state
-      names are kept: :attr:`Classification.state_names`), or a :class:`~langclass.core.automaton.DFA`,
+      names are kept: :attr:`Classification.state_names`), or a :class:`~langclass.core.automata.automaton.DFA`,
     * ``formula=`` with ``alphabet`` (past LTL, docs/formulas.md).
 
     ``alphabet`` is a string (one symbol per character) or a list of symbols.

@@ -1,5 +1,5 @@
 """The vendored ground truth (42 languages, see /work/shared/languages/README.md) and the map
-from its ``expected`` keys to the class keys of ``langclass.core.lattice``; shared by the tests."""
+from its ``expected`` keys to the class keys of ``langclass.core.algebra.lattice``; shared by the tests."""
 
 from __future__ import annotations
 

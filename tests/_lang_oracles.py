@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from itertools import product
 
-from langclass.core.regex import Node
+from langclass.core.ingest.regex import Node
 
 
 def all_words(k: int, max_len: int) -> list[tuple[int, ...]]:

@@ -19,8 +19,8 @@ import pytest
 from langclass.app import service
 from langclass.app.isolation import ClassifierBusy, ProcessPool
 from langclass.app.runner import ClassifyRunner, answer_reserve_s, kill_grace_s
-from langclass.core.errors import TimeLimitExceeded
-from langclass.core.limits import Limits
+from langclass.core.base.errors import TimeLimitExceeded
+from langclass.core.base.limits import Limits
 
 
 def _until(cond: Any, what: str, timeout: float = 60.0) -> None:
@@ -224,7 +224,7 @@ def test_prestart_and_calls_never_run_more_processes_than_the_size() -> None:
 
 
 def test_the_monoid_cache_stays_within_its_byte_budget() -> None:
-    from langclass.core.parse import parse_regex
+    from langclass.core.ingest.parse import parse_regex
 
     service._MONOID_CACHE.clear()
     records = {}

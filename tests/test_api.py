@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from _ground_truth import BY_ID, EXPECTED_TO_KEY
 
-from langclass.core.parse import parse_regex
+from langclass.core.ingest.parse import parse_regex
 
 GROUND_TRUTH = BY_ID
 GT_TO_CLASS = EXPECTED_TO_KEY

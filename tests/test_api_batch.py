@@ -9,8 +9,8 @@ from typing import Any
 
 from langclass.app.routes.batch import MAX_BATCH_LANGUAGES
 from langclass.core.analysis import analyze
-from langclass.core.lattice import CLASS_KEYS
-from langclass.core.parse import parse_regex
+from langclass.core.algebra.lattice import CLASS_KEYS
+from langclass.core.ingest.parse import parse_regex
 
 
 def test_batch_stores_reports_and_is_idempotent(api: Any) -> None:

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from langclass.core.errors import AlphabetError, DfaFormatError, LimitExceeded, RegexSyntaxError
-from langclass.core.limits import Limits
+from langclass.core.base.errors import AlphabetError, DfaFormatError, LimitExceeded, RegexSyntaxError
+from langclass.core.base.limits import Limits
 
 ROOT = Path(__file__).resolve().parents[1]
 JSON = {"content-type": "application/json"}
@@ -74,8 +74,8 @@ def test_nul_in_the_name_filter_is_422(client: Any) -> None:
 
 
 def test_core_parsers_refuse_lone_surrogates() -> None:
-    from langclass.core.formulas import formula_to_dfa
-    from langclass.core.parse import normalize_alphabet, parse_dfa_json, parse_regex
+    from langclass.core.logic.formulas import formula_to_dfa
+    from langclass.core.ingest.parse import normalize_alphabet, parse_dfa_json, parse_regex
 
     with pytest.raises(AlphabetError) as e:
         normalize_alphabet(["a", "\ud800"])

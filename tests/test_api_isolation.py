@@ -9,9 +9,9 @@ import time
 import pytest
 
 from langclass.app.isolation import ClassifierBusy, ProcessPool, WorkerError
-from langclass.core.errors import LimitExceeded, RegexSyntaxError, TimeLimitExceeded
-from langclass.core.limits import Limits
-from langclass.core.parse import parse_regex
+from langclass.core.base.errors import LimitExceeded, RegexSyntaxError, TimeLimitExceeded
+from langclass.core.base.limits import Limits
+from langclass.core.ingest.parse import parse_regex
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from langclass.app import service
 from langclass.app.schemas import Classification
-from langclass.core.limits import DEFAULT_LIMITS, Limits
+from langclass.core.base.limits import DEFAULT_LIMITS, Limits
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _ground_truth import LANGUAGES  # noqa: E402

@@ -117,7 +117,7 @@ def test_limits_are_declared_once_and_documented_alike() -> None:
     table and docs/regex.md's limits table state those same values."""
     import re
 
-    from langclass.core.limits import Limits
+    from langclass.core.base.limits import Limits
 
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text(encoding="utf-8")

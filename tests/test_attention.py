@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.numerics import f_large
+from langclass.core.precision.numerics import f_large
 from langclass.models.attention import MultiHeadAttention, hard_attention_weights, stable_softmax, visibility
 from langclass.models.encodings import ALiBi, RoPE
 

@@ -13,9 +13,9 @@ automata_dfa = pytest.importorskip("automata.fa.dfa")
 automata_nfa = pytest.importorskip("automata.fa.nfa")
 
 import langclass  # noqa: E402
-from langclass.core.automaton import DFA  # noqa: E402
-from langclass.core.errors import AlphabetError, DfaFormatError  # noqa: E402
-from langclass.core.parse import parse_regex  # noqa: E402
+from langclass.core.automata.automaton import DFA  # noqa: E402
+from langclass.core.base.errors import AlphabetError, DfaFormatError  # noqa: E402
+from langclass.core.ingest.parse import parse_regex  # noqa: E402
 
 ADFA = automata_dfa.DFA
 

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import AlphabetError, LimitExceeded, UnknownSymbolError
-from langclass.core.limits import Limits
-from langclass.core.minimize import hopcroft_partition, minimal_partition, moore_rounds
-from langclass.core.parse import parse_regex
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import AlphabetError, LimitExceeded, UnknownSymbolError
+from langclass.core.base.limits import Limits
+from langclass.core.automata.minimize import hopcroft_partition, minimal_partition, moore_rounds
+from langclass.core.ingest.parse import parse_regex
 
 
 def moore_partition(t: np.ndarray, acc: np.ndarray) -> np.ndarray:

@@ -20,9 +20,9 @@ from langclass.app.batch import COLUMNS, classify_row, done_rows, run_batch
 from langclass.app.cli import app
 from langclass.app.settings import get_settings
 from langclass.core.analysis import analyze
-from langclass.core.lattice import CLASS_KEYS
-from langclass.core.limits import Limits
-from langclass.core.parse import parse_regex
+from langclass.core.algebra.lattice import CLASS_KEYS
+from langclass.core.base.limits import Limits
+from langclass.core.ingest.parse import parse_regex
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()

@@ -11,12 +11,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.automaton import DFA
-from langclass.core.brasp import (
+from langclass.core.automata.automaton import DFA
+from langclass.core.logic.brasp import (
     DYCK_1_DEPTH_2, accepts, accepts_batch, formula_to_brasp, parse_program, run_program,
 )
-from langclass.core.errors import ProgramSyntaxError, UnknownSymbolError, UnsupportedError
-from langclass.core.formulas import Atom, BOTTOM, TOP, And, Iff, Implies, Not, Or, Past, Since, Yesterday, evaluate_batch
+from langclass.core.base.errors import ProgramSyntaxError, UnknownSymbolError, UnsupportedError
+from langclass.core.logic.formulas import Atom, BOTTOM, TOP, And, Iff, Implies, Not, Or, Past, Since, Yesterday, evaluate_batch
 from langclass.models.construct import build_brasp_transformer
 
 from _ground_truth import LANGUAGES as GT

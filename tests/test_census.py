@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from langclass.app.cli import app
 from langclass.core.analysis import analyze
-from langclass.core.automaton import DFA
+from langclass.core.automata.automaton import DFA
 from langclass.core.census import PUBLISHED, bfs_tables, census, is_minimal, minimal_dfas
-from langclass.core.errors import LimitExceeded
+from langclass.core.base.errors import LimitExceeded
 
 
 def _letters(k: int) -> list[str]:

@@ -13,9 +13,9 @@ import json
 import pytest
 
 from langclass.core.analysis import analyze, format_table
-from langclass.core.classes import REGISTRY, ClassResult, Evidence, replay
-from langclass.core.limits import Limits
-from langclass.core.parse import parse_regex
+from langclass.core.algebra.classes import REGISTRY, ClassResult, Evidence, replay
+from langclass.core.base.limits import Limits
+from langclass.core.ingest.parse import parse_regex
 
 LANGS = [
     ("(aa)*", "a"), ("(ab)*", "ab"), ("a*b*", "ab"), ("(a|b)*ab(a|b)*", "ab"), ("((a|b)(a|b))*", "ab"),
@@ -188,7 +188,7 @@ def test_beyond_is_typed_and_groups_of_ac0_languages_are_shown():
 
 
 def test_tampered_witness_replay_failure_names_the_check() -> None:
-    from langclass.core.classes import ReplayError
+    from langclass.core.algebra.classes import ReplayError
 
     dfa = parse_regex("(ab)*", ["a", "b"])
     record = analyze(dfa).classes["ltl_p"].to_dict()
@@ -231,8 +231,8 @@ def test_every_replay_failure_carries_a_message() -> None:
 _TAMPER_SCRIPT = r'''
 import copy, json, sys
 from langclass.core.analysis import analyze
-from langclass.core.classes import ReplayError, replay
-from langclass.core.parse import parse_regex
+from langclass.core.algebra.classes import ReplayError, replay
+from langclass.core.ingest.parse import parse_regex
 
 CASES = [  # (regex, alphabet, class key, evidence field, tampering)
     ("(a|b)*ab(a|b)*", "ab", "star_free", "certificate", lambda c: c.__setitem__("aperiodicity_index", c["aperiodicity_index"] + 1)),
@@ -307,7 +307,7 @@ def test_no_assert_statement_in_the_replay_code() -> None:
     import ast
     from pathlib import Path
 
-    import langclass.core.classes as pkg
+    import langclass.core.algebra.classes as pkg
 
     found = []
     for path in sorted(Path(pkg.__file__).parent.glob("*.py")):

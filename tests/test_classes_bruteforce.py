@@ -1,6 +1,6 @@
 """Independent brute force for every class, compared with the product's decisions on random DFAs.
 
-Nothing here uses ``langclass.core.monoid`` or ``langclass.core.classes`` internals: the monoid is
+Nothing here uses ``langclass.core.algebra.monoid`` or ``langclass.core.algebra.classes`` internals: the monoid is
 re-enumerated with Python tuples, and each class is tested by its defining identity on *all*
 elements (or by its definition on the k-automata), exactly as in the literature:
 
@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from langclass.core.analysis import analyze
-from langclass.core.automaton import DFA
-from langclass.core.classes import Context, ltl_p_y_delay, replay
-from langclass.core.lattice import CLASS_KEYS, INCLUSIONS
+from langclass.core.automata.automaton import DFA
+from langclass.core.algebra.classes import Context, ltl_p_y_delay, replay
+from langclass.core.algebra.lattice import CLASS_KEYS, INCLUSIONS
 
 # ----------------------------------------------------------------------------- brute-force algebra
 
@@ -274,7 +274,7 @@ def test_maximal_idempotents_are_maximal():
     rng = random.Random(5)
     for _ in range(200):
         d = random_dfa(rng)
-        from langclass.core.monoid import transition_monoid
+        from langclass.core.algebra.monoid import transition_monoid
 
         M = transition_monoid(d)
         ctx = Context(d, M)

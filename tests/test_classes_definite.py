@@ -11,12 +11,12 @@ import random
 import pytest
 
 from langclass.core.analysis import analyze
-from langclass.core.automaton import DFA
-from langclass.core.classes import DECIDERS, Context, ReplayError, monoid_extras, replay
-from langclass.core.classes.definite import Definite, check_definite, find_definite
-from langclass.core.limits import Limits
-from langclass.core.monoid import transition_monoid
-from langclass.core.parse import parse_regex
+from langclass.core.automata.automaton import DFA
+from langclass.core.algebra.classes import DECIDERS, Context, ReplayError, monoid_extras, replay
+from langclass.core.algebra.classes.definite import Definite, check_definite, find_definite
+from langclass.core.base.limits import Limits
+from langclass.core.algebra.monoid import transition_monoid
+from langclass.core.ingest.parse import parse_regex
 
 
 def _least_k_brute(d: DFA, side: str) -> int | None:

@@ -18,13 +18,13 @@ import random
 import numpy as np
 import pytest
 
-import langclass.core.classes as classes
-import langclass.core.classes.context as classes_context
-import langclass.core.classes.delay as classes_delay
-from langclass.core.automaton import DFA
-from langclass.core.classes import Context, monoid_extras, replay
-from langclass.core.monoid import transition_monoid
-from langclass.core.parse import parse_regex
+import langclass.core.algebra.classes as classes
+import langclass.core.algebra.classes.context as classes_context
+import langclass.core.algebra.classes.delay as classes_delay
+from langclass.core.automata.automaton import DFA
+from langclass.core.algebra.classes import Context, monoid_extras, replay
+from langclass.core.algebra.monoid import transition_monoid
+from langclass.core.ingest.parse import parse_regex
 
 # ----------------------------------------------------------------------------- random DFAs
 
@@ -304,7 +304,7 @@ def test_ltl_p_y_delay_dictionary_fallback_for_wide_windows(monkeypatch):
 
 def test_ltl_p_y_delay_deadline_is_reported_by_analyze(monkeypatch):
     from langclass.core.analysis import analyze
-    from langclass.core.limits import Deadline, Limits
+    from langclass.core.base.limits import Deadline, Limits
 
     class DelayDeadline(Deadline):
         def check(self, step: str = "") -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from langclass.app.service import ClassificationCache, parse_language
-from langclass.core.limits import Limits
+from langclass.core.base.limits import Limits
 
 
 def test_cache_is_an_lru_keyed_by_request_and_limits():

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from langclass.app.cli import app, parse_alphabet
 from langclass.app.settings import get_settings
-from langclass.core.parse import parse_regex
+from langclass.core.ingest.parse import parse_regex
 
 runner = CliRunner()
 

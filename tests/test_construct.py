@@ -11,8 +11,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from langclass.core.errors import InputError, LimitExceeded, UnsupportedError
-from langclass.core.numerics import f_large
+from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedError
+from langclass.core.precision.numerics import f_large
 from langclass.models.construct import ConstructionOptions, build_formula_transformer
 from langclass.models.verify import ConstructionCancelled, default_all_words_length, run_construction
 
@@ -83,7 +83,7 @@ def test_nope_constructions_are_exact(spec):
 
 # --------------------------------------------------------------- hard attention (B-RASP)
 def test_dyck_1_depth_2_hard_attention_is_exact():
-    from langclass.core.brasp import DYCK_1_DEPTH_2
+    from langclass.core.logic.brasp import DYCK_1_DEPTH_2
 
     r = run_construction({"program": DYCK_1_DEPTH_2, "alphabet": ["a", "b"], "regex": "(a(ab)*b)*", "random_words": 2})
     assert r["attention"] == "hard" and r["encoding"] == "nope"
@@ -192,7 +192,7 @@ def test_cli_construct_json():
 def _formulas():
     from hypothesis import strategies as st
 
-    from langclass.core.formulas import BOTTOM, TOP, And, Atom, Iff, Implies, Mod, Not, Or, Past, Yesterday
+    from langclass.core.logic.formulas import BOTTOM, TOP, And, Atom, Iff, Implies, Mod, Not, Or, Past, Yesterday
 
     leaves = st.one_of(st.sampled_from([Atom("a"), Atom("b"), TOP, BOTTOM]),
                        st.builds(lambda m, r: Mod(m, r % m), st.integers(2, 7), st.integers(0, 6)))
@@ -210,7 +210,7 @@ def _formulas():
 def test_random_s_free_formulas_are_simulated_exactly(f):
     """Every LTL[P,Y,MOD] formula's transformer simulates it exactly (every node, every position) on all
     words ≤ 7 and on a few words up to 150 (below N_max)."""
-    from langclass.core.formulas import formula_to_dfa
+    from langclass.core.logic.formulas import formula_to_dfa
     from langclass.models.verify import verify_formula_model
 
     model = build_formula_transformer(f, ["a", "b"])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from langclass.core import formulas as F
-from langclass.core.errors import TimeLimitExceeded
-from langclass.core.limits import Deadline, Limits
-from langclass.core.regex import regex_to_dfa
+from langclass.core.logic import formulas as F
+from langclass.core.base.errors import TimeLimitExceeded
+from langclass.core.base.limits import Deadline, Limits
+from langclass.core.ingest.regex import regex_to_dfa
 from langclass.models.construct import build_formula_transformer
 from langclass.models.construct.plan import plan_formula
 from langclass.models.verify import run_construction, verify_formula_model

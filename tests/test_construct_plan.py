@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from langclass.core import formulas as F
-from langclass.core.brasp import DYCK_1_DEPTH_2, formula_to_brasp, parse_program, run_program
-from langclass.core.errors import LimitExceeded
-from langclass.core.formulas import truth_table
+from langclass.core.logic import formulas as F
+from langclass.core.logic.brasp import DYCK_1_DEPTH_2, formula_to_brasp, parse_program, run_program
+from langclass.core.base.errors import LimitExceeded
+from langclass.core.logic.formulas import truth_table
 from langclass.models.construct.brasp_plan import plan_brasp
 from langclass.models.construct.gates import (
     MAX_FFN_INPUTS, Gate, Literal, ReluUnit, dnf_units, evaluate_expr, gate_units,
@@ -33,7 +33,7 @@ def test_plans_load_no_torch():
     """Planning a formula and a B-RASP program imports neither torch nor the assembly modules."""
     code = ("import sys; from langclass.models.construct.plan import plan_formula; "
             "from langclass.models.construct.brasp_plan import plan_brasp; "
-            "from langclass.core.brasp import DYCK_1_DEPTH_2, parse_program; "
+            "from langclass.core.logic.brasp import DYCK_1_DEPTH_2, parse_program; "
             "p = plan_formula('MOD(2,1) & Y a | P b', ['a', 'b']); q = plan_brasp(parse_program(DYCK_1_DEPTH_2, ['a', 'b'])); "
             "assert p.summary()['heads'] > 0 and q.summary()['heads'] > 0; "
             "print(' '.join(sorted(sys.modules)))")

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import InputError, LimitExceeded
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import InputError, LimitExceeded
 from langclass.models.data import LanguageSampler, MAX_SAMPLER_LENGTH
 
 AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0])  # (aa)* over {a, b}
@@ -50,8 +50,8 @@ def test_counts_and_unranking_match_brute_force(dfa, n):
 
 
 def test_counts_agree_with_core_words():
-    """Two independent path-counting implementations agree (langclass.core.words is the other)."""
-    from langclass.core import words
+    """Two independent path-counting implementations agree (langclass.core.automata.words is the other)."""
+    from langclass.core.automata import words
 
     for dfa in (CONTAINS_AB, AA, AB):
         s = LanguageSampler(dfa, 60)

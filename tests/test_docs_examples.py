@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from langclass.core.brasp import accepts_batch, parse_program
-from langclass.core.formulas import formula_to_dfa, parse_formula
-from langclass.core.parse import parse_regex
+from langclass.core.logic.brasp import accepts_batch, parse_program
+from langclass.core.logic.formulas import formula_to_dfa, parse_formula
+from langclass.core.ingest.parse import parse_regex
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 FENCE = re.compile(r"^```(\w+)\s*\n(.*?)^```\s*$", re.S | re.M)

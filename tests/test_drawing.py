@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from langclass.core.drawing import dfa_svg, edge_label, eggbox, eggbox_html, layered_layout
-from langclass.core.monoid import transition_monoid
-from langclass.core.parse import parse_regex
+from langclass.core.algebra.monoid import transition_monoid
+from langclass.core.ingest.parse import parse_regex
 
 NS = "{http://www.w3.org/2000/svg}"
 REGEXES = ["(ab)*", "(a|b)*a(a|b)(a|b)", "a(ab)*b|ba*", "(aa)*", "((a|b)(a|b)(a|b))*", "a*b*a*"]
@@ -136,7 +136,7 @@ def test_lattice_labels_are_whole_and_fit_their_boxes() -> None:
     import html
 
     from langclass.core.drawing import _CHAR_W, lattice_svg
-    from langclass.core.lattice import CLASS_INFO, CLASS_KEYS
+    from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS
 
     svg = lattice_svg({k: True for k in CLASS_KEYS})
     assert "…" not in svg

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from langclass.core.analysis import analyze
-from langclass.core.automaton import DFA
-from langclass.core.encoding_choice import encoding_catalogue
-from langclass.core.encoding_families import EncodingFamily, families_of
-from langclass.core.errors import InputError
+from langclass.core.automata.automaton import DFA
+from langclass.core.precision.encoding_choice import encoding_catalogue
+from langclass.core.precision.encoding_families import EncodingFamily, families_of
+from langclass.core.base.errors import InputError
 from langclass.models.construct.plan import ConstructionOptions, plan_formula
 from langclass.models.encoding_base import PositionalEncoding, register_family
 from langclass.models.encodings import ENCODING_FAMILIES, make_encoding
@@ -92,7 +92,7 @@ def test_every_construction_encoding_is_a_member_and_builds(formula, options, na
 
 
 def test_the_hard_construction_encoding_is_a_member_and_builds():
-    from langclass.core.brasp import parse_program
+    from langclass.core.logic.brasp import parse_program
     from langclass.models.construct import build_brasp_transformer
 
     prog = parse_program("marks 2\nX := MOD_1 & Q_a\nY := >j [j < i, X(j)] 1 : 0\noutput Y", ["a", "b"])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from langclass.core.errors import InputError
+from langclass.core.base.errors import InputError
 from langclass.models.encodings import (
     ENCODING_FAMILIES,
     ALiBi,
@@ -167,7 +167,7 @@ def test_model_dtype_changes_do_not_touch_encoding_tables():
 def test_periodic_rope_refuses_period_lists_that_give_no_or_too_many_pairs(periods, words):
     """An empty list would be a NoPE run under a periodic label; a list longer than d_head/2 pairs
     cannot fit: both are refused naming ``periods`` (not a derived rotary_dim)."""
-    from langclass.core.errors import InputError
+    from langclass.core.base.errors import InputError
     from langclass.models.encodings import make_encoding
 
     with pytest.raises(InputError, match=words) as err:

@@ -6,14 +6,14 @@ import doctest
 
 import pytest
 
-import langclass.core.floats
-import langclass.core.numerics
+import langclass.core.precision.floats
+import langclass.core.precision.numerics
 import langclass.models.encodings
 import langclass.models.recognizer
 import langclass.models.tokens
 
 
-@pytest.mark.parametrize("module", [langclass.core.floats, langclass.core.numerics, langclass.models.tokens, langclass.models.encodings,
+@pytest.mark.parametrize("module", [langclass.core.precision.floats, langclass.core.precision.numerics, langclass.models.tokens, langclass.models.encodings,
                                     langclass.models.recognizer], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)

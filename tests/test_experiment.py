@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import DfaFormatError, InputError, LimitExceeded
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import DfaFormatError, InputError, LimitExceeded
 from langclass.models.evaluate import longest_perfect_length
-from langclass.core.source import DfaSource
-from langclass.core.source import parse_language as parse_source
+from langclass.core.ingest.source import DfaSource
+from langclass.core.ingest.source import parse_language as parse_source
 from langclass.models.experiment import (
     PROFILES,
     ExperimentCancelled,

@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 
-from langclass.core.automaton import DFA
-from langclass.core.export import dfa_to_dot, dfa_to_json, sink_states
-from langclass.core.parse import parse_dfa_json, parse_regex
+from langclass.core.automata.automaton import DFA
+from langclass.core.automata.export import dfa_to_dot, dfa_to_json, sink_states
+from langclass.core.ingest.parse import parse_dfa_json, parse_regex
 
 
 def test_json_round_trip_keeps_fingerprint() -> None:
@@ -56,7 +56,7 @@ def test_dot_edge_labels_name_exactly_one_symbol_set() -> None:
     edge's symbols: reading it back gives exactly the symbols of the edge, for every edge."""
     import json
 
-    from langclass.core.export import edge_label
+    from langclass.core.automata.export import edge_label
 
     alphabet = ["a", ",", "a,b", "b"]
     d = DFA.from_table(alphabet, [[1, 1, 0, 1], [1, 0, 1, 0]], 0, [1])
@@ -73,8 +73,8 @@ def test_dot_edge_labels_name_exactly_one_symbol_set() -> None:
 
 
 def test_dot_keeps_the_users_state_names() -> None:
-    from langclass.core.export import state_names
-    from langclass.core.parse import parse_dfa_json, read_dfa_json
+    from langclass.core.automata.export import state_names
+    from langclass.core.ingest.parse import parse_dfa_json, read_dfa_json
 
     doc = {"alphabet": ["a", "b"], "states": ["even", "odd", "even2", "dead"], "initial": "even",
            "accepting": ["even", "even2"],

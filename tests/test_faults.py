@@ -104,7 +104,7 @@ def test_cancelling_an_orphaned_running_job_is_immediate(db: Database) -> None:
 
 def test_downgrade_refuses_to_delete_rows_without_force(database_url: str) -> None:
     from langclass.app.db import downgrade, stored_rows, upgrade
-    from langclass.core.errors import InputError
+    from langclass.core.base.errors import InputError
 
     upgrade(database_url)
     d = Database(database_url)

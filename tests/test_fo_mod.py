@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langclass.core.analysis import analyze
-from langclass.core.automaton import DFA
-from langclass.core.brasp import accepts_batch, formula_to_brasp, parse_program, run_program
-from langclass.core.errors import ProgramSyntaxError, UnsupportedError
-from langclass.core.fo_mod import least_modulus, synthesize_fo_mod
-from langclass.core.formulas import And, Atom, Past, operators
-from langclass.core.monoid import transition_monoid
-from langclass.core.parse import parse_regex
+from langclass.core.automata.automaton import DFA
+from langclass.core.logic.brasp import accepts_batch, formula_to_brasp, parse_program, run_program
+from langclass.core.base.errors import ProgramSyntaxError, UnsupportedError
+from langclass.core.synthesis.fo_mod import least_modulus, synthesize_fo_mod
+from langclass.core.logic.formulas import And, Atom, Past, operators
+from langclass.core.algebra.monoid import transition_monoid
+from langclass.core.ingest.parse import parse_regex
 from langclass.models.encodings import make_encoding
 from langclass.models.verify import run_construction
 
@@ -140,8 +140,8 @@ def _dense_forward(model, ids):
 
 @pytest.mark.parametrize("regex,alphabet", [("(ab|ba)*", "ab"), ("((a|b)(a|b))*a", "ab")])
 def test_grouped_sparse_forward_equals_the_dense_heads_and_identity_ops_get_no_head(regex, alphabet):
-    from langclass.core.brasp import AttentionOp
-    from langclass.core.brasp_width import narrow_program
+    from langclass.core.logic.brasp import AttentionOp
+    from langclass.core.logic.brasp_width import narrow_program
     from langclass.models.construct import build_brasp_transformer
     from langclass.models.construct.brasp_plan import is_identity
 

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import FormulaSyntaxError, LimitExceeded, UnknownSymbolError, AlphabetError
-from langclass.core.formulas import (
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import FormulaSyntaxError, LimitExceeded, UnknownSymbolError, AlphabetError
+from langclass.core.logic.formulas import (
     And, Atom, BOTTOM, Iff, Implies, Mod, Not, Or, Past, Since, TOP, Yesterday,
     evaluate, evaluate_batch, formula_to_dfa, fragment, parse_formula, truth_table, formula_from_mapping,
 )
-from langclass.core.limits import Limits
+from langclass.core.base.limits import Limits
 
 from _ground_truth import LANGUAGES as GT
 
@@ -214,7 +214,7 @@ def test_formula_to_dfa_limits_and_mapping():
 
 def test_formula_text_is_nfc_normalized_before_tokenizing():
     """A decomposed letter (e + combining acute) is the alphabet's NFC symbol "é", as in regexes."""
-    from langclass.core.formulas import formula_to_dfa
-    from langclass.core.parse import parse_regex
+    from langclass.core.logic.formulas import formula_to_dfa
+    from langclass.core.ingest.parse import parse_regex
 
     assert formula_to_dfa("P e\u0301", ["é", "a"]).fingerprint() == parse_regex(".*é.*", ["é", "a"]).fingerprint()

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import InputError, LimitExceeded
-from langclass.core.graph import (
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import InputError, LimitExceeded
+from langclass.core.automata.graph import (
     component_members,
     component_periods,
     condensation_edges,
@@ -21,8 +21,8 @@ from langclass.core.graph import (
     k_step_successors,
     strongly_connected_components,
 )
-from langclass.core.limits import Limits
-from langclass.core.parse import parse_regex
+from langclass.core.base.limits import Limits
+from langclass.core.ingest.parse import parse_regex
 
 
 def reach_matrix(t: np.ndarray) -> np.ndarray:

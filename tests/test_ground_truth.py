@@ -9,8 +9,8 @@ from functools import lru_cache
 import pytest
 
 from langclass.core.analysis import analyze, format_table
-from langclass.core.classes import replay
-from langclass.core.parse import parse_dfa_json, parse_regex
+from langclass.core.algebra.classes import replay
+from langclass.core.ingest.parse import parse_dfa_json, parse_regex
 
 from _ground_truth import BY_ID as LANGS, EXPECTED_TO_KEY
 
@@ -73,7 +73,7 @@ def test_certificates_replay(lang_id):
 
 def test_trap_checking_only_reachable_states_of_A_k():
     """((ΣΣ)*a) and (ab|ba)*: A_2 is partially ordered on the states reachable in A_2 but not over all states."""
-    from langclass.core.graph import is_partially_ordered, k_automaton
+    from langclass.core.automata.graph import is_partially_ordered, k_automaton
 
     for lang_id in ("odd_length_ends_a", "ab_or_ba_star"):
         lang = LANGS[lang_id]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from langclass.core.analysis import analyze, format_table
-from langclass.core.automaton import DFA
-from langclass.core.monoid import transition_monoid
+from langclass.core.automata.automaton import DFA
+from langclass.core.algebra.monoid import transition_monoid
 
 # PGL(2,5) on the projective line {0,…,4,∞=5}: x+1, 2x, −1/x — S5 acting on six points (order 120 ≠ 6!)
 PGL25 = DFA.from_table("abc", [[1, 0, 5], [2, 2, 4], [3, 4, 2], [4, 1, 3], [0, 3, 1], [5, 5, 0]], 0, [0])

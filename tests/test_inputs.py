@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.automaton import DFA
-from langclass.core.brasp import parse_program
-from langclass.core.errors import AlphabetError, FormulaSyntaxError, LimitExceeded, ProgramSyntaxError
-from langclass.core.formulas import formula_to_dfa, parse_formula
-from langclass.core.inputs import check_alphabet, deepest_paren
-from langclass.core.limits import Limits
-from langclass.core.parse import parse_dfa_json, parse_regex
+from langclass.core.automata.automaton import DFA
+from langclass.core.logic.brasp import parse_program
+from langclass.core.base.errors import AlphabetError, FormulaSyntaxError, LimitExceeded, ProgramSyntaxError
+from langclass.core.logic.formulas import formula_to_dfa, parse_formula
+from langclass.core.base.inputs import check_alphabet, deepest_paren
+from langclass.core.base.limits import Limits
+from langclass.core.ingest.parse import parse_dfa_json, parse_regex
 
 
 def _dfa_json(alphabet):
@@ -87,7 +87,7 @@ def test_lark_errors_give_positions_in_every_grammar():
 # --- where a parse error is: position 0-based, line/column 1-based, of the same character -------------
 
 def _error(parse, text):
-    from langclass.core.errors import InputError
+    from langclass.core.base.errors import InputError
 
     with pytest.raises(InputError) as info:
         parse(text)
@@ -122,8 +122,8 @@ def test_parse_errors_report_one_consistent_place(kind, text, where):
 @settings(max_examples=400, deadline=None)
 @given(kind=st.sampled_from(sorted(PARSERS)), text=st.text(alphabet="ab()|&*!PYS :=Q_X\n$?{},09", min_size=0, max_size=16))
 def test_every_positioned_parse_error_agrees_with_itself(kind, text):
-    from langclass.core.errors import InputError
-    from langclass.core.inputs import line_column
+    from langclass.core.base.errors import InputError
+    from langclass.core.base.inputs import line_column
 
     try:
         PARSERS[kind](text, Limits(max_nesting_depth=3, max_repetition=5))

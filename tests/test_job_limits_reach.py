@@ -10,7 +10,7 @@ from langclass.app import jobs as jobrepo
 from langclass.app.db import Database
 from langclass.app.executor import worker_config
 from langclass.app.worker import WorkerConfig, run_claim
-from langclass.core.limits import Limits
+from langclass.core.base.limits import Limits
 from test_jobs_repo import add_job, add_language, row
 
 SPEC = {"formula": "P(b & Y a)", "alphabet": ["a", "b"], "options": {"all_words_up_to": 2, "random_words": 2,

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import torch
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import InputError, LimitExceeded
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import InputError, LimitExceeded
 from langclass.models import experiment
 from langclass.models.specs import DEFAULT_JOB_LIMITS, JobLimits, TrainSpec, parse_train_spec
 

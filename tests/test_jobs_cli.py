@@ -84,8 +84,8 @@ def test_worker_command_runs_queued_jobs_and_stops_on_sigterm(sqlite_url: str) -
     upgrade(sqlite_url)
     db = Database(sqlite_url)
     from langclass.app import repository as repo
-    from langclass.core.export import dfa_to_json
-    from langclass.core.parse import parse_regex
+    from langclass.core.automata.export import dfa_to_json
+    from langclass.core.ingest.parse import parse_regex
 
     dfa = parse_regex("(ab)*", ["a", "b"])
     with db.session_scope() as s:

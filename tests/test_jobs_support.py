@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from langclass.core.errors import InputError
+from langclass.core.base.errors import InputError
 
 
 class Cancelled(Exception):

@@ -17,8 +17,8 @@ import pytest
 from langclass.app import main as app_main
 from langclass.app import service
 from langclass.app.runner import ClassifyRunner, LightLane
-from langclass.core.errors import LimitExceeded
-from langclass.core.limits import Limits
+from langclass.core.base.errors import LimitExceeded
+from langclass.core.base.limits import Limits
 
 SMALL = {"regex": "(ab)*", "alphabet": ["a", "b"]}
 

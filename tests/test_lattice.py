@@ -8,10 +8,10 @@ import time
 import pytest
 
 from langclass.core.analysis import analyze, format_table
-from langclass.core.classes import replay
-from langclass.core.automaton import DFA
-from langclass.core.encoding_choice import choose_encodings, encoding_catalogue
-from langclass.core.lattice import (
+from langclass.core.algebra.classes import replay
+from langclass.core.automata.automaton import DFA
+from langclass.core.precision.encoding_choice import choose_encodings, encoding_catalogue
+from langclass.core.algebra.lattice import (
     CLASS_INFO,
     CLASS_KEYS,
     INCLUSIONS,
@@ -20,7 +20,7 @@ from langclass.core.lattice import (
     implied_by,
     infer,
 )
-from langclass.core.parse import parse_regex
+from langclass.core.ingest.parse import parse_regex
 
 ALL_TRUE = {k: True for k in CLASS_KEYS}
 
@@ -141,7 +141,7 @@ def test_over_cap_answers_agree_with_full_analysis():
     equals the full analysis; the rest are None with the limit named."""
     import random
 
-    from langclass.core.limits import Limits
+    from langclass.core.base.limits import Limits
 
     rng = random.Random(9)
     checked = 0
@@ -169,7 +169,7 @@ def test_docstring_examples_run():
     import doctest
 
     import langclass.core.analysis as analysis_mod
-    import langclass.core.monoid as monoid_mod
+    import langclass.core.algebra.monoid as monoid_mod
 
     for mod in (analysis_mod, monoid_mod):
         failed, attempted = doctest.testmod(mod)
@@ -177,7 +177,7 @@ def test_docstring_examples_run():
 
 
 def test_time_limit_leaves_classes_undecided():
-    from langclass.core.limits import Limits
+    from langclass.core.base.limits import Limits
 
     n = 7
     t = [[[1, 0, 2, 3, 4, 5, 6][q], [1, 2, 3, 4, 5, 6, 0][q], [0, 0, 2, 3, 4, 5, 6][q]] for q in range(n)]
@@ -196,8 +196,8 @@ def test_time_limit_inside_the_algebraic_tests_is_reported_not_a_crash(monkeypat
     The analysis is fast now, so wall-clock time cannot be relied on to expire inside a given step:
     a deadline that expires at the first check of ``step`` (and stays expired) makes it deterministic.
     """
-    from langclass.core.limits import Deadline, Limits
-    from langclass.core.parse import parse_regex
+    from langclass.core.base.limits import Deadline, Limits
+    from langclass.core.ingest.parse import parse_regex
 
     class StepDeadline(Deadline):
         __slots__ = ("fired",)

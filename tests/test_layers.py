@@ -173,7 +173,7 @@ def test_the_walker_sees_cycles_and_upward_imports() -> None:
     assert layer_of("langclass.core.analysis") < layer_of("langclass.models.train") < layer_of("langclass.app.jobs")
     assert layer_of("langclass.app.jobs") < layer_of("langclass.app.service") < layer_of("langclass.app.cli_jobs")
     assert layer_of("langclass.app.worker") < layer_of("langclass.app.main")
-    assert any(t == "langclass.core.automaton" for t, _, _ in GRAPH["langclass.core.analysis"])
+    assert any(t == "langclass.core.automata.automaton" for t, _, _ in GRAPH["langclass.core.analysis"])
 
 
 def _loaded_after(module: str) -> set[str]:
@@ -197,7 +197,7 @@ def test_core_errors_know_no_http_and_the_app_maps_every_class_to_a_status() -> 
     """HTTP statuses live in the app layer (app/errors.py), not on core's error classes."""
     from langclass.app.errors import http_status, problem_dict
     from langclass.app.problems import problem_catalogue
-    from langclass.core import errors as core_errors
+    from langclass.core.base import errors as core_errors
 
     core_classes = [c for c in vars(core_errors).values()
                     if isinstance(c, type) and issubclass(c, core_errors.LangclassError)]

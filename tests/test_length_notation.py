@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import InputError, LimitExceeded
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import InputError, LimitExceeded
 from langclass.models.experiment import validate_spec
 from langclass.models.specs import length_notation_notes
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from langclass.core.analysis import analyze
-from langclass.core.classes.ordered import qr_witness_words
-from langclass.core.parse import parse_regex
+from langclass.core.algebra.classes.ordered import qr_witness_words
+from langclass.core.ingest.parse import parse_regex
 
 
 def test_reason_names_the_words_and_the_padding_that_makes_them_work_for_every_k() -> None:

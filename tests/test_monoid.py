@@ -12,10 +12,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from langclass.core.analysis import analyze
-from langclass.core.automaton import DFA
-from langclass.core.errors import LimitExceeded
-from langclass.core.limits import Limits
-from langclass.core.monoid import transition_monoid
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import LimitExceeded
+from langclass.core.base.limits import Limits
+from langclass.core.algebra.monoid import transition_monoid
 
 
 @st.composite
@@ -267,7 +267,7 @@ def test_group_elements_detect_aperiodicity(dfa):
 def test_canonical_labels_and_table_components_agree_with_the_sorting_definitions():
     """canonical_labels' O(m) first-occurrence ranking equals the np.unique definition (dense and
     sparse labels, negative offsets); table_components equals strong_components on the edge list."""
-    from langclass.core.monoid.lookup import canonical_labels, strong_components, table_components
+    from langclass.core.algebra.monoid.lookup import canonical_labels, strong_components, table_components
 
     def by_sorting(labels):
         _, first, inv = np.unique(labels, return_index=True, return_inverse=True)

@@ -13,13 +13,13 @@ import pytest
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import LimitExceeded
-from langclass.core.limits import Limits
-from langclass.core.monoid import stable as stable_mod
-from langclass.core.monoid import transition_monoid
-from langclass.core.monoid.lookup import canonical_labels, table_components
-from langclass.core.monoid.permgroup import PermGroup, is_even, prime_factors, solvable_by_order
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import LimitExceeded
+from langclass.core.base.limits import Limits
+from langclass.core.algebra.monoid import stable as stable_mod
+from langclass.core.algebra.monoid import transition_monoid
+from langclass.core.algebra.monoid.lookup import canonical_labels, table_components
+from langclass.core.algebra.monoid.permgroup import PermGroup, is_even, prime_factors, solvable_by_order
 
 
 def _random_monoids(seed: int, count: int, n_max: int = 7, max_size: int = 20_000):

@@ -1,4 +1,4 @@
-"""Tests of langclass.core.numerics: f_large, round_to and the certified range N_max^(k) (Eq. 10)."""
+"""Tests of langclass.core.precision.numerics: f_large, round_to and the certified range N_max^(k) (Eq. 10)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.errors import InputError, LimitExceeded
-from langclass.core.numerics import (
+from langclass.core.base.errors import InputError, LimitExceeded
+from langclass.core.precision.numerics import (
     DTYPES,
     certified_length,
     delta_L,
@@ -286,7 +286,7 @@ def test_certified_length_pinned_values():
 
 def test_conventional_rope_length_pinned_values():
     """The encoding step (min over offsets 1..k at the default g = 1, C = 1e7, float32, L ≤ 1000)."""
-    from langclass.core.encoding_choice import conventional_rope_length
+    from langclass.core.precision.encoding_choice import conventional_rope_length
 
     per = {row[5]: row[6] for row in _PINS if row[:5] == ["float32", "ideal", 1.0, 1e7, 1000]}
     assert per == {1: 709, 2: 710, 3: 711, 4: 712, 5: 713, 8: 716}
@@ -297,7 +297,7 @@ def test_conventional_rope_length_pinned_values():
 def _both_scans(k, g, C, dtype, max_length, phase="ideal"):
     """(sparse, dense) first failing query (None: none fails) of the two scans of
     certified_length; sparse is "n/a" when its error-bound filter does not apply."""
-    from langclass.core import numerics as nm
+    from langclass.core.precision import numerics as nm
 
     fmt = float_format(dtype)
     table = nm._offset_table(float(g), max_length + 2, fmt.name, phase)
@@ -333,7 +333,7 @@ def test_sparse_scan_is_used_and_agrees_at_the_default_parameters():
 def test_round_to_fast_paths_match_the_generic_rounding_at_every_midpoint():
     """round_to's float16 cast and bfloat16 bit rounding equal the frexp/ldexp rounding on every
     value of the format, every midpoint between neighbours and the float64 values next to it."""
-    from langclass.core.floats import _FORMATS, _round_generic
+    from langclass.core.precision.floats import _FORMATS, _round_generic
 
     f16 = np.arange(0, 0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64)
     bf16 = (np.arange(0, 0x7F80, dtype=np.uint32) << 16).view(np.float32).astype(np.float64)

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import AlphabetError, DfaFormatError, InputError, LimitExceeded, UnknownSymbolError
-from langclass.core.export import dfa_to_json
-from langclass.core.limits import Limits
-from langclass.core.parse import normalize_alphabet, parse_dfa_json, parse_regex
-from langclass.core.source import parse_language, source_from_mapping
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import AlphabetError, DfaFormatError, InputError, LimitExceeded, UnknownSymbolError
+from langclass.core.automata.export import dfa_to_json
+from langclass.core.base.limits import Limits
+from langclass.core.ingest.parse import normalize_alphabet, parse_dfa_json, parse_regex
+from langclass.core.ingest.source import parse_language, source_from_mapping
 
 
 def base() -> dict:

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import (
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import (
     AlphabetError,
     InputError,
     LimitExceeded,
@@ -26,9 +26,9 @@ from langclass.core.errors import (
     TimeLimitExceeded,
     UnknownSymbolError,
 )
-from langclass.core.limits import Deadline, Limits
-from langclass.core.parse import parse_dfa_json, parse_regex
-from langclass.core.regex import Node, parse_regex_ast, render
+from langclass.core.base.limits import Deadline, Limits
+from langclass.core.ingest.parse import parse_dfa_json, parse_regex
+from langclass.core.ingest.regex import Node, parse_regex_ast, render
 
 from _lang_oracles import all_words, has_boolean_ops, set_semantics, to_python_re
 
@@ -148,7 +148,7 @@ def test_alphabet_is_part_of_identity() -> None:
 def test_fingerprint_is_independent_of_python_hash_seed() -> None:
     regexes = ["(a|b)*a(a|b)", "(ab|ba)*&~(.*aa.*)", "((a|b)(a|b))*"]
     code = (
-        "import json,sys;from langclass.core.parse import parse_regex;"
+        "import json,sys;from langclass.core.ingest.parse import parse_regex;"
         f"print(json.dumps([parse_regex(r,['a','b']).fingerprint() for r in {regexes!r}]))"
     )
     here = [parse_regex(r, ["a", "b"]).fingerprint() for r in regexes]
@@ -500,7 +500,7 @@ def test_comma_is_reserved_outside_braces_too() -> None:
 
 
 def test_dfa_json_of_regex_roundtrip() -> None:
-    from langclass.core.export import dfa_to_json
+    from langclass.core.automata.export import dfa_to_json
 
     for r in ["(a|b)*a(a|b)", "(ab|ba)*", "∅", "ε", "a{2,4}b?"]:
         d = parse_regex(r, ["a", "b"])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from langclass.core.errors import InputError
+from langclass.core.base.errors import InputError
 from langclass.models.attention import MultiHeadAttention
 from langclass.models.encodings import ALiBi, RoPE, make_encoding
 from langclass.models.pj import PJBias, beta_l, fold_frequency, nearest_root, phi_l

@@ -14,9 +14,9 @@ import pytest
 
 import langclass
 from langclass.core.analysis import analyze
-from langclass.core.errors import AlphabetError, DfaFormatError, InputError
-from langclass.core.formulas import formula_to_dfa, parse_formula
-from langclass.core.parse import parse_dfa_json, parse_regex
+from langclass.core.base.errors import AlphabetError, DfaFormatError, InputError
+from langclass.core.logic.formulas import formula_to_dfa, parse_formula
+from langclass.core.ingest.parse import parse_dfa_json, parse_regex
 
 from _ground_truth import EXPECTED_TO_KEY, LANGUAGES
 

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from langclass.core.errors import AlphabetError, InputError, UnknownSymbolError
+from langclass.core.base.errors import AlphabetError, InputError, UnknownSymbolError
 from langclass.models import BOS, EOS, PAD, Recognizer, RecognizerConfig, Vocabulary
 
 ENCODINGS = [

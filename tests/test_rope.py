@@ -11,8 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.errors import InputError
-from langclass.core.numerics import rotation_table
+from langclass.core.base.errors import InputError
+from langclass.core.precision.numerics import rotation_table
 from langclass.models.attention import MultiHeadAttention
 from langclass.models.encodings import PeriodicRoPE, RoPE, make_encoding
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import InputError, LimitExceeded
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import InputError, LimitExceeded
 from langclass.models.sectors import _run_verdict, _verdict, format_sectors, run_sectors, validate_sectors_spec
 
 AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0]).to_canonical_dict()

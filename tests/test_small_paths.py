@@ -16,18 +16,18 @@ from scipy.sparse.csgraph import connected_components
 
 from langclass.app.service import analysis_limits_hit, limits_hit
 from langclass.core.analysis import analyze
-from langclass.core.automaton import DFA
-from langclass.core.classes import Context
-from langclass.core.classes import context as context_mod
-from langclass.core.errors import LimitExceeded
-from langclass.core.fo_mod import least_modulus
-from langclass.core.limits import Limits
-from langclass.core.monoid import transition_monoid
-from langclass.core.monoid.closure import SMALL_MONOID
-from langclass.core.monoid.groups import SMALL_GROUP_ORDER
-from langclass.core.monoid import stable as stable_mod
-from langclass.core.monoid.lookup import canonical_labels
-from langclass.core.smallgraph import SMALL_GRAPH_EDGES
+from langclass.core.automata.automaton import DFA
+from langclass.core.algebra.classes import Context
+from langclass.core.algebra.classes import context as context_mod
+from langclass.core.base.errors import LimitExceeded
+from langclass.core.synthesis.fo_mod import least_modulus
+from langclass.core.base.limits import Limits
+from langclass.core.algebra.monoid import transition_monoid
+from langclass.core.algebra.monoid.closure import SMALL_MONOID
+from langclass.core.algebra.monoid.groups import SMALL_GROUP_ORDER
+from langclass.core.algebra.monoid import stable as stable_mod
+from langclass.core.algebra.monoid.lookup import canonical_labels
+from langclass.core.automata.smallgraph import SMALL_GRAPH_EDGES
 
 
 def _random_dfas(seed: int, count: int, n_max: int = 6):
@@ -222,7 +222,7 @@ def test_small_maximal_idempotents_equal_the_numpy_path(monkeypatch):
 
 def test_dense_lookup_stores_ids_and_answers_minus_one_for_absent_codes():
     """DenseLookup keeps id + 1 over a zero table: id 0 is found, an absent code is -1."""
-    from langclass.core.monoid.lookup import DenseLookup
+    from langclass.core.algebra.monoid.lookup import DenseLookup
 
     table = DenseLookup(3)
     rows = np.array([[0, 1, 2], [1, 1, 1], [2, 0, 1]], dtype=np.uint8)

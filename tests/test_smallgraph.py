@@ -10,14 +10,14 @@ from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-from langclass.core import smallgraph
+from langclass.core.automata import smallgraph
 from langclass.core.analysis import analyze
-from langclass.core.automaton import DFA
-from langclass.core.classes import context as context_mod
-from langclass.core.classes import delay as delay_mod
-from langclass.core.classes import ltl_p_y_delay
-from langclass.core.monoid import green as green_mod
-from langclass.core.monoid import lookup as lookup_mod
+from langclass.core.automata.automaton import DFA
+from langclass.core.algebra.classes import context as context_mod
+from langclass.core.algebra.classes import delay as delay_mod
+from langclass.core.algebra.classes import ltl_p_y_delay
+from langclass.core.algebra.monoid import green as green_mod
+from langclass.core.algebra.monoid import lookup as lookup_mod
 
 
 @st.composite
@@ -121,7 +121,7 @@ def test_reachable_is_the_generated_submonoid_and_stops_past_max_size():
     """Closure under right multiplication, checked against all products of short words in Z_12."""
     from itertools import product
 
-    from langclass.core.smallgraph import reachable
+    from langclass.core.automata.smallgraph import reachable
 
     add = lambda x, g: (x + g) % 12
     brute = {sum(w) % 12 for n in range(13) for w in product([8], repeat=n)}

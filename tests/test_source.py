@@ -1,5 +1,5 @@
 """One language source, read and parsed in one place (issue 12): the API, the CLI, the Python API,
-batch rows and job specs all go through langclass.core.source."""
+batch rows and job specs all go through langclass.core.ingest.source."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import AlphabetError, DfaFormatError, InputError, UnsupportedError
-from langclass.core.parse import parse_regex
-from langclass.core.source import (
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import AlphabetError, DfaFormatError, InputError, UnsupportedError
+from langclass.core.ingest.parse import parse_regex
+from langclass.core.ingest.source import (
     DfaSource,
     FormulaSource,
     ProgramSource,
@@ -87,7 +87,7 @@ def test_interfaces_share_the_reader():
     """The API service, the Python API and the CLI's train/construct options report the same rule."""
     from langclass.api import classify
     from langclass.app.service import parse_language as api_parse
-    from langclass.core.limits import Limits
+    from langclass.core.base.limits import Limits
 
     with pytest.raises(InputError, match=r"^give exactly one of 'regex', 'dfa' or 'formula' \(got none\)$"):
         api_parse(limits=Limits())

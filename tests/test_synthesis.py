@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import UnsupportedError
-from langclass.core.formulas import evaluate_batch, operators, parse_formula
-from langclass.core.graph import is_partially_ordered as graph_partially_ordered, k_automaton
-from langclass.core.synthesis import (
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import UnsupportedError
+from langclass.core.logic.formulas import evaluate_batch, operators, parse_formula
+from langclass.core.automata.graph import is_partially_ordered as graph_partially_ordered, k_automaton
+from langclass.core.synthesis.synthesis import (
     is_partially_ordered, periodic_word, synthesize, synthesize_ltl_p, synthesize_ltl_p_mod, synthesize_periodic_word,
 )
 
@@ -134,7 +134,7 @@ def test_random_dfas_ltl_p_y_synthesis_iff_locally_r_trivial(A):
     classifier's algebraic test, not the window criterion), and the formula agrees with the DFA on
     all words ≤ 6 (≤ 4 over three letters) by the vectorized formula semantics."""
     from langclass.core.analysis import analyze
-    from langclass.core.synthesis_y import synthesize_ltl_p_y
+    from langclass.core.synthesis.synthesis_y import synthesize_ltl_p_y
 
     lr = analyze(A).classes["ltl_p_y"].member
     try:
@@ -147,10 +147,10 @@ def test_random_dfas_ltl_p_y_synthesis_iff_locally_r_trivial(A):
 
 
 def test_ltl_p_y_synthesis_uses_the_least_offset():
-    from langclass.core.parse import parse_regex
-    from langclass.core.synthesis_y import synthesize_ltl_p_y
+    from langclass.core.ingest.parse import parse_regex
+    from langclass.core.synthesis.synthesis_y import synthesize_ltl_p_y
 
     s = synthesize_ltl_p_y(parse_regex("(a|b)*a(a|b)(a|b)", ["a", "b"]))
     assert s.notes[0] == "k = 3" and s.fragment == "LTL[P,Y]"
-    assert max(n.k for n in __import__("langclass.core.formulas", fromlist=["subformulas"]).subformulas(s.formula)
+    assert max(n.k for n in __import__("langclass.core.logic.formulas", fromlist=["subformulas"]).subformulas(s.formula)
                if type(n).__name__ == "Yesterday") == 3

@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import InputError
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import InputError
 from langclass.models.data import LanguageSampler
 from langclass.models.evaluate import build_test_sets, describe, evaluate_lengths, longest_perfect_length
 from langclass.models.recognizer import RecognizerConfig

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import InputError
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import InputError
 from langclass.models.data import LanguageSampler
 from langclass.models.experiment import run_experiment
 from langclass.models.recognizer import RecognizerConfig

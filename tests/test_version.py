@@ -39,7 +39,7 @@ def test_classify_and_construct_n_max_agree_at_one_score_scale() -> None:
     from typer.testing import CliRunner
 
     from langclass.app.cli import app
-    from langclass.core.encoding_choice import DEFAULT_PARAMS
+    from langclass.core.precision.encoding_choice import DEFAULT_PARAMS
 
     runner = CliRunner()
     lang = ["-r", "(a|b)*ab", "-a", "ab"]

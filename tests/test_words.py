@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import InputError
-from langclass.core.parse import parse_regex
-from langclass.core.words import WordSampler, count_words, count_words_table, enumerate_words, sample_word
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import InputError
+from langclass.core.ingest.parse import parse_regex
+from langclass.core.automata.words import WordSampler, count_words, count_words_table, enumerate_words, sample_word
 
 
 def test_enumerate_words_shortlex() -> None:

@@ -34,9 +34,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError, LangclassError
-from ..core.lattice import CLASS_KEYS
-from ..core.limits import Limits
+from langclass.core.base.errors import InputError, LangclassError
+from langclass.core.algebra.lattice import CLASS_KEYS
+from langclass.core.base.limits import Limits
 
 __all__ = ["COLUMNS", "read_rows", "classify_row", "done_rows", "run_batch", "MAX_ROW_BYTES"]
 

@@ -28,7 +28,7 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
-from ..core.errors import DfaFormatError, InputError, LimitExceeded
+from langclass.core.base.errors import DfaFormatError, InputError, LimitExceeded
 from .errors import MalformedJsonError, UnsupportedMediaTypeError
 
 __all__ = ["JsonBodyRoute", "read_json_body", "decode_json_strict", "refuse_nul_parameters"]

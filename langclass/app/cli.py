@@ -28,7 +28,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..core.errors import InputError, LangclassError
+from langclass.core.base.errors import InputError, LangclassError
 from . import cli_census, cli_construct, cli_jobs, cli_sectors
 from .cli_common import fail as _fail
 from .cli_common import parse_alphabet
@@ -119,7 +119,7 @@ def db_downgrade(
 ) -> None:
     """Revert migrations down to REVISION. Refused (exit 2) while the database holds rows, which
     the dropped tables would take with them, unless --force is given."""
-    from ..core.errors import LangclassError
+    from langclass.core.base.errors import LangclassError
     from .db import downgrade
 
     settings = get_settings()

@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from ..core.errors import LangclassError
+from langclass.core.base.errors import LangclassError
 from .cli_common import fail
 
 __all__ = ["register", "census"]

@@ -11,7 +11,7 @@ import json
 
 import typer
 
-from ..core.errors import LangclassError
+from langclass.core.base.errors import LangclassError
 
 __all__ = ["parse_alphabet", "fail"]
 
@@ -28,7 +28,7 @@ def parse_alphabet(text: str) -> list[str]:
         AlphabetError: an empty symbol in the comma-separated form (the message says how to write a
             comma symbol).
     """
-    from ..core.errors import AlphabetError
+    from langclass.core.base.errors import AlphabetError
 
     if "," not in text:
         return list(text)
@@ -69,7 +69,7 @@ def fail(err: LangclassError, as_json: bool) -> None:
     Raises:
         typer.Exit: always (code 2).
     """
-    from ..core.errors import LimitExceeded
+    from langclass.core.base.errors import LimitExceeded
     from .settings import setting_for_limit
 
     if isinstance(err, LimitExceeded) and "setting" not in err.extra:

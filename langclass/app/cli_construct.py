@@ -22,7 +22,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..core.errors import InputError, LangclassError
+from langclass.core.base.errors import InputError, LangclassError
 from .cli_common import fail as _fail
 from .cli_common import parse_alphabet
 
@@ -50,7 +50,7 @@ def build_spec(*, formula: str | None, regex: str | None, dfa_text: str | None, 
         try:
             spec["dfa"] = json.loads(dfa_text)
         except json.JSONDecodeError as exc:
-            from ..core.errors import DfaFormatError
+            from langclass.core.base.errors import DfaFormatError
 
             raise DfaFormatError(f"the DFA file is not valid JSON: {exc}", field="dfa") from None
     if not spec:
@@ -179,7 +179,7 @@ def _scale_note(model: dict) -> str:
     """Which Y^k score scale C_Y the range holds for, and why ``classify`` reports another N_max:
     the classification certifies conventional RoPE at its score scale C (``encodings.soft.parameters.C``,
     ``DEFAULT_PARAMS.C``), the construction by default picks the smallest C_Y that certifies ``--target-length``."""
-    from ..core.encoding_choice import DEFAULT_PARAMS
+    from langclass.core.precision.encoding_choice import DEFAULT_PARAMS
 
     constants = model.get("constants") or {}
     c_y = constants.get("C_Y")

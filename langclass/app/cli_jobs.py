@@ -24,7 +24,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..core.errors import InputError, LangclassError
+from langclass.core.base.errors import InputError, LangclassError
 from .cli_common import parse_alphabet
 
 __all__ = ["register", "worker", "train", "parse_lengths"]
@@ -97,8 +97,8 @@ def _safe_url(url: str) -> str:
 
 def _language(regex: str | None, alphabet: str | None, dfa: Path | None, limits: Any) -> Any:
     """The canonical DFA of ``--regex`` (with ``--alphabet``) or ``--dfa`` (a file, ``-`` for stdin),
-    read and parsed by the one language parser (:mod:`langclass.core.source`)."""
-    from ..core.source import language_source, parse_language
+    read and parsed by the one language parser (:mod:`langclass.core.ingest.source`)."""
+    from langclass.core.ingest.source import language_source, parse_language
 
     text = None
     if dfa is not None:
@@ -187,7 +187,7 @@ def train(
             err = exc.errors(include_url=False, include_input=False)[0]
             where = field_path(err["loc"])
             raise InputError(f"{where}: {err['msg']}", field=where) from None
-        from ..core.export import dfa_to_json
+        from langclass.core.automata.export import dfa_to_json
 
         spec = build_train_spec(body, {"dfa": dfa_to_json(lang), "analysis": _analysis(lang, limits)})
         validate_train_spec(spec, settings.job_limits())

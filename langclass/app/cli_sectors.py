@@ -21,7 +21,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..core.errors import InputError, LangclassError
+from langclass.core.base.errors import InputError, LangclassError
 
 __all__ = ["register", "sectors"]
 
@@ -69,7 +69,7 @@ def sectors(
             overrides["max_steps"] = max_steps
         if test_lengths is not None:
             overrides["test_lengths"] = parse_lengths(test_lengths)
-        from ..core.export import dfa_to_json
+        from langclass.core.automata.export import dfa_to_json
 
         spec: dict[str, Any] = {"language": dfa_to_json(lang), "profile": profile, "prediction": sector_prediction(_analysis(lang, limits)),
                                 "pj": _json_pairs(pj, "--pj")}

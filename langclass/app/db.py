@@ -187,7 +187,7 @@ def downgrade(url: str, revision: str, *, force: bool = False) -> None:
     if not force:
         rows = {k: v for k, v in stored_rows(url).items() if v}
         if rows:
-            from ..core.errors import InputError
+            from langclass.core.base.errors import InputError
 
             held = ", ".join(f"{n} row(s) in {t}" for t, n in rows.items())
             raise InputError(f"the database holds {held}; a downgrade drops tables and deletes their rows — "

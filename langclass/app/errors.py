@@ -1,4 +1,4 @@
-"""The service's own errors: one family with core's :class:`~langclass.core.errors.LangclassError`.
+"""The service's own errors: one family with core's :class:`~langclass.core.base.errors.LangclassError`.
 
 Raised by the repository, the jobs table, pagination, the body reader and the security checks;
 rendered as problem details by :mod:`langclass.app.problems` (the only place that knows FastAPI).
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import errors as core_errors
-from ..core.errors import LangclassError
+from langclass.core.base import errors as core_errors
+from langclass.core.base.errors import LangclassError
 
 __all__ = [
     "CORE_STATUS",

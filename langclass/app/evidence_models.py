@@ -1,6 +1,6 @@
 """Pydantic response models of the certificates and witnesses, derived from core's evidence types.
 
-Each frozen :class:`~langclass.core.classes.Evidence` dataclass of a registered decider (and the
+Each frozen :class:`~langclass.core.algebra.classes.Evidence` dataclass of a registered decider (and the
 types nested in them) gets one model with the same fields (words as lists of symbols, nested
 evidence as nested models) plus the ``check`` sentence, ``extra="forbid"``. A class result's
 ``certificate`` / ``witness`` is the union of these models, so the OpenAPI document lists every
@@ -15,7 +15,7 @@ from typing import Annotated, Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..core.classes import REGISTRY, Evidence, Implied, ImpliedWitness
+from langclass.core.algebra.classes import REGISTRY, Evidence, Implied, ImpliedWitness
 
 __all__ = ["EVIDENCE_MODELS", "EvidenceModel", "FastEvidenceModel", "evidence_model"]
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core.errors import InputError, UnsupportedError
+from langclass.core.base.errors import InputError, UnsupportedError
 from ..models.specs import EncodingItem, EncodingSpec, JobLimits, LearningRate, ProfileName, Seed, TrainOverrides
 
 __all__ = [
@@ -312,7 +312,7 @@ def validate_construct_spec(spec: Mapping[str, Any], stored_dfa: Mapping[str, An
         verify._options(spec)
     from .service import dfa_from_record
 
-    from ..core.source import language_source, parse_language, parse_source_program, source_from_mapping
+    from langclass.core.ingest.source import language_source, parse_language, parse_source_program, source_from_mapping
 
     if "formula" in spec:
         fdfa = parse_language(source_from_mapping({k: spec[k] for k in ("formula", "alphabet") if k in spec},

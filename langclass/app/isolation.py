@@ -1,6 +1,6 @@
 """Run CPU-heavy calls in separate worker processes that can be killed at a time limit.
 
-``core`` checks its :class:`~langclass.core.limits.Deadline` cooperatively, but a step that does not
+``core`` checks its :class:`~langclass.core.base.limits.Deadline` cooperatively, but a step that does not
 check it often enough would keep a worker *thread* busy long after the request was answered, and
 threads cannot be stopped. A :class:`ProcessPool` runs each call in one of ``size`` worker processes
 (``python -m langclass.app.isolation``: a plain interpreter that imports ``core`` and nothing of the
@@ -14,7 +14,7 @@ than ``size`` processes (start-up in the background and on demand share one coun
 worker has served ``max_tasks`` calls or its resident memory (RSS) reached ``max_rss_bytes``, so
 memory a heavy request made the interpreter keep is given back to the system.
 
-Errors cross the process boundary by class: a :class:`~langclass.core.errors.LangclassError`
+Errors cross the process boundary by class: a :class:`~langclass.core.base.errors.LangclassError`
 raised in the worker is re-raised in the caller with the same class, ``detail``, ``field`` and
 ``extra``; any other exception becomes :class:`WorkerError` (a bug: HTTP 500).
 """
@@ -37,7 +37,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..core.errors import LangclassError, TimeLimitExceeded
+from langclass.core.base.errors import LangclassError, TimeLimitExceeded
 
 __all__ = ["ProcessPool", "WorkerError", "ClassifierBusy", "get_pool", "shutdown_pools"]
 
@@ -45,7 +45,7 @@ log = logging.getLogger("langclass.app")
 
 _STARTUP_TIMEOUT_S = 120.0
 _WARM_UP = ("langclass.app.service", "warm_worker")  # run before "ready": the first call pays no lazy set-up
-_PRELOAD = ["langclass.app.service", "langclass.app.schemas", "langclass.core.analysis", "langclass.core.monoid", "langclass.core.parse"]
+_PRELOAD = ["langclass.app.service", "langclass.app.schemas", "langclass.core.analysis", "langclass.core.algebra.monoid", "langclass.core.ingest.parse"]
 
 
 class WorkerError(RuntimeError):

@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.errors import LangclassError, LimitExceeded
+from langclass.core.base.errors import LangclassError, LimitExceeded
 from .errors import problem_dict
 from .orm import JobRow
 

@@ -35,7 +35,7 @@ Guarantees (on SQLite and PostgreSQL alike):
 
 Error reasons (``error.reason``): ``worker-lost`` (lease expired after the last attempt; while a
 retry is queued the same reason is recorded with ``retrying: true``), ``invalid-spec`` and
-``limit-exceeded`` (the job function rejected its input: a :class:`~langclass.core.errors.
+``limit-exceeded`` (the job function rejected its input: a :class:`~langclass.core.base.errors.
 LangclassError`, not retried), ``run-error`` (an unexpected exception: type, message and the
 traceback's tail; not retried, since it would fail again), ``unknown-kind``, ``cancelled``.
 

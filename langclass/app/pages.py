@@ -37,8 +37,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from ..core.drawing import dfa_svg, eggbox_html, eggbox_of, lattice_svg, user_state_names, word_text
-from ..core.errors import LangclassError
-from ..core.lattice import CLASS_INFO, CLASS_KEYS
+from langclass.core.base.errors import LangclassError
+from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS
 from . import jobs as jobrepo
 from . import repository as repo
 from .problems import NotFoundError
@@ -216,7 +216,7 @@ async def language_page(
                   "pages": -(-box.total_d_classes // D_CLASSES_PER_PAGE), "page": dpage}
     except LangclassError as err:  # over the monoid cap: say which limit
         eggbox_error = err.detail
-    from ..core.encoding_choice import encoding_catalogue
+    from langclass.core.precision.encoding_choice import encoding_catalogue
 
     encodings = sorted({e["encoding"] for e in encoding_catalogue() if e["attention"] == "soft"})
     return templates.TemplateResponse(request, "language.html", {

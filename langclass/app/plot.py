@@ -12,7 +12,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.errors import InputError
+from langclass.core.base.errors import InputError
 
 __all__ = ["accuracy_curves", "accuracy_figure", "language_label", "plot_accuracy_by_length"]
 

@@ -10,7 +10,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.errors import InputError
+from langclass.core.base.errors import InputError
 
 __all__ = ["plot_sectors"]
 

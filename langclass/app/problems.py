@@ -2,7 +2,7 @@
 
 The mapping goes by exception *class*, never by message text:
 
-* :class:`~langclass.core.errors.LangclassError` subclasses carry ``code`` (problem type), ``status``,
+* :class:`~langclass.core.base.errors.LangclassError` subclasses carry ``code`` (problem type), ``status``,
   ``field`` and ``extra`` (for limits: ``limit`` and ``value``) — rendered as they are;
 * FastAPI request validation errors → 422 ``validation-error`` with every offending ``field``;
   a body that is not UTF-8 JSON → 400 ``malformed-json``, a body that is not ``application/json``
@@ -28,8 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from ..core import errors as core_errors
-from ..core.errors import LangclassError
+from langclass.core.base import errors as core_errors
+from langclass.core.base.errors import LangclassError
 from .errors import (  # noqa: F401 - re-exported: the problem handlers render these
     AuthenticationError,
     ConflictError,

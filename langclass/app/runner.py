@@ -51,8 +51,8 @@ from typing import Any, TypeVar
 
 import anyio
 
-from ..core.errors import LimitExceeded, TimeLimitExceeded
-from ..core.limits import Limits
+from langclass.core.base.errors import LimitExceeded, TimeLimitExceeded
+from langclass.core.base.limits import Limits
 from .isolation import ClassifierBusy, get_pool
 
 __all__ = ["ClassifyRunner", "LightLane", "answer_reserve_s", "kill_grace_s"]

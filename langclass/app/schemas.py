@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
 
-from ..core.classes.aperiodic import GroupEvidence
+from langclass.core.algebra.classes.aperiodic import GroupEvidence
 from .evidence_models import EvidenceModel, FastEvidenceModel, evidence_model
 
 __all__ = [
@@ -67,7 +67,7 @@ Text = Annotated[str, AfterValidator(_unicode_text), _NO_NUL]
 
 Symbol = Annotated[str, AfterValidator(_unicode_text), Field(json_schema_extra={"pattern": NO_NUL_PATTERN, "minLength": 1})]
 """An alphabet symbol: non-empty text (the schema says so; the alphabet rule
-:func:`langclass.core.inputs.check_alphabet` enforces it with its own messages)."""
+:func:`langclass.core.base.inputs.check_alphabet` enforces it with its own messages)."""
 
 Alphabet = Annotated[list[Symbol], Field(json_schema_extra={"minItems": 1, "uniqueItems": True})]
 """An ordered alphabet: at least one symbol, no symbol twice (enforced by ``check_alphabet``, which
@@ -126,7 +126,7 @@ StateName = Annotated[str, Field(min_length=1, pattern=NO_NUL_PATTERN)] | int
 
 
 class DfaDocument(BaseModel):
-    """The DFA JSON schema (:func:`langclass.core.parse.read_dfa_json`): states by name, one target
+    """The DFA JSON schema (:func:`langclass.core.ingest.parse.read_dfa_json`): states by name, one target
     per state and symbol, missing transitions going to an added sink. What a schema cannot say —
     ``initial``, ``accepting`` and every target are listed in ``states``, every transition symbol is
     in ``alphabet``, two names of one state (``1`` and ``"1"``) — the parser refuses with 422
@@ -217,7 +217,7 @@ class ClassResult(BaseModel):
     reason: str | None = Field(None, description="one-line reason")
     certificate: EvidenceModel | None = Field(
         None, description="a member's evidence as data (states, words, the monoid as words) that "
-        "langclass.core.classes.replay checks on the DFA alone; a non-member's repeats the witness")
+        "langclass.core.algebra.classes.replay checks on the DFA alone; a non-member's repeats the witness")
     witness: EvidenceModel | None = Field(None, description="a non-member's counterexample as data (words, states)")
     source: str | None = Field(None, description="paper title and theorem")
     period: int | None = Field(None, description="for ltl_p_mod: the period k of the periodic encoding")

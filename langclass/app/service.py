@@ -6,7 +6,7 @@ modules use ``core`` for their own concerns (errors and limits everywhere; formu
 :mod:`langclass.app.experiments`; the census in ``cli_census``); the experiment use cases live in
 :mod:`langclass.app.experiments`.
 
-Every step runs under the :class:`~langclass.core.limits.Limits` built from the settings; heavy work
+Every step runs under the :class:`~langclass.core.base.limits.Limits` built from the settings; heavy work
 runs off the event loop in :class:`~langclass.app.runner.ClassifyRunner` (admission control, one
 wall-clock budget per request, worker processes killed at the budget).
 """
@@ -24,11 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.automaton import DFA
-from ..core.errors import TimeLimitExceeded
-from ..core.limits import Limits
-from ..core.source import ParsedLanguage, language_source
-from ..core.source import parse_language as parse_source
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import TimeLimitExceeded
+from langclass.core.base.limits import Limits
+from langclass.core.ingest.source import ParsedLanguage, language_source
+from langclass.core.ingest.source import parse_language as parse_source
 from ..version import code_version  # one function for records, CLI and job results
 
 __all__ = [
@@ -61,8 +61,8 @@ def parse_language(
     limits: Limits,
 ) -> ParsedLanguage:
     """The API's keyword form of the one language parser: exactly one of ``regex`` / ``dfa`` /
-    ``formula`` read by :func:`langclass.core.source.language_source` and parsed by
-    :func:`langclass.core.source.parse_language` into the canonical minimal DFA.
+    ``formula`` read by :func:`langclass.core.ingest.source.language_source` and parsed by
+    :func:`langclass.core.ingest.source.parse_language` into the canonical minimal DFA.
 
     ``regex`` and ``formula`` need ``alphabet``; a ``dfa`` (a mapping, or JSON text so duplicate keys
     are detected) carries its own (a top-level ``alphabet`` given with it must be the same).
@@ -181,14 +181,14 @@ def predicted_light(*, regex: str | None = None, dfa: Any = None, formula: str |
 
 def dfa_to_json(dfa: DFA) -> dict[str, Any]:
     """The canonical DFA in the DFA JSON schema (``core.export.dfa_to_json``)."""
-    from ..core.export import dfa_to_json as export
+    from langclass.core.automata.export import dfa_to_json as export
 
     return export(dfa)
 
 
 def dfa_from_record(data: Mapping[str, Any], limits: Limits) -> DFA:
     """Rebuild a stored canonical DFA from its DFA JSON."""
-    from ..core.parse import parse_dfa_json
+    from langclass.core.ingest.parse import parse_dfa_json
 
     return parse_dfa_json(dict(data), limits)
 
@@ -239,7 +239,7 @@ def monoid_page(fingerprint: str, dfa_json: Mapping[str, Any], limits: Limits, o
     Raises:
         LimitExceeded: ``max_monoid_size`` when the monoid is over the cap; TimeLimitExceeded.
     """
-    from ..core.monoid import transition_monoid
+    from langclass.core.algebra.monoid import transition_monoid
 
     key = (fingerprint, dataclasses.replace(limits, time_limit_s=None))
     with _MONOID_LOCK:
@@ -267,7 +267,7 @@ class ClassificationCache:
     Each app holds one (``app.state.classification_cache``, so one per API process), and
     ``POST /v1/classify`` of a language that app already classified answers from here
     without a round trip to a worker: the same text (regex, DFA JSON or formula), alphabet and
-    :class:`~langclass.core.limits.Limits` always give the same canonical DFA (fingerprint) and
+    :class:`~langclass.core.base.limits.Limits` always give the same canonical DFA (fingerprint) and
     analysis, so the stored answer (a :class:`ClassifiedJson`: the response body, already
     serialized) is the answer (its ``timings_ms`` are those of the computation that produced it).
     Only successes are stored — an error or a time limit is computed again — and only languages of
@@ -443,7 +443,7 @@ def warm_worker() -> None:
     ~0.8 s the first time) among them — and the response model's validator/serializer
     (:func:`classification_json`). Classification worker processes call it before they report
     ready."""
-    from ..core.limits import DEFAULT_LIMITS
+    from langclass.core.base.limits import DEFAULT_LIMITS
 
     for regex in ("(ab)*", "(aa)*", "(a|b)*a(a|b)"):
         classify_json(regex=regex, alphabet=["a", "b"], limits=DEFAULT_LIMITS, version="warm-up")

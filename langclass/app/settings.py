@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from ..core.limits import DEFAULT_LIMITS, Limits
+from langclass.core.base.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["Settings", "SettingsError", "get_settings", "setting_for_limit"]
 
@@ -58,9 +58,9 @@ class Settings(BaseSettings):
         body_read_timeout_s: a client that stops sending its request body for this long gets 408.
         max_json_depth: deepest nesting of arrays/objects in a JSON request body (422
             ``limit-exceeded`` naming ``max_json_depth`` beyond it).
-        max_regex_length ... max_monoid_entries, time_limit_s: the :class:`~langclass.core.limits.Limits` of one
+        max_regex_length ... max_monoid_entries, time_limit_s: the :class:`~langclass.core.base.limits.Limits` of one
             classification request (time in seconds of wall clock); their defaults are
-            ``Limits()``'s, declared once in :mod:`langclass.core.limits`. Construct jobs run under
+            ``Limits()``'s, declared once in :mod:`langclass.core.base.limits`. Construct jobs run under
             them too (the executor hands them to each worker).
         classify_concurrency: classifications running at once; further requests wait.
         classify_isolation: ``"process"`` (default): each classification runs in a worker process
@@ -243,7 +243,7 @@ class Settings(BaseSettings):
         return bool(self.api_keys)
 
     def limits(self) -> Limits:
-        """The :class:`~langclass.core.limits.Limits` every classification of this service runs under."""
+        """The :class:`~langclass.core.base.limits.Limits` every classification of this service runs under."""
         return Limits(**{name: getattr(self, name) for name in Limits.__dataclass_fields__})
 
     def job_limits(self) -> Any:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-from ..core.errors import LangclassError, LimitExceeded
+from langclass.core.base.errors import LangclassError, LimitExceeded
 from . import jobs as jobrepo
 from .db import Database
 from .orm import utcnow
@@ -60,7 +60,7 @@ class WorkerConfig:
             turns True and the job fails with ``limit-exceeded`` naming ``job_time_limit_s``.
         job_limits: the :class:`~langclass.models.specs.JobLimits` values (as a dict) handed to
             train jobs, which check their spec against them (None = the defaults).
-        limits: the service's :class:`~langclass.core.limits.Limits` (as a dict: ``max_states``,
+        limits: the service's :class:`~langclass.core.base.limits.Limits` (as a dict: ``max_states``,
             ``time_limit_s``, …) handed to construct jobs, which parse, synthesize and verify under
             them — the same ``LANGCLASS_*`` limits as a classification (None = the library defaults).
     """
@@ -307,7 +307,7 @@ def run_claim(
 
         extra["limits"] = job_limits_from(config.job_limits)
     if config.limits is not None and held.kind == "construct":
-        from ..core.limits import Limits
+        from langclass.core.base.limits import Limits
 
         extra["limits"] = Limits(**config.limits)
     hb.start()

@@ -2,12 +2,12 @@
 
 :func:`analyze` takes a DFA (any complete DFA; it is minimized), runs the polynomial automaton
 tests, enumerates the syntactic monoid (within ``limits.max_monoid_size``), decides every class of
-:data:`langclass.core.lattice.CLASS_INFO` with a certificate or witness, fills classes a limit left
+:data:`langclass.core.algebra.lattice.CLASS_INFO` with a certificate or witness, fills classes a limit left
 open by the lattice inclusions where they decide them, asserts the lattice's consistency and the
-agreement of independent tests, and chooses the encodings (:mod:`langclass.core.encoding_choice`).
+agreement of independent tests, and chooses the encodings (:mod:`langclass.core.precision.encoding_choice`).
 
 Example:
-    >>> from langclass.core.automaton import DFA
+    >>> from langclass.core.automata.automaton import DFA
     >>> aa = DFA.from_table(["a"], [[1], [0]], 0, [0])          # (aa)*
     >>> r = analyze(aa)
     >>> r.classes["ltl_p_mod"].member, r.classes["ltl_p_mod"].period, r.classes["ltl_p"].member
@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from .automaton import DFA
-from .classes.definite import find_definite
-from .classes import (
+from langclass.core.automata.automaton import DFA
+from langclass.core.algebra.classes.definite import find_definite
+from langclass.core.algebra.classes import (
     AUTOMATON_KEYS,
     DECIDERS,
     ClassResult,
@@ -37,13 +37,13 @@ from .classes import (
     monoid_extras,
     render,
 )
-from .encoding_choice import DEFAULT_PARAMS, EncodingParams, choose_encodings
-from .errors import LimitExceeded
-from .lattice import CLASS_INFO, CLASS_KEYS, LatticeViolation, check_consistency, infer
-from .limits import DEFAULT_LIMITS, Limits
-from .monoid import MAX_GROUPS_REPORTED, TransitionMonoid, monoid_summary, nontrivial_groups, transition_monoid
-from .monoid.groups import group_label
-from .wording import count_noun
+from langclass.core.precision.encoding_choice import DEFAULT_PARAMS, EncodingParams, choose_encodings
+from langclass.core.base.errors import LimitExceeded
+from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS, LatticeViolation, check_consistency, infer
+from langclass.core.base.limits import DEFAULT_LIMITS, Limits
+from langclass.core.algebra.monoid import MAX_GROUPS_REPORTED, TransitionMonoid, monoid_summary, nontrivial_groups, transition_monoid
+from langclass.core.algebra.monoid.groups import group_label
+from langclass.core.base.wording import count_noun
 
 __all__ = ["Analysis", "analyze", "format_table"]
 
@@ -57,8 +57,8 @@ class Analysis:
         dfa: the canonical minimal complete DFA.
         monoid: its transition monoid, or ``None`` when a limit stopped the enumeration.
         monoid_summary: JSON-ready summary (or ``{"error": {...}}``).
-        classes: class key → :class:`~langclass.core.classes.ClassResult`.
-        encodings: ``{"soft": {...}, "hard": {...}}`` (see :func:`~langclass.core.encoding_choice.choose_encodings`).
+        classes: class key → :class:`~langclass.core.algebra.classes.ClassResult`.
+        encodings: ``{"soft": {...}, "hard": {...}}`` (see :func:`~langclass.core.precision.encoding_choice.choose_encodings`).
         beyond: for languages outside FO[<,MOD] (= outside AC⁰): the group found in the stable
             semigroup and the circuit-complexity consequence (ACC⁰ or NC¹-complete); ``None`` for
             languages in AC⁰ — also when their monoid holds groups, which then all lie outside the
@@ -235,7 +235,7 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
         extra["stable_semigroup_size"] = monoid.stable_size
     least_mod = None
     if members.get("fo_mod") is True and members.get("star_free") is False:
-        from .fo_mod import least_modulus
+        from langclass.core.synthesis.fo_mod import least_modulus
 
         try:
             least_mod = least_modulus(A, monoid).modulus

@@ -4,7 +4,7 @@ states over K letters, each exactly once, classified in every class of the latti
 Enumeration. A minimal complete DFA is initially connected, and an initially connected DFA has
 exactly one breadth-first numbering (states numbered in the order a breadth-first search from the
 initial state meets them, letters in alphabet order — the numbering of
-:meth:`~langclass.core.automaton.DFA.canonical`). In that numbering, reading the transition table
+:meth:`~langclass.core.automata.automaton.DFA.canonical`). In that numbering, reading the transition table
 row by row (state 0 letter 0, state 0 letter 1, ...), new states appear in increasing order and
 each state appears before its own row is read. :func:`bfs_tables` generates exactly those tables;
 each accepting set that makes the DFA minimal (Moore's refinement ends with N classes) gives one
@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import LimitExceeded
+from langclass.core.base.errors import LimitExceeded
 
 __all__ = ["PUBLISHED", "MAX_CENSUS_LANGUAGES", "bfs_tables", "is_minimal", "minimal_dfas", "Census", "census",
            "format_census"]
@@ -107,8 +107,8 @@ def _alphabet(k: int) -> list[str]:
 
 def _classify_chunk(args: tuple[int, int, list[tuple[tuple[int, ...], int]]]) -> list[tuple[bool | None, ...]]:
     from .analysis import analyze
-    from .automaton import DFA
-    from .lattice import CLASS_KEYS
+    from langclass.core.automata.automaton import DFA
+    from langclass.core.algebra.lattice import CLASS_KEYS
 
     n, k, items = args
     alphabet = _alphabet(k)
@@ -161,7 +161,7 @@ class Census:
                    if all(prof[idx[a]] is True for a in member_of) and all(prof[idx[b]] is False for b in not_member_of))
 
     def to_dict(self) -> dict[str, Any]:
-        from .lattice import INCLUSIONS
+        from langclass.core.algebra.lattice import INCLUSIONS
 
         keys = self.class_keys
         return {
@@ -198,7 +198,7 @@ def census(max_states: int, alphabet_size: int, *, jobs: int = 1, use_complement
         LimitExceeded: ``max_census_languages`` — the published count for (N, K) (or, where none
             is published, the bound n^(n·K)·2^n per n) exceeds :data:`MAX_CENSUS_LANGUAGES`.
     """
-    from .lattice import CLASS_KEYS
+    from langclass.core.algebra.lattice import CLASS_KEYS
 
     if max_states < 1 or alphabet_size < 1:
         raise ValueError("max_states and alphabet_size must be at least 1")
@@ -245,7 +245,7 @@ def census(max_states: int, alphabet_size: int, *, jobs: int = 1, use_complement
 def format_census(c: Census, *, profiles: int = 12) -> str:
     """The census as text: counts per n against the literature, per class, the differences along
     every inclusion of the lattice, the pairwise intersections and the most common membership profiles."""
-    from .lattice import CLASS_INFO, INCLUSIONS
+    from langclass.core.algebra.lattice import CLASS_INFO, INCLUSIONS
 
     keys = c.class_keys
     name = {k: CLASS_INFO[k].name for k in keys}

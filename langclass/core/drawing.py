@@ -1,7 +1,7 @@
 """Pictures without Graphviz: the DFA as SVG (a layered layout drawn here) and the egg-box diagram.
 
 :func:`dfa_svg` lays the states out in columns by breadth-first distance from the initial state
-(the order :meth:`~langclass.core.automaton.DFA.canonical` numbers them in), orders each column by
+(the order :meth:`~langclass.core.automata.automaton.DFA.canonical` numbers them in), orders each column by
 the mean row of its predecessors (one barycenter sweep, as in Sugiyama, Tagawa & Toda, "Methods for
 visual understanding of hierarchical system structures", 1981), and draws edges between adjacent
 columns straight and every other edge as a quadratic curve bent away from the straight line, so
@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .automaton import DFA
-from .limits import DEFAULT_LIMITS, Limits
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["dfa_svg", "edge_label", "layered_layout", "eggbox", "eggbox_html", "EggBox", "word_text", "lattice_svg",
            "user_state_names", "eggbox_of"]
@@ -255,7 +255,7 @@ class EggBox:
 
 
 def eggbox(monoid: Any, *, offset: int = 0, max_d_classes: int = 20, max_side: int = 12, max_cell: int = 6) -> EggBox:
-    """The egg-box diagram of a :class:`~langclass.core.monoid.TransitionMonoid`.
+    """The egg-box diagram of a :class:`~langclass.core.algebra.monoid.TransitionMonoid`.
 
     Args:
         monoid: the transition monoid (its ``green`` relations, ``idempotent`` flags, ``word``).
@@ -267,7 +267,7 @@ def eggbox(monoid: Any, *, offset: int = 0, max_d_classes: int = 20, max_side: i
 
     Returns:
         :class:`EggBox`. The group of an H-class with an idempotent e is the maximal subgroup H_e,
-        named by :meth:`~langclass.core.monoid.TransitionMonoid.maximal_subgroup`.
+        named by :meth:`~langclass.core.algebra.monoid.TransitionMonoid.maximal_subgroup`.
     """
     g = monoid.green
     J, R, L, H = (np.asarray(g[k]) for k in ("J", "R", "L", "H"))
@@ -341,7 +341,7 @@ def eggbox_of(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, offset: int = 0, max
     Raises:
         LimitExceeded: ``max_monoid_size`` / ``max_monoid_entries`` / ``time_limit_s``.
     """
-    from .monoid import transition_monoid
+    from langclass.core.algebra.monoid import transition_monoid
 
     return eggbox(transition_monoid(dfa, limits), offset=offset, max_d_classes=max_d_classes)
 
@@ -383,7 +383,7 @@ def user_state_names(doc: Mapping[str, Any], dfa: DFA) -> dict[int, tuple[str, .
 
 def _lattice_levels() -> tuple[dict[str, int], list[tuple[str, str]]]:
     """Level of each class (longest chain of inclusions below it) and the covering pairs (sub, sup)."""
-    from .lattice import CLASS_KEYS, INCLUSIONS
+    from langclass.core.algebra.lattice import CLASS_KEYS, INCLUSIONS
 
     above: dict[str, set[str]] = {k: set() for k in CLASS_KEYS}
     for sub, sup in INCLUSIONS:
@@ -446,7 +446,7 @@ def lattice_svg(members: Mapping[str, bool | None], *, href: str = "#class-{key}
     Args:
         members: class key → ``True`` / ``False`` / ``None``.
     """
-    from .lattice import CLASS_INFO, CLASS_KEYS
+    from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS
 
     level, covers = _lattice_levels()
     top = max(level.values())

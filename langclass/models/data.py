@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import InputError, LimitExceeded
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import InputError, LimitExceeded
 
 __all__ = [
     "LanguageSampler",
@@ -98,7 +98,7 @@ class LanguageSampler:
     O(n · |Σ|) big-integer comparisons.
 
     Example:
-        >>> from langclass.core.automaton import DFA
+        >>> from langclass.core.automata.automaton import DFA
         >>> aa = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0])  # (aa)* over {a,b}
         >>> s = LanguageSampler(aa, 6)
         >>> s.count(4), s.count(3)

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..core.encoding_families import EncodingFamily
-from ..core.errors import InputError
+from langclass.core.precision.encoding_families import EncodingFamily
+from langclass.core.base.errors import InputError
 
 __all__ = [
     "SCHEMA",
@@ -221,7 +221,7 @@ def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pair_lay
 
 
 ENCODING_FAMILIES: dict[str, type[PositionalEncoding]] = {}
-"""Family name (an :class:`~langclass.core.encoding_families.EncodingFamily` value) → class; filled
+"""Family name (an :class:`~langclass.core.precision.encoding_families.EncodingFamily` value) → class; filled
 through :func:`register_family` by :mod:`langclass.models.encodings` (built-in families) and by the
 modules that define further families."""
 
@@ -236,13 +236,13 @@ def register_family(cls: type[PositionalEncoding], context: tuple[str, ...]) -> 
     whenever ``langclass.models.encodings`` is importable.
 
     Raises:
-        ValueError: ``cls.family`` is not an :class:`~langclass.core.encoding_families.EncodingFamily`
+        ValueError: ``cls.family`` is not an :class:`~langclass.core.precision.encoding_families.EncodingFamily`
             (core names encodings through that enum, so a family outside it could never be chosen).
     """
     try:
         family = EncodingFamily(cls.family).value
     except ValueError:
         raise ValueError(f"encoding family {cls.family!r} of {cls.__name__} is not an EncodingFamily; "
-                         "add it to langclass.core.encoding_families first") from None
+                         "add it to langclass.core.precision.encoding_families first") from None
     ENCODING_FAMILIES[family] = cls
     _CONTEXT[family] = tuple(context)

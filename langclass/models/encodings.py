@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core.encoding_families import EncodingFamily
-from ..core.errors import InputError
+from langclass.core.precision.encoding_families import EncodingFamily
+from langclass.core.base.errors import InputError
 
 __all__ = [
     "SCHEMA",
@@ -349,7 +349,7 @@ class RoPE(_Rotary):
     dtype; or a custom schedule ``angles`` (radians per position; 0 = unrotated pair). Phases
     φ_t(i) = ω_t·i are formed in the compute dtype (float32 unless the model is float64) from
     integer position ids, and cos/sin are evaluated in float64 and rounded to the compute dtype —
-    so the realized table equals :func:`langclass.core.numerics.rotation_table` with
+    so the realized table equals :func:`langclass.core.precision.numerics.rotation_table` with
     ``phase="float32"``. The rotation is computed in the compute dtype and cast back to the model
     dtype, with autocast disabled. Non-periodic for irrational ω_t/2π (*Disentangling the
     Expressivity of RoPE*, Prop. 4.1).
@@ -532,7 +532,7 @@ def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None =
     """Build a positional encoding by family name.
 
     Args:
-        name: an :class:`~langclass.core.encoding_families.EncodingFamily` or its value, one of ``nope,
+        name: an :class:`~langclass.core.precision.encoding_families.EncodingFamily` or its value, one of ``nope,
             sinusoidal, sinusoidal_periodic, rope, rope_periodic, alibi, pj_bias, pj_rotary`` (the last
             two from :mod:`langclass.models.pj`).
         d_model, d_head, n_heads: model context; each family takes what it needs (the recognizer

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from langclass.core.errors import InputError
+from langclass.core.base.errors import InputError
 
 from .data import DEFAULT_NEAR_MISS_FRACTION, LabeledWords, LanguageSampler
 

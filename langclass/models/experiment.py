@@ -76,10 +76,10 @@ from typing import Any
 
 import numpy as np
 
-from langclass.core.automaton import DFA
-from langclass.core.errors import InputError
-from langclass.core.source import DfaSource
-from langclass.core.source import parse_language as parse_source
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import InputError
+from langclass.core.ingest.source import DfaSource
+from langclass.core.ingest.source import parse_language as parse_source
 from langclass.version import code_version
 
 from pydantic import TypeAdapter
@@ -208,7 +208,7 @@ class ExperimentCancelled(Exception):
 # ------------------------------------------------------------------------------ spec parsing
 def _language(data: Any) -> DFA:
     """The canonical minimal DFA of the spec's ``language`` (DFA JSON in either documented form,
-    or its JSON text), read by the one language parser (:func:`langclass.core.source.parse_language`).
+    or its JSON text), read by the one language parser (:func:`langclass.core.ingest.source.parse_language`).
 
     Raises:
         DfaFormatError: malformed DFA JSON (``field`` under ``language``).

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..core.errors import InputError
+from langclass.core.base.errors import InputError
 from .attention import ATTENTIONS, IMPLS, LENGTH_SCALES, MASKS, TIES, AttentionTrace, MultiHeadAttention
 from .encodings import PositionalEncoding, canonical_json, make_encoding
 from .tokens import Batch, Vocabulary

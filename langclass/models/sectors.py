@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from langclass.core.errors import InputError, LimitExceeded
+from langclass.core.base.errors import InputError, LimitExceeded
 
 from .evaluate import build_test_sets, evaluate_lengths, longest_perfect_length
 from .experiment import ExperimentCancelled, code_version, validate_spec

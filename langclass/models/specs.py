@@ -10,9 +10,9 @@ before anything is materialized (no list of lengths is built, no model, no tenso
 2. **named limits** (:class:`JobLimits`, raisable by a ``LANGCLASS_`` setting of the same name):
    every numeric field has an upper bound, and the derived sizes (runs of the grid, number of test
    lengths × strings per length) are computed arithmetically and checked, raising
-   :class:`~langclass.core.errors.LimitExceeded` naming the limit.
+   :class:`~langclass.core.base.errors.LimitExceeded` naming the limit.
 
-Errors are :class:`~langclass.core.errors.InputError` / ``LimitExceeded`` with ``field`` a path such
+Errors are :class:`~langclass.core.base.errors.InputError` / ``LimitExceeded`` with ``field`` a path such
 as ``overrides.max_steps`` or ``encodings[1].label``. Nothing here imports torch.
 """
 
@@ -36,7 +36,7 @@ from pydantic import (
     field_validator,
 )
 
-from ..core.errors import InputError, LimitExceeded
+from langclass.core.base.errors import InputError, LimitExceeded
 
 __all__ = [
     "ProfileName",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core.errors import AlphabetError, UnknownSymbolError
+from langclass.core.base.errors import AlphabetError, UnknownSymbolError
 
 __all__ = ["PAD", "BOS", "EOS", "NUM_SPECIAL", "Vocabulary", "Batch"]
 

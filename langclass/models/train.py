@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from langclass.core.errors import InputError
+from langclass.core.base.errors import InputError
 
 from .data import DEFAULT_NEAR_MISS_FRACTION, LanguageSampler
 from .tokens import BOS, EOS, NUM_SPECIAL, PAD

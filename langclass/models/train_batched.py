@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from langclass.core.errors import InputError
+from langclass.core.base.errors import InputError
 
 from .data import LabeledWords, LanguageSampler
 from .grouped import GROUPABLE_FAMILIES, GroupedRecognizers, StackedAdamW, group_key

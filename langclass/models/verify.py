@@ -8,7 +8,7 @@ and on random words up to ``random_max_length`` (half accepted, half rejected, s
 exact path counting):
 
 1. the transformer's decision (accept logit > 0 at the readout) against the formula's semantics
-   (:func:`langclass.core.formulas.evaluate_batch`) or the B-RASP interpreter;
+   (:func:`langclass.core.logic.formulas.evaluate_batch`) or the B-RASP interpreter;
 2. the formula / program against the language's minimal DFA (formula → DFA, or the input DFA);
 3. *simulation*: every formula node's stream coordinate equals its truth value (exactly 0.0 or 1.0)
    at every position (*Disentangling the Expressivity of RoPE*, Def. C.2 / D.1), resp. every B-RASP
@@ -31,13 +31,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import formulas as F
-from ..core.automaton import DFA
-from ..core.brasp import Program, formula_to_brasp, run_program
-from ..core.errors import InputError, LimitExceeded, UnsupportedError
-from ..core.limits import DEFAULT_LIMITS, Deadline, Limits
-from ..core.source import language_source, parse_source_program, source_from_mapping
-from ..core.source import parse_language as parse_source
+from langclass.core.logic import formulas as F
+from langclass.core.automata.automaton import DFA
+from langclass.core.logic.brasp import Program, formula_to_brasp, run_program
+from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedError
+from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
+from langclass.core.ingest.source import language_source, parse_source_program, source_from_mapping
+from langclass.core.ingest.source import parse_language as parse_source
 from .construct import (
     BraspTransformer, ConstructionOptions, FormulaTransformer, build_brasp_transformer, build_formula_transformer,
 )
@@ -115,7 +115,7 @@ def _chunks(n_words: int, T: int, heads: int) -> int:
 def _random_set(dfa: DFA, k: int, lengths: Sequence[int], rng: np.random.Generator, start: int = 0) -> list[np.ndarray]:
     """One word per requested length, alternately accepted / rejected by ``dfa`` (uniform among them;
     falls back to the other label, then to a uniform word, when none exists)."""
-    from ..core.words import sample_word
+    from langclass.core.automata.words import sample_word
 
     idx = {a: i for i, a in enumerate(dfa.alphabet)}
     out = []
@@ -384,7 +384,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                                                   kinds=("formula",)), limits)
         formula, dfa = parsed.formula, parsed.dfa
     elif "regex" in spec or "dfa" in spec:
-        from ..core.synthesis import synthesize
+        from langclass.core.synthesis.synthesis import synthesize
 
         source_input = "regex" if "regex" in spec else "dfa"
         dfa = parse_source(source_from_mapping({k: spec[k] for k in ("regex", "dfa", "alphabet") if k in spec}
@@ -395,7 +395,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         except UnsupportedError as soft_err:
             if attention == "soft":
                 raise
-            from ..core.fo_mod import synthesize_fo_mod
+            from langclass.core.synthesis.fo_mod import synthesize_fo_mod
 
             try:  # star-free: past LTL with S (Thm 5, 24); else FO[<,MOD_m] with position marks (Thm 19, Cor 20)
                 synthesis = synthesize_fo_mod(dfa, limits)
@@ -408,7 +408,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                 ) from None
             attention = "hard"
         if attention == "hard" and "MOD" in F.operators(synthesis.formula):
-            from ..core.fo_mod import synthesize_fo_mod
+            from langclass.core.synthesis.fo_mod import synthesize_fo_mod
 
             # hard attention: the star-free formula when L is star-free (NoPE), else the least modulus m
             synthesis = synthesize_fo_mod(dfa, limits)  # UnsupportedError when L is not quasi-aperiodic
@@ -424,7 +424,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         if attention == "auto":
             attention = "hard" if "S" in ops else "soft"
         if attention == "hard":
-            from ..core.brasp_width import narrow_program
+            from langclass.core.logic.brasp_width import narrow_program
 
             program = narrow_program(formula_to_brasp(formula, alphabet, limits))  # compiler fan-in ≤ 14
         elif "S" in ops:
@@ -484,7 +484,7 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
         spec: one input form plus options (top-level or under ``"options"``):
 
             * ``{"formula": "P(b & Y a)", "alphabet": ["a", "b", "c"]}`` — an LTL formula
-              (:mod:`langclass.core.formulas` syntax);
+              (:mod:`langclass.core.logic.formulas` syntax);
             * ``{"program": "<B-RASP text>", "alphabet": [...]}`` — optionally with ``"regex"`` /
               ``"dfa"`` as the reference language;
             * ``{"regex": "(ab)*", "alphabet": [...]}`` or ``{"dfa": {...}}`` (also nested under

@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ...core.errors import LangclassError
+from langclass.core.base.errors import LangclassError
 from ..body import JsonBodyRoute
 from ..errors import http_status, problem_dict
 from ..problems import problem_responses, validation_problem

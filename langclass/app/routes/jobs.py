@@ -18,7 +18,7 @@ import anyio
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, Field
 
-from ...core.errors import LangclassError
+from langclass.core.base.errors import LangclassError
 from .. import jobs as jobrepo
 from .. import repository as repo
 from ..db import Database

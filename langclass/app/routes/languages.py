@@ -12,7 +12,7 @@ import anyio
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
-from ...core.errors import InputError, LimitExceeded
+from langclass.core.base.errors import InputError, LimitExceeded
 from .. import repository as repo
 from ..body import JsonBodyRoute
 from ..db import Database
@@ -249,7 +249,7 @@ async def patch_language(
 
 def _known_class_keys() -> set[str] | None:
     try:
-        from ...core.lattice import CLASS_INFO
+        from langclass.core.algebra.lattice import CLASS_INFO
     except ImportError:  # pragma: no cover - before the lattice module exists
         return None
     return set(CLASS_INFO)
@@ -330,7 +330,7 @@ def _csv_page(request: Request, page: dict[str, Any]) -> Response:
     import io
     from urllib.parse import urlencode
 
-    from ...core.lattice import CLASS_KEYS
+    from langclass.core.algebra.lattice import CLASS_KEYS
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -385,7 +385,7 @@ async def get_dfa(
     resource = await anyio.to_thread.run_sync(_load, _db(request), language_id)
     if format == "json":
         return resource["dfa"]
-    from ...core.export import dfa_to_dot
+    from langclass.core.automata.export import dfa_to_dot
 
     limits = _settings(request).limits()
     dfa = dfa_from_record(resource["dfa"], limits)
@@ -398,8 +398,8 @@ def _user_state_names(source: Any, dfa: Any, limits: Any) -> dict[int, list[str]
     each one merges); None for other sources."""
     if not isinstance(source, dict) or source.get("kind") != "dfa" or not isinstance(source.get("dfa"), dict):
         return None
-    from ...core.export import state_names
-    from ...core.parse import read_dfa_json
+    from langclass.core.automata.export import state_names
+    from langclass.core.ingest.parse import read_dfa_json
 
     raw, names = read_dfa_json(source["dfa"], limits)
     return state_names(raw, names, dfa)
@@ -500,6 +500,6 @@ async def delete_language(
 @router.get("/encodings", tags=["encodings"], summary="The positional-encoding catalogue", responses=problem_responses(422))
 def list_encodings() -> list[dict[str, Any]]:
     """Each encoding family, the class of languages it captures, its parameters and the source."""
-    from ...core.encoding_choice import encoding_catalogue
+    from langclass.core.precision.encoding_choice import encoding_catalogue
 
     return encoding_catalogue()

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ...core.brasp import AttentionOp, BAnd, BConst, BNot, BOr, BVar, PositionOp, Program, bexpr_vars
-from ...core.encoding_families import EncodingFamily
+from langclass.core.logic.brasp import AttentionOp, BAnd, BConst, BNot, BOr, BVar, PositionOp, Program, bexpr_vars
+from langclass.core.precision.encoding_families import EncodingFamily
 from .gates import ReluUnit, Row, dnf_units
 from .plan import EncodingSpec
 
@@ -110,7 +110,7 @@ class BraspPlan:
 
 def is_identity(op: AttentionOp) -> bool:
     """``▶_j [j ≤ i, 1] X(j) : 0``: the rightmost visible key is i itself (n ≥ 1), so the result is X(i).
-    The narrowing of :mod:`langclass.core.brasp_width` writes these to cut wide Boolean expressions;
+    The narrowing of :mod:`langclass.core.logic.brasp_width` writes these to cut wide Boolean expressions;
     the plan computes them in the next feed-forward layer from X's coordinate, without a head."""
     return (op.direction == "rightmost" and op.mask == "future_nonstrict" and op.score == BConst(True)
             and op.default == BConst(False) and isinstance(op.value, BVar) and op.value.side == "j")

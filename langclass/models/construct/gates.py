@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import LimitExceeded
+from langclass.core.base.errors import LimitExceeded
 
 __all__ = [
     "Literal", "Gate", "ReluUnit", "MAX_FFN_INPUTS", "literal_row", "gate_units", "dnf_units", "expr_coords",

@@ -16,8 +16,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...core.brasp import AttentionOp, Program
-from ...core.errors import InputError
+from langclass.core.logic.brasp import AttentionOp, Program
+from langclass.core.base.errors import InputError
 from ..attention import hard_attention_weights
 from ..encodings import make_encoding
 from .assembly import TORCH_DTYPES, SparseFeedForward, dense, freeze, write_feed_forward
@@ -244,7 +244,7 @@ def build_brasp_transformer(program: Program, dtype: str = "float32") -> BraspTr
     *Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages*, Lemma 13 / Thm 24).
 
     Args:
-        program: a parsed :class:`~langclass.core.brasp.Program`.
+        program: a parsed :class:`~langclass.core.logic.brasp.Program`.
         dtype: ``"float32"`` (default), ``"float64"``, ``"bfloat16"`` or ``"float16"``.
 
     Raises:

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from ...core import formulas as F
-from ...core.encoding_families import COMPOSITE_SEPARATOR, EncodingFamily
-from ...core.errors import InputError, UnsupportedError
-from ...core.numerics import delta_L, f_large, float_format
+from langclass.core.logic import formulas as F
+from langclass.core.precision.encoding_families import COMPOSITE_SEPARATOR, EncodingFamily
+from langclass.core.base.errors import InputError, UnsupportedError
+from langclass.core.precision.numerics import delta_L, f_large, float_format
 from .gates import Gate, Literal, ReluUnit, Row, gate_units, literal_row
 
 __all__ = [
@@ -409,7 +409,7 @@ def plan_formula(formula: F.Formula | str, alphabet: Sequence[str], options: Con
     """Plan the soft-attention transformer of a formula without S (no weights, no torch).
 
     Args:
-        formula: a :class:`~langclass.core.formulas.Formula` or its text.
+        formula: a :class:`~langclass.core.logic.formulas.Formula` or its text.
         alphabet: Σ.
         options: :class:`ConstructionOptions`.
 

@@ -16,7 +16,7 @@ fixes the stream layout, the heads, gates and constants; this module writes the 
 * ``Y^k ψ`` (App. D, Cor. 4.1): a conventional RoPE pair with angle g (phase g·i formed in float32),
   query bias C_Y(cos kg, −sin kg), key bias (1, 0), value ψ(j): score C_Y cos(g(i−k−j)) (Eq. 9),
   gated with P^k⊤ (i > k). Exact up to the certified range N_max^(k)(g, C_Y, F) (Eq. 10), which is
-  computed on the realized scores both by :func:`langclass.core.numerics.certified_length` and on
+  computed on the realized scores both by :func:`langclass.core.precision.numerics.certified_length` and on
   this model's own score tensor.
 * ``Y ψ`` in recency mode (docs/recency.md): zero content score, value ψ(j); the layer's ALiBi bias
   −s·(i − j) with s ≥ f_large puts weight exactly 1 on j = i − 1 at every length.
@@ -34,8 +34,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...core import formulas as F
-from ...core.numerics import certified_length
+from langclass.core.logic import formulas as F
+from langclass.core.precision.numerics import certified_length
 from ..attention import MultiHeadAttention
 from ..encodings import make_encoding
 from ..tokens import BOS, EOS, NUM_SPECIAL, PAD
@@ -371,7 +371,7 @@ def build_formula_transformer(formula: F.Formula | str, alphabet: Sequence[str],
     """Construct the soft-attention transformer of a formula without S (plan, then assemble).
 
     Args:
-        formula: a :class:`~langclass.core.formulas.Formula` or its text.
+        formula: a :class:`~langclass.core.logic.formulas.Formula` or its text.
         alphabet: Σ.
         options: :class:`ConstructionOptions` (dtype, g, C_Y or target length …).
 

@@ -1,0 +1,186 @@
+"""Decision procedures: one registered decider per class, each with typed, replayable evidence.
+
+Every procedure works on the canonical minimal complete DFA ``A`` and, for the algebraic classes,
+on its transition monoid ``M`` (= syntactic monoid; :mod:`langclass.core.algebra.monoid`). A member gets a
+certificate and a non-member a witness, both frozen dataclasses (:class:`Evidence`) whose
+``to_dict()`` is the JSON record; :func:`replay` reads such a record back and checks it on the DFA
+alone — words are run on the DFA, element identities compared as transformations, and algebraic
+certificates rebuild the monoid from its listed words and check the claim by the definition.
+
+The families (one module each):
+
+* :mod:`.ordered` — LTL[P] (partially ordered DFA), LTL[P,MOD] (every SCC one state or a simple
+  cycle; "Disentangling the Expressivity of RoPE", Thm 3.3).
+* :mod:`.letters` — stutter-invariance, group languages.
+* :mod:`.aperiodic` — star-free (aperiodic; Schützenberger 1965), FO[<,MOD] (no group in the stable
+  semigroup; Barrington–Compton–Straubing–Thérien 1992), counters found on the DFA alone.
+* :mod:`.da` — FO²[<] (DA), FO²[<,MOD] (QDA), piecewise testable (J-trivial; Simon 1975).
+* :mod:`.local` — LTL[P,Y] (locally R-trivial), locally testable (Brzozowski–Simon 1973,
+  McNaughton 1974), locally threshold testable (Beauquier–Pin 1989, Thérien–Weiss 1985).
+* :mod:`.delay` — the Y-offset of an LTL[P,Y] language; :mod:`.extras` — further algebraic facts;
+  :mod:`.implied` — answers implied through the lattice, carrying the implying class's evidence.
+
+:data:`REGISTRY` maps each class key to its :class:`Decider`; :data:`DECIDERS` is the key → decide
+view the analysis runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from langclass.core.automata.automaton import DFA
+from .base import CERT_LIST_MAX, REGISTRY, ClassResult, Decider, Evidence, parse_evidence, show
+from .context import MULT_TABLE_MAX_ENTRIES, Context
+from .evidence import CERT_MONOID_MAX, Counter, MonoidWords, Separation
+from .ordered import HASSE_MAX_STATES, decide_ltl_p, decide_ltl_p_mod, qr_witness_words
+from .letters import decide_group, decide_stutter_invariant
+from .aperiodic import decide_fo_mod, decide_star_free, find_counter_dfa
+from .da import decide_fo2, decide_fo2_mod, decide_piecewise_testable
+from .local import (
+    LTT_WORK_BUDGET,
+    decide_locally_testable,
+    decide_locally_threshold_testable,
+    decide_ltl_p_y,
+)
+from .delay import ltl_p_y_delay
+from .extras import monoid_extras
+from .implied import Implied, ImpliedWitness, implied_result, replay_implied
+from .replaykit import Checker, ReplayError, describe_failed_check
+from langclass.core.base.wording import count_noun
+
+__all__ = [
+    "ReplayError",
+    "ClassResult",
+    "Context",
+    "Decider",
+    "Evidence",
+    "REGISTRY",
+    "DECIDERS",
+    "AUTOMATON_KEYS",
+    "decide_ltl_p",
+    "decide_ltl_p_mod",
+    "decide_ltl_p_y",
+    "decide_star_free",
+    "decide_stutter_invariant",
+    "decide_fo2",
+    "decide_fo2_mod",
+    "decide_fo_mod",
+    "decide_piecewise_testable",
+    "decide_locally_testable",
+    "decide_locally_threshold_testable",
+    "decide_group",
+    "find_counter_dfa",
+    "implied_result",
+    "qr_witness_words",
+    "replay",
+    "render",
+    "ltl_p_y_delay",
+    "monoid_extras",
+    "Counter",
+    "MonoidWords",
+    "Separation",
+    "Implied",
+    "ImpliedWitness",
+    "LTT_WORK_BUDGET",
+    "HASSE_MAX_STATES",
+    "MULT_TABLE_MAX_ENTRIES",
+    "CERT_LIST_MAX",
+    "CERT_MONOID_MAX",
+]
+
+_ORDER = ("ltl_p", "ltl_p_mod", "ltl_p_y", "star_free", "stutter_invariant", "fo2", "fo2_mod", "fo_mod",
+          "piecewise_testable", "locally_testable", "locally_threshold_testable", "group")
+assert set(_ORDER) == set(REGISTRY), "every class of the lattice has exactly one registered decider"
+
+DECIDERS: dict[str, Callable[[Context], ClassResult]] = {k: REGISTRY[k].decide for k in _ORDER}
+"""Class key → decide function (a view of :data:`REGISTRY`)."""
+
+AUTOMATON_KEYS: tuple[str, ...] = tuple(k for k in _ORDER if REGISTRY[k].on_automaton)
+"""The classes decided on the minimal DFA alone (answered even when the monoid is over its cap)."""
+
+
+def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None) -> None:
+    """Re-check a result's certificate (member) or witness (non-member) on the DFA alone.
+
+    Args:
+        dfa: the language's DFA (any complete DFA; minimized here).
+        result: a :class:`ClassResult` or its ``to_dict()`` record (as the API returns it).
+        monoid: unused (kept for callers that pass it); the replay never reads the decider's monoid.
+
+    Raises:
+        ReplayError: (an ``AssertionError``) the evidence is malformed or does not hold on the DFA;
+            the message names the class key, the evidence kind and the check that failed.
+    """
+    d = result.to_dict() if isinstance(result, ClassResult) else result
+    key, member = d["key"], d["member"]
+    if member is None:
+        return
+    if key not in REGISTRY:
+        raise ReplayError(f"unknown class key {key!r}")
+    kind = "certificate" if member else "witness"
+    raw = d.get(kind)
+    if raw is None:
+        raise ReplayError(f"{key}: a {'member needs a certificate' if member else 'non-member needs a witness'}")
+    dec = REGISTRY[key]
+    lattice = d.get("method") == "lattice"
+    try:
+        if lattice:
+            ev = (Implied if member else ImpliedWitness).from_dict(raw, kind)
+        else:
+            ev = parse_evidence(dec.certificate_types if member else dec.witness_types, raw, kind)
+    except ValueError as err:
+        raise ReplayError(f"{key}: malformed evidence: {err}") from None
+    # every check below raises ReplayError explicitly (no ``assert``: ``python -O`` must not skip one)
+    try:
+        chk = Checker(dfa)
+        if lattice:
+            replay_implied(chk, key, bool(member), ev)
+        elif member:
+            if key == "ltl_p_mod" and d.get("period") != ev.k:
+                raise ReplayError("the period is the certificate's k")
+            dec.replay_yes(chk, ev)
+        else:
+            dec.replay_no(chk, ev)
+    except AssertionError as err:  # a ReplayError of a check, or an assert of a helper the replay calls
+        raise ReplayError(f"{key}: the {kind} does not replay: {str(err) or describe_failed_check(err)}") from None
+
+
+_HIDDEN = frozenset({"check", "context", "truncated", "group", "hasse", "loops", "maximal_idempotents", "branch",
+                     "witness", "certificate", "monoid", "cycles"})
+
+
+def render(result: ClassResult, width: int = 110) -> str:
+    """The evidence of one answer in one line for a text table (``""`` when there is none).
+
+    Scalars and words are shown (words as letters, ε when empty); long structures (the monoid's
+    words, contexts, loops, groups) are left to ``--json``."""
+    ev = result.witness if result.member is False else result.certificate
+    if ev is None:
+        return ""
+    parts = []
+    for k, v in ev.to_dict().items():
+        if k in ("maximal_idempotents", "cycles") and isinstance(v, list):
+            parts.append(f"{k}: {len(v)} listed")
+            continue
+        if k == "monoid" and isinstance(v, dict):
+            parts.append(f"monoid: {count_noun(len(v['parents']) + 1, 'word')}")
+            continue
+        if k in _HIDDEN:
+            continue
+        if isinstance(v, list) and v and all(isinstance(s, str) for s in v):
+            parts.append(f"{k}={show(v)}")
+        elif isinstance(v, list) and not v:
+            parts.append(f"{k}=ε")
+        elif isinstance(v, (int, str, bool)) or v is None:
+            parts.append(f"{k}={v}")
+        elif isinstance(v, list) and len(v) <= 8:
+            parts.append(f"{k}={v}")
+    if isinstance(ev, (Implied, ImpliedWitness)):
+        inner = ev.certificate if isinstance(ev, Implied) else ev.witness
+        if inner is not None:
+            sub = render(ClassResult(ev.implied_by, result.member, "", inner, inner if result.member is False else None,
+                                     "", ""), width)
+            if sub:
+                parts.append(f"[{ev.implied_by}: {sub}]")
+    s = ", ".join(parts)
+    return s if len(s) <= width else s[:width - 3] + "..."

@@ -1,0 +1,1 @@
+"""Stage 1 of core — automata: DFAs, minimization, graphs, words, export; imports base."""

@@ -1,0 +1,1 @@
+"""Stage 2 of core — logic: past-LTL formulas and B-RASP programs (syntax, semantics, translations); imports base, automata."""

@@ -1,0 +1,284 @@
+"""FO[<,MOD] from the automaton: the least working modulus and past-LTL formulas with MOD predicates.
+
+**The modulus.** Let η: Σ* → M be the syntactic morphism of L (the transition monoid of the minimal
+DFA). For m ≥ 1 write FO[<,MOD_m] for first-order logic with < and the predicates x ≡ r (mod m).
+The *m-marking* of a word w = w_1 ⋯ w_n is the word (w_1, 1 mod m) ⋯ (w_n, n mod m) over Σ × Z_m,
+and K_m is the set of markings of the words of L (ill-formed marked words are rejected).
+
+    L ∈ FO[<,MOD_m]  ⇔  K_m is star-free  ⇔  the semigroup η((Σ^m)^+) is aperiodic.
+
+*First ⇔.* A sentence of FO[<,MOD_m] for L becomes one of FO[<] for K_m by reading x ≡ r as "the
+mark at x is r" and adding that the marks are well formed (the first mark is 1 mod m, each next
+mark is one more — a local, first-order condition); conversely a sentence for K_m becomes one for L by
+reading Q_(a,r)(x) as Q_a(x) ∧ x ≡ r. FO[<] = star-free (McNaughton & Papert).
+*Second ⇔, "⇒".* Let v ≠ ε with |v| ≡ 0 (mod m). A marked context u·_·z with u well formed of any
+length fixes the phase at which v is marked; since |v| ≡ 0 the marking of v^k is the k-th power of
+one marked word x, and aperiodicity of K_m's syntactic monoid (x^ω = x^{ω+1}) gives
+u' v^ω z' ∈ L ⇔ u' v^{ω+1} z' ∈ L for all u', z' ∈ Σ*, i.e. η(v)^ω = η(v)^{ω+1}. "⇐" is the
+construction below, which builds a formula of FO[<,MOD_m] (as past LTL with MOD_m atoms, which
+FO[<,MOD_m] contains) whenever η((Σ^m)^+) is aperiodic, and verifies it.
+
+With the stability index s (least s ≥ 1 with η(Σ^s) = η(Σ^{2s})), η((Σ^{ks})^+) = η(Σ^s) is the
+stable semigroup, so m = s works exactly when L is *quasi-aperiodic* (the stable semigroup has no
+non-trivial group) — and quasi-aperiodic = FO[<,MOD] = regular ∩ AC⁰ (Barrington, Compton, Straubing
+& Thérien, *Regular languages in NC¹*). Every working m also has η((Σ^m)^+) ⊇ η(Σ^{ms}) = η(Σ^s), so
+the least working modulus is at most s; :func:`least_modulus` tries m = 1, 2, …, s in order and
+returns the first that works (divisors of s are among them; it does not assume the least one
+divides s).
+
+**The formula** (blocks of length m; positions 1-based, readout at N + 1). Cut w into blocks
+B_1 B_2 ⋯ of length m (block k ends at position k·m, the positions with MOD_m^0) and a partial block.
+The block values η(B_k) are letters of the finite alphabet T = η(Σ^m), and T* → η((Σ^m)*) is a
+morphism into an aperiodic monoid, so the local divisor induction of :mod:`langclass.core.synthesis.starfree`
+gives formulas H_n (n ∈ η((Σ^m)*)) over T that hold at T-position k iff η(B_1 ⋯ B_{k−1}) = n. They
+are *lifted* to the word: T-position k is the block end k·m, a T-letter there is a Boolean
+combination of Y^j atoms (the m letters of the block), and P h ↦ P(MOD_m^0 ∧ h),
+Y h ↦ ¬MOD_m^0 S (MOD_m^0 ∧ h), h₁ S h₂ ↦ (¬MOD_m^0 ∨ h₁) S (MOD_m^0 ∧ h₂); read at any position i
+the lifted H_n speaks about the blocks that end before i. The prefix before i is those q blocks and
+the t = (i − 1) mod m letters after them (Y^1 … Y^t atoms), and i ≡ t + 1 (mod m):
+
+    L = ⋁_{t < m} MOD_m^{(t+1) mod m} ∧ ⋁_{n·y ∈ η(L)} H_n^lift ∧ R_{t,y},
+
+R_{t,y} = "the t letters before i multiply to y" (a shared dynamic programme over M). The result is
+verified by formula → DFA equivalence (within the proof budget of the star-free module).
+
+The formula compiles to B-RASP with the MOD_m marks as initial vectors
+(:func:`langclass.core.logic.brasp.formula_to_brasp`) and to a masked hard-attention transformer whose
+finite-image periodic sinusoidal position embedding supplies the marks (*Masked Hard-Attention
+Transformers Recognize Exactly the Star-Free Languages*, Thm 19 and Cor 20 with its §7.5 ReLU read-out
+of MOD_m^r from sin/cos of 2πi/m).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import LimitExceeded, UnsupportedError
+from langclass.core.logic.formulas import (
+    TOP, Atom, Formula, Mod, Yesterday, conj, fragment, neg, subformulas,
+)
+from langclass.core.base.limits import DEFAULT_LIMITS, Limits
+from .starfree import (
+    MAX_STAR_FREE_MONOID, _aperiodic_element, block_lift, disj_balanced, generated, local_divisor_formulas, prove_formula, synthesize_star_free,
+    transformation_monoid,
+)
+
+__all__ = ["ModulusSearch", "least_modulus", "synthesize_fo_mod", "MAX_BLOCK_WORDS", "SOURCE_FO_MOD"]
+
+MAX_BLOCK_WORDS = 4_096
+"""Largest |Σ|^m (the words of one block) :func:`synthesize_fo_mod` enumerates."""
+
+SOURCE_FO_MOD = ("Barrington, Compton, Straubing & Thérien, Regular languages in NC¹ (quasi-aperiodic = FO[<,MOD] = "
+                 "regular ∩ AC⁰); the modulus criterion η((Σ^m)^+) aperiodic ⇔ L ∈ FO[<,MOD_m] and the block "
+                 "construction are this project's (langclass.core.synthesis.fo_mod); Diekert & Gastin, First-order definable "
+                 "languages, §7 (local divisors); Masked Hard-Attention Transformers Recognize Exactly the Star-Free "
+                 "Languages, Thm 19 and Cor 20 (finite-image / rational sinusoidal PE)")
+
+Elem = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ModulusSearch:
+    """The least m with L ∈ FO[<,MOD_m].
+
+    Attributes:
+        modulus: the least working m (1 = star-free), or None when L is not quasi-aperiodic.
+        stability_index: s.
+        tried: ``[(m, works)]`` in the order tried (m = 1 … the answer, or … s).
+        witness: for a failing s, a transformation in η(Σ^s) whose powers cycle (a group element).
+    """
+
+    modulus: int | None
+    stability_index: int
+    tried: tuple[tuple[int, bool], ...]
+
+    def to_dict(self) -> dict:
+        return {"modulus": self.modulus, "stability_index": self.stability_index,
+                "tried": [{"m": m, "works": ok} for m, ok in self.tried]}
+
+
+def _levels(gens: dict[str, Elem], mul, one: Elem) -> tuple[int, list[frozenset[Elem]]]:
+    """(s, [η(Σ^1), …, η(Σ^s)]): the sets η(Σ^j) until they repeat (preperiod i, period p;
+    s = p·⌈i/p⌉, the least s ≥ 1 with η(Σ^s) = η(Σ^{2s}))."""
+    cur = frozenset(gens.values())
+    seen = {cur: 1}
+    levels = [cur]
+    j = 1
+    while True:
+        cur = frozenset(mul(x, g) for x in cur for g in gens.values())
+        j += 1
+        if cur in seen:
+            pre, per = seen[cur], j - seen[cur]
+            break
+        seen[cur] = j
+        levels.append(cur)
+    s = per * max(1, -(-pre // per))  # ≤ pre + per − 1 = j − 1 = len(levels)
+    return s, levels
+
+
+def _semigroup_aperiodic(generators: frozenset[Elem], mul) -> bool:
+    """Is the semigroup generated by ``generators`` aperiodic?"""
+    return all(_aperiodic_element(x, mul) for x in generated(generators, generators, mul))
+
+
+def _least_modulus_on(monoid: Any) -> ModulusSearch:
+    """:func:`least_modulus` on the enumerated transition monoid (element ids instead of tuples):
+    the levels η(Σ^j) the monoid computed for its stability index, and η((Σ^m)^+) as the union of the levels η(Σ^{jm}), j ≥ 1 (η(Σ^m)^j =
+    η(Σ^{jm})), reached by |Σ|·m steps of the right Cayley graph per level instead of closing η(Σ^m)
+    under products of its elements."""
+    M = monoid
+    if M.size > MAX_STAR_FREE_MONOID:
+        raise LimitExceeded("max_star_free_monoid", MAX_STAR_FREE_MONOID,
+                            f"the transition monoid has more than {MAX_STAR_FREE_MONOID} elements")
+    right = M.right.tolist()
+    letters = range(M.dfa.num_letters)
+    s = M.stability_index
+    tried = []
+    for m in range(1, s + 1):
+        cur, seen, union = M.level(m), set(), set()
+        while cur not in seen:
+            seen.add(cur)
+            union |= cur
+            for _ in range(m):
+                cur = frozenset(right[x][a] for x in cur for a in letters)
+        ok = all(_aperiodic_element(x, M.multiply) for x in union)
+        tried.append((m, ok))
+        if ok:
+            return ModulusSearch(m, s, tuple(tried))
+    return ModulusSearch(None, s, tuple(tried))
+
+
+def least_modulus(dfa: DFA, monoid: Any = None) -> ModulusSearch:
+    """The least m ≥ 1 with L ∈ FO[<,MOD_m] (module docstring): m = 1, 2, …, s are tried in order,
+    m works iff the semigroup η((Σ^m)^+) is aperiodic.
+
+    Args:
+        dfa: any complete DFA (minimized here).
+        monoid: its enumerated :class:`~langclass.core.algebra.monoid.TransitionMonoid` when the caller has
+            it (the same answer, computed on element ids; ``analyze`` passes it).
+
+    Returns:
+        A :class:`ModulusSearch`; ``modulus`` is None when even m = s fails (L is not quasi-aperiodic,
+        so not in FO[<,MOD] and not in AC⁰).
+
+    Raises:
+        LimitExceeded: ``max_star_free_monoid`` (the transition monoid is too large).
+
+    Example:
+        >>> from langclass.core.ingest.parse import parse_regex
+        >>> least_modulus(parse_regex("((a|b)(a|b))*a", ["a", "b"])).modulus
+        2
+    """
+    if monoid is not None:
+        return _least_modulus_on(monoid)
+    A = dfa.canonical()
+    gens, mul, one, _ = transformation_monoid(A)
+    s, levels = _levels(gens, mul, one)
+    tried = []
+    for m in range(1, s + 1):
+        level = levels[m - 1]
+        ok = _semigroup_aperiodic(level, mul)
+        tried.append((m, ok))
+        if ok:
+            return ModulusSearch(m, s, tuple(tried))
+    return ModulusSearch(None, s, tuple(tried))
+
+
+def synthesize_fo_mod(dfa: DFA, limits: Limits = DEFAULT_LIMITS, modulus: int | None = None):
+    """A past-LTL formula with P, Y, S and MOD_m for a quasi-aperiodic language (module docstring).
+
+    Args:
+        dfa: any complete DFA (minimized here).
+        limits: ``time_limit_s``, ``max_states`` (verification).
+        modulus: the m to use (default: :func:`least_modulus`); must work for L.
+
+    Returns:
+        A :class:`~langclass.core.synthesis.synthesis_result.Synthesis` with ``method="block-local-divisors"``
+        (``"local-divisors"`` when m = 1, i.e. L is star-free), ``verified`` True when formula → DFA
+        equivalence was proved within the proof budget; ``notes`` name m and s.
+
+    Raises:
+        UnsupportedError: L is not quasi-aperiodic (not in FO[<,MOD], not in AC⁰), or ``modulus``
+            does not work for L.
+        LimitExceeded: ``max_star_free_monoid``, ``max_block_words``, ``max_star_free_nodes``,
+            ``time_limit_s``.
+
+    Example:
+        >>> from langclass.core.ingest.parse import parse_regex
+        >>> s = synthesize_fo_mod(parse_regex("((a|b)(a|b))*a", ["a", "b"]))
+        >>> s.verified, s.fragment, s.notes[0]
+        (True, 'LTL[P,Y,S,MOD]', 'modulus m = 2 (stability index s = 2; tried m = 1, 2)')
+    """
+    from .synthesis_result import Synthesis
+
+    A = dfa.canonical()
+    search = least_modulus(A)
+    if modulus is None:
+        if search.modulus is None:
+            raise UnsupportedError(
+                f"the language is not quasi-aperiodic: its stable semigroup η(Σ^{search.stability_index}) contains a "
+                "non-trivial group, so it is not in FO[<,MOD] (not in AC⁰) and no masked hard-attention transformer "
+                "with a finite-image position embedding recognizes it", source=SOURCE_FO_MOD)
+        m = search.modulus
+    else:
+        m = int(modulus)
+        gens, mul, one, _ = transformation_monoid(A)
+        if m < 1 or not _semigroup_aperiodic(_levels_upto(gens, mul, m), mul):
+            raise UnsupportedError(f"modulus {m} does not work: η((Σ^{m})^+) is not aperiodic", field="modulus",
+                                   source=SOURCE_FO_MOD)
+    tried = ", ".join(str(t) for t, _ in search.tried)
+    head = f"modulus m = {m} (stability index s = {search.stability_index}; tried m = {tried})"
+    if m == 1:
+        sf = synthesize_star_free(A, limits)
+        return Synthesis(sf.formula, sf.alphabet, sf.method, sf.fragment, (), None, sf.verified, sf.fingerprint,
+                         sf.source, (head,) + sf.notes)
+    k = len(A.alphabet)
+    if k ** m > MAX_BLOCK_WORDS:
+        raise LimitExceeded("max_block_words", MAX_BLOCK_WORDS,
+                            f"blocks of m = {m} letters over {k} letters are {k ** m} words (> {MAX_BLOCK_WORDS})")
+    gens, mul, one, elems = transformation_monoid(A)
+    end = Mod(m, 0)
+    not_end = neg(end)
+
+    # R[t][y]: the t letters before the current position multiply to y (Y^t … Y^1 atoms)
+    def window(offsets: list[int]) -> dict[Elem, Formula]:
+        """Formulas ``{y: f}``: the letters at Y^{offsets[0]}, …, Y^{offsets[-1]} (oldest first) multiply to y."""
+        cur: dict[Elem, Formula] = {one: TOP}
+        for off in reversed(offsets):  # prepend the older letter: y = a · z
+            nxt: dict[Elem, list[Formula]] = {}
+            for a, ga in gens.items():
+                at = Atom(a) if off == 0 else Yesterday(Atom(a), off)
+                for z, fz in cur.items():
+                    nxt.setdefault(mul(ga, z), []).append(conj(at, fz))
+            cur = {y: disj_balanced(fs) for y, fs in nxt.items()}
+        return cur
+
+    block_of = window(list(range(m - 1, -1, -1)))  # at a block end: the block's m letters (Y^{m−1} … Y^0)
+    letters = {f"\x00B{j}": x for j, x in enumerate(sorted(block_of))}
+    H, budget = local_divisor_formulas(letters, mul, one, limits)
+    lift = block_lift(lambda symbol: block_of[letters[symbol]], end, not_end, budget)
+
+    blocks = {n: lift(h, True) for n, h in H.items()}
+    parts = []
+    for t in range(m):
+        R = window(list(range(t, 0, -1)))
+        accept = [conj(fn, fy) for n, fn in blocks.items() for y, fy in R.items() if A.accepting[mul(n, y)[A.initial]]]
+        parts.append(conj(Mod(m, (t + 1) % m), disj_balanced(accept)))
+    formula = disj_balanced(parts)
+    notes = [head, f"block alphabet η(Σ^{m}): {len(letters)} letters", f"transition monoid: {len(elems)} elements",
+             f"{len(subformulas(formula))} distinct subformulas"]
+    verified, note = prove_formula(formula, A, limits)
+    if note:
+        notes.append(note)
+    return Synthesis(formula, A.alphabet, "block-local-divisors", fragment(formula), (), None, verified, A.fingerprint(),
+                     SOURCE_FO_MOD, tuple(notes))
+
+
+def _levels_upto(gens: dict[str, Elem], mul, m: int) -> frozenset[Elem]:
+    """η(Σ^m)."""
+    cur = frozenset(gens.values())
+    for _ in range(m - 1):
+        cur = frozenset(mul(x, g) for x in cur for g in gens.values())
+    return cur
