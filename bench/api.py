@@ -76,7 +76,7 @@ def _start_server(port: int, db_path: str, isolation: str) -> subprocess.Popen[b
         "PYTHONPATH": str(ROOT),
     })
     proc = subprocess.Popen(
-        [sys.executable, "-m", "langclass.app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "langclass.app.cli.commands", "serve", "--host", "127.0.0.1", "--port", str(port)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 60

@@ -481,7 +481,7 @@ def bench_small(count: int = 400) -> None:
     sys.path.insert(0, os.path.dirname(__file__))
     from api import _distinct_dfas  # noqa: E402  (the same languages as the API bench)
 
-    from langclass.app.service import classify_json, warm_worker
+    from langclass.app.usecases.service import classify_json, warm_worker
     from langclass.core.ingest.parse import parse_dfa_json
 
     bodies = _distinct_dfas(count)

@@ -26,7 +26,7 @@ COMMANDS = (["--help"], ["classify", "-r", "(ab)*", "-a", "ab"])
 
 def measure(root: Path, args: list[str]) -> tuple[float, list[str], list[tuple[int, str]]]:
     env = {**os.environ, "PYTHONPATH": str(root)}
-    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "langclass.app.cli", *args], capture_output=True,
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "langclass.app.cli.commands", *args], capture_output=True,
                          text=True, env=env, cwd=root, timeout=300)
     top, names = [], set()
     for m in LINE.finditer(out.stderr):

@@ -109,7 +109,7 @@ def start_server(url: str, args: argparse.Namespace, log_path: Path) -> tuple[su
            "LANGCLASS_TIME_LIMIT_S": str(args.time_limit), "LANGCLASS_LOG_LEVEL": "warning",
            "PYTHONPATH": str(ROOT), **JOB_BOUNDS}
     log = log_path.open("wb")
-    server = subprocess.Popen([sys.executable, "-m", "langclass.app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+    server = subprocess.Popen([sys.executable, "-m", "langclass.app.cli.commands", "serve", "--host", "127.0.0.1", "--port", str(port)],
                               env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     import httpx

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from langclass.app import jobs as jobrepo  # noqa: E402
-from langclass.app.db import Database, upgrade  # noqa: E402
+from langclass.app.store import jobs as jobrepo  # noqa: E402
+from langclass.app.store.db import Database, upgrade  # noqa: E402
 
 
 def _setup(url: str) -> tuple[Database, str]:
@@ -64,8 +64,8 @@ def claim_throughput(url: str, n_jobs: int, claimants: int) -> None:
 
 
 def executor_latency(url: str, n_jobs: int) -> None:
-    from langclass.app.executor import LocalExecutor
-    from langclass.app.worker import WorkerConfig
+    from langclass.app.execution.executor import LocalExecutor
+    from langclass.app.execution.worker import WorkerConfig
 
     db, lid = _setup(url)
     trace = tempfile.mkdtemp()

@@ -121,7 +121,7 @@ def main() -> None:
            "LANGCLASS_TIME_LIMIT_S": str(args.time_limit), "LANGCLASS_CLASSIFY_CONCURRENCY": str(args.concurrency),
            "LANGCLASS_CLASSIFY_QUEUE_MAX": str(args.queue_max), "LANGCLASS_LOG_LEVEL": "warning",
            "LANGCLASS_MAX_STATES": "1000000", "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen([sys.executable, "-m", "langclass.app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+    server = subprocess.Popen([sys.executable, "-m", "langclass.app.cli.commands", "serve", "--host", "127.0.0.1", "--port", str(port)],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:

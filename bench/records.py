@@ -1,7 +1,7 @@
 """Dump, or compare against a dump, the classification records of a fixed set of languages.
 
 A guard for speed work on the classification path: the records (the JSON bytes ``POST /v1/classify``
-sends, :func:`langclass.app.service.classify_json`, with ``timings_ms`` — wall-clock milliseconds,
+sends, :func:`langclass.app.usecases.service.classify_json`, with ``timings_ms`` — wall-clock milliseconds,
 the only field that legitimately changes from run to run — removed, and the ``limits_hit`` set)
 must stay byte-identical when an implementation gets faster. The fixed set:
 
@@ -66,7 +66,7 @@ def inputs() -> Iterator[tuple[str, dict[str, Any]]]:
 
 def records() -> Iterator[dict[str, Any]]:
     """One comparable record per input (errors recorded as their class and detail)."""
-    from langclass.app.service import classify_json
+    from langclass.app.usecases.service import classify_json
     from langclass.core.base.errors import LangclassError
     from langclass.core.base.limits import Limits
 

@@ -1,4 +1,4 @@
-"""Alembic environment: the URL comes from the Config (set by ``langclass.app.db``) or from
+"""Alembic environment: the URL comes from the Config (set by ``langclass.app.store.db``) or from
 ``LANGCLASS_DATABASE_URL``; SQLite runs in batch mode so ALTERs work there too."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from logging.config import fileConfig
 
 from alembic import context
 
-from langclass.app.db import make_engine
-from langclass.app.orm import Base
+from langclass.app.store.db import make_engine
+from langclass.app.store.orm import Base
 from langclass.app.settings import Settings
 
 config = context.config

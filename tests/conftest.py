@@ -92,7 +92,7 @@ class PostgresSchemas:
     def drop(self, url: str) -> None:
         from sqlalchemy import text
 
-        from langclass.app import db as dbmod
+        from langclass.app.store import db as dbmod
 
         # close pooled connections to this schema first (the app caches engines per URL)
         cached = dbmod._databases.pop(url, None)
@@ -146,7 +146,7 @@ def _empty_all_tables(url: str) -> None:
     """Delete every row (children first), keeping the schema and its Alembic revision."""
     from sqlalchemy import MetaData
 
-    from langclass.app.db import get_database
+    from langclass.app.store.db import get_database
 
     engine = get_database(make_settings(url)).engine
     meta = MetaData()
@@ -159,7 +159,7 @@ def _empty_all_tables(url: str) -> None:
 
 @pytest.fixture(scope="session")
 def _migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from langclass.app.db import upgrade
+    from langclass.app.store.db import upgrade
 
     url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'langclass-api.db'}"
     upgrade(url)
@@ -168,7 +168,7 @@ def _migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="session")
 def _migrated_postgres(pg_schemas: PostgresSchemas) -> str:
-    from langclass.app.db import upgrade
+    from langclass.app.store.db import upgrade
 
     url = pg_schemas.new()
     upgrade(url)

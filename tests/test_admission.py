@@ -16,9 +16,9 @@ from typing import Any
 import anyio
 import pytest
 
-from langclass.app import service
-from langclass.app.isolation import ClassifierBusy, ProcessPool
-from langclass.app.runner import ClassifyRunner, answer_reserve_s, kill_grace_s
+from langclass.app.usecases import service
+from langclass.app.execution.isolation import ClassifierBusy, ProcessPool
+from langclass.app.execution.runner import ClassifyRunner, answer_reserve_s, kill_grace_s
 from langclass.core.base.errors import TimeLimitExceeded
 from langclass.core.base.limits import Limits
 
@@ -71,7 +71,7 @@ def test_health_and_reads_answer_while_classify_is_saturated(make_client: Any, m
     threads: /healthz, /readyz and a database read still answer; the 33rd classify gets 503 at
     once; opening the gate lets all 32 finish. (Before: each waiting request held a thread of the
     shared pool, so /readyz and reads queued behind them.)"""
-    from langclass.app.routes import languages
+    from langclass.app.web.routes import languages
 
     gate = threading.Event()
     real = languages.classify_json

@@ -7,7 +7,7 @@ import csv
 import io
 from typing import Any
 
-from langclass.app.routes.batch import MAX_BATCH_LANGUAGES
+from langclass.app.web.routes.batch import MAX_BATCH_LANGUAGES
 from langclass.core.analysis import analyze
 from langclass.core.algebra.lattice import CLASS_KEYS
 from langclass.core.ingest.parse import parse_regex

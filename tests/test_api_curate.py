@@ -1,7 +1,7 @@
 """Queries that refuse typos, and stored records a user can curate (issue: verdicts and interfaces).
 
 * unknown or repeated query parameters answer 422 ``validation-error`` naming the parameter, on
-  every route (one app-wide dependency, :mod:`langclass.app.query`);
+  every route (one app-wide dependency, :mod:`langclass.app.web.query`);
 * ``POST /v1/classify`` takes the same body as ``POST /v1/languages`` (name and tags checked, ignored);
 * the name limit speaks of characters;
 * ``PATCH /v1/languages/{id}`` replaces name/tags, refuses duplicate tags; the listing filters by
@@ -78,8 +78,8 @@ def test_repeat_allowed_for_list_parameters() -> None:
     """A list-typed parameter may repeat; a scalar one may not."""
     from fastapi.testclient import TestClient
 
-    from langclass.app.problems import install_problem_handlers
-    from langclass.app.query import strict_query
+    from langclass.app.web.problems import install_problem_handlers
+    from langclass.app.web.query import strict_query
 
     app = FastAPI(dependencies=[Depends(strict_query)])
     install_problem_handlers(app)

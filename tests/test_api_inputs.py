@@ -97,7 +97,7 @@ def test_core_parsers_refuse_lone_surrogates() -> None:
 def test_problem_details_quoting_a_surrogate_still_render(client: Any) -> None:
     """A detail that quotes user input with a surrogate (here from the CLI-style DFA parser path)
     is escaped, not a 500."""
-    from langclass.app.problems import problem_response
+    from langclass.app.web.problems import problem_response
 
     resp = problem_response(422, "invalid-input", "Invalid input", "symbol '\ud800' unknown", field="x.\ud800")
     assert b"\\\\ud800" in resp.body
@@ -325,7 +325,7 @@ def test_time_limit_names_the_step(make_client: Any, _migrated_sqlite: str, monk
     # The cooperative deadline names the step; the kill backstop (a process that did not answer
     # within the grace) cannot. A long grace makes the cooperative path the one under test even on a
     # loaded machine (the kill itself is tested in the admission/time-limit tests).
-    from langclass.app import runner
+    from langclass.app.execution import runner
 
     monkeypatch.setattr(runner, "kill_grace_s", lambda remaining: 120.0)
     for isolation in ("thread", "process"):
@@ -348,7 +348,7 @@ def test_schemas_refuse_lone_surrogates() -> None:
     """The request models themselves (used from Python too) refuse lone surrogates, naming the field."""
     from pydantic import ValidationError
 
-    from langclass.app.schemas import ClassifyInput, LanguageInput
+    from langclass.app.usecases.schemas import ClassifyInput, LanguageInput
 
     for data, loc in [({"regex": "a\ud800", "alphabet": ["a"]}, ("regex",)), ({"regex": "a", "alphabet": ["a", "\udfff"]}, ("alphabet", 1)),
                       ({"formula": "\ud800"}, ("formula",))]:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from langclass.app.isolation import ClassifierBusy, ProcessPool, WorkerError
+from langclass.app.execution.isolation import ClassifierBusy, ProcessPool, WorkerError
 from langclass.core.base.errors import LimitExceeded, RegexSyntaxError, TimeLimitExceeded
 from langclass.core.base.limits import Limits
 from langclass.core.ingest.parse import parse_regex

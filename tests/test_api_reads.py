@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from langclass.app import jobs as jobrepo
+from langclass.app.store import jobs as jobrepo
 
 AB = {"regex": "(ab)*", "alphabet": ["a", "b"]}
 
@@ -101,7 +101,7 @@ def _texts(fig: Any) -> tuple[str, list[str]]:
 
 
 def test_plot_title_names_the_language_and_legend_says_which_n_star() -> None:
-    from langclass.app.plot import accuracy_figure, language_label
+    from langclass.app.usecases.plot import accuracy_figure, language_label
 
     result = _result([("nope", {11: 1.0, 12: 1.0, 13: 0.5}, 12), ("nope", {11: 1.0, 12: 0.9, 13: 0.5}, 11),
                       ("rope", {11: 1.0, 12: 1.0, 13: 1.0}, 13)])

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from langclass.app import service
-from langclass.app.schemas import Classification
+from langclass.app.usecases import service
+from langclass.app.usecases.schemas import Classification
 from langclass.core.base.limits import DEFAULT_LIMITS, Limits
 
 sys.path.insert(0, str(Path(__file__).parent))

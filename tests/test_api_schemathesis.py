@@ -18,7 +18,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from conftest import make_settings
-from langclass.app.db import get_database, upgrade
+from langclass.app.store.db import get_database, upgrade
 from langclass.app.main import create_app
 
 _DIR = Path(tempfile.mkdtemp(prefix="langclass-schemathesis-"))

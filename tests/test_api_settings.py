@@ -70,7 +70,7 @@ def test_repr_hides_keys_and_database_password() -> None:
 def test_cli_start_up_with_bad_settings_is_one_clean_line(keys: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANGCLASS_")}
     env.update(LANGCLASS_API_KEYS=keys, LANGCLASS_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}")
-    proc = subprocess.run([sys.executable, "-m", "langclass.app.cli", "serve"], env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "langclass.app.cli.commands", "serve"], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error (invalid-settings): LANGCLASS_API_KEYS: entr"), proc.stderr
@@ -88,7 +88,7 @@ def test_a_bad_database_url_is_one_clean_line_and_exit_2(url: str, command: str,
     """(Before: an OperationalError / NoSuchModuleError traceback and exit status 1.)"""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANGCLASS_")}
     env.update(LANGCLASS_DATABASE_URL=url)
-    proc = subprocess.run([sys.executable, "-m", "langclass.app.cli", *command.split()], env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "langclass.app.cli.commands", *command.split()], env=env, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()

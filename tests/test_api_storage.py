@@ -11,9 +11,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from langclass.app import repository as repo
-from langclass.app.db import Database
-from langclass.app.problems import InvalidCursorError
+from langclass.app.store import repository as repo
+from langclass.app.store.db import Database
+from langclass.app.web.problems import InvalidCursorError
 
 
 def _record(i: int, memberships: dict[str, bool | None]) -> dict:

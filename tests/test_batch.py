@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from _ground_truth import LANGUAGES
-from langclass.app.batch import COLUMNS, classify_row, done_rows, run_batch
-from langclass.app.cli import app
+from langclass.app.cli.batch import COLUMNS, classify_row, done_rows, run_batch
+from langclass.app.cli.commands import app
 from langclass.app.settings import get_settings
 from langclass.core.analysis import analyze
 from langclass.core.algebra.lattice import CLASS_KEYS
@@ -51,7 +51,7 @@ def test_ground_truth_batch_interrupted_then_resumed(tmp_path: Path) -> None:
     _write_ground_truth(src)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LANGCLASS_DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}"}
     args = ["classify", "--batch", str(src), "-o", str(out), "-j", "2", "--no-progress"]
-    proc = subprocess.Popen([sys.executable, "-m", "langclass.app.cli", *args], env=env, cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "langclass.app.cli.commands", *args], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for _ in range(1200):  # wait (event, not time) for the first rows: they are flushed one by one

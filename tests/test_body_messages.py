@@ -1,7 +1,7 @@
-"""Messages of the strict JSON body decoder (langclass/app/body.py)."""
+"""Messages of the strict JSON body decoder (langclass/app/web/body.py)."""
 import pytest
 
-from langclass.app.body import decode_json_strict
+from langclass.app.web.body import decode_json_strict
 from langclass.app.errors import MalformedJsonError
 
 

@@ -59,7 +59,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     import httpx
     import uvicorn
 
-    from langclass.app.db import upgrade
+    from langclass.app.store.db import upgrade
     from langclass.app.main import create_app
     from langclass.app.settings import Settings
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from langclass.app.cli import app
+from langclass.app.cli.commands import app
 from langclass.core.analysis import analyze
 from langclass.core.automata.automaton import DFA
 from langclass.core.census import PUBLISHED, bfs_tables, census, is_minimal, minimal_dfas

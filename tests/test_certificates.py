@@ -159,7 +159,7 @@ def test_table_prints_the_certificates_of_yes_answers():
 def test_api_response_models_type_every_certificate_and_witness(rx, al):
     from pydantic import TypeAdapter
 
-    from langclass.app.evidence_models import EVIDENCE_MODELS, EvidenceModel
+    from langclass.app.usecases.evidence_models import EVIDENCE_MODELS, EvidenceModel
 
     typed = tuple(EVIDENCE_MODELS.values())
     ta = TypeAdapter(EvidenceModel)
@@ -175,7 +175,7 @@ def test_api_response_models_type_every_certificate_and_witness(rx, al):
 
 
 def test_beyond_is_typed_and_groups_of_ac0_languages_are_shown():
-    from langclass.app.schemas import Beyond
+    from langclass.app.usecases.schemas import Beyond
 
     _, a = _analysis("(b*ab*a)*b*", "ab")  # even number of a: Z2 in the stable semigroup
     assert a.classes["fo_mod"].member is False

@@ -1,10 +1,10 @@
-"""The per-app cache of POST /v1/classify (langclass.app.service.ClassificationCache)."""
+"""The per-app cache of POST /v1/classify (langclass.app.usecases.service.ClassificationCache)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from langclass.app.service import ClassificationCache, parse_language
+from langclass.app.usecases.service import ClassificationCache, parse_language
 from langclass.core.base.limits import Limits
 
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from langclass.app.cli import app, parse_alphabet
+from langclass.app.cli.commands import app, parse_alphabet
 from langclass.app.settings import get_settings
 from langclass.core.ingest.parse import parse_regex
 
@@ -125,7 +125,7 @@ def _start(db_url: str, port: int) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANGCLASS_")}
     env["LANGCLASS_DATABASE_URL"] = db_url
     proc = subprocess.Popen(
-        [sys.executable, "-m", "langclass.app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "langclass.app.cli.commands", "serve", "--host", "127.0.0.1", "--port", str(port)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 60

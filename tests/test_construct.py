@@ -177,7 +177,7 @@ def test_cancellation_returns_partial():
 def test_cli_construct_json():
     from typer.testing import CliRunner
 
-    from langclass.app.cli import app
+    from langclass.app.cli.commands import app
 
     res = CliRunner().invoke(app, ["construct", "--formula", "MOD(2,1)", "--alphabet", "a", "--random-words", "2",
                                    "--random-max-length", "100", "--json"])

@@ -72,7 +72,7 @@ def _record(program_lines: int, formula: str | None, tree_size: int) -> dict:
 
 
 def test_construct_summary_shows_sizes_not_long_programs() -> None:
-    from langclass.app.cli_construct import summary_lines
+    from langclass.app.cli.construct import summary_lines
 
     lines = summary_lines(_record(1077, None, 3_000_000))
     text = "\n".join(lines)

@@ -3,7 +3,7 @@ import re
 import typing
 from pathlib import Path
 
-from langclass.app.experiments import ExperimentRequest
+from langclass.app.usecases.experiments import ExperimentRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -70,7 +70,7 @@ def test_every_name_core_gives_is_a_member():
 
 
 def test_family_lists_elsewhere_are_members():
-    from langclass.app.experiments import PERIODIC_FAMILIES
+    from langclass.app.usecases.experiments import PERIODIC_FAMILIES
     from langclass.models.train_batched import BATCHABLE_FAMILIES
 
     for name in (*PERIODIC_FAMILIES, *BATCHABLE_FAMILIES):

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from langclass.app import jobs as jobrepo
-from langclass.app.db import Database, upgrade
-from langclass.app.executor import LocalExecutor
-from langclass.app.worker import WorkerConfig
+from langclass.app.store import jobs as jobrepo
+from langclass.app.store.db import Database, upgrade
+from langclass.app.execution.executor import LocalExecutor
+from langclass.app.execution.worker import WorkerConfig
 
 from test_jobs_repo import SUPPORT, add_job, add_language, row
 
@@ -164,8 +164,8 @@ def test_stop_releases_a_running_job_for_the_next_start(sqlite_db: Any, tmp_path
 _SERVICE = """
 import sys, time
 sys.path.insert(0, {tests!r})
-from langclass.app.executor import LocalExecutor
-from langclass.app.worker import WorkerConfig
+from langclass.app.execution.executor import LocalExecutor
+from langclass.app.execution.worker import WorkerConfig
 from test_jobs_repo import SUPPORT
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from langclass.app.db import Database, upgrade
-from langclass.app.executor import RayExecutor
-from langclass.app.worker import WorkerConfig
+from langclass.app.store.db import Database, upgrade
+from langclass.app.execution.executor import RayExecutor
+from langclass.app.execution.worker import WorkerConfig
 
 from test_executor_local import started_pids, status, wait_for
 from test_jobs_api import TINY, check_train_result, store_language, wait_job

@@ -132,7 +132,7 @@ def test_run_experiment_result_shape_progress_and_reproducibility():
 
 def test_report_and_plot_title_say_the_attention_length_scale():
     """paper-lite's "log" can be overridden: the CLI report and the plot's title say which was used."""
-    from langclass.app.plot import accuracy_figure
+    from langclass.app.usecases.plot import accuracy_figure
 
     result = {"profile": "paper-lite", "settings": {"length_scale": "none", "train_lengths": [1, 40]}, "test_lengths": [41],
               "language": {"fingerprint": "ab" * 32, "alphabet": ["a", "b"]},

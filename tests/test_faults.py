@@ -15,11 +15,11 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.exc import OperationalError
 
-from langclass.app import jobs as jobrepo
-from langclass.app import worker as workermod
-from langclass.app.db import Database
-from langclass.app.orm import utcnow
-from langclass.app.worker import LogThrottle, WorkerConfig, run_claim
+from langclass.app.store import jobs as jobrepo
+from langclass.app.execution import worker as workermod
+from langclass.app.store.db import Database
+from langclass.app.store.orm import utcnow
+from langclass.app.execution.worker import LogThrottle, WorkerConfig, run_claim
 
 from test_jobs_repo import SUPPORT, add_job, add_language, row
 
@@ -103,7 +103,7 @@ def test_cancelling_an_orphaned_running_job_is_immediate(db: Database) -> None:
 
 
 def test_downgrade_refuses_to_delete_rows_without_force(database_url: str) -> None:
-    from langclass.app.db import downgrade, stored_rows, upgrade
+    from langclass.app.store.db import downgrade, stored_rows, upgrade
     from langclass.core.base.errors import InputError
 
     upgrade(database_url)
@@ -123,8 +123,8 @@ def test_downgrade_refuses_to_delete_rows_without_force(database_url: str) -> No
 def test_cli_db_downgrade_exits_2_without_force(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from langclass.app.cli import app
-    from langclass.app.db import upgrade
+    from langclass.app.cli.commands import app
+    from langclass.app.store.db import upgrade
     from langclass.app.settings import get_settings
 
     upgrade(database_url)
@@ -168,7 +168,7 @@ def test_an_outage_logs_one_traceback_then_one_line_per_interval(monkeypatch: py
 
 
 def test_api_key_in_the_query_never_reaches_the_access_log(make_client: Any, migrated_url: str) -> None:
-    from langclass.app.security import RedactQuerySecrets
+    from langclass.app.web.security import RedactQuerySecrets
 
     make_client(migrated_url, worker_slots=0)  # the lifespan installs the filter
     access = logging.getLogger("uvicorn.access")

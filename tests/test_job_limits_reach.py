@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from langclass.app import jobs as jobrepo
-from langclass.app.db import Database
-from langclass.app.executor import worker_config
-from langclass.app.worker import WorkerConfig, run_claim
+from langclass.app.store import jobs as jobrepo
+from langclass.app.store.db import Database
+from langclass.app.execution.executor import worker_config
+from langclass.app.execution.worker import WorkerConfig, run_claim
 from langclass.core.base.limits import Limits
 from test_jobs_repo import add_job, add_language, row
 

@@ -195,9 +195,9 @@ def test_api_job_limits_are_raised_by_settings(make_client: Any, migrated_url: s
 
 def test_a_job_past_its_wall_clock_budget_is_stopped_and_failed(migrated_url: str, tmp_path: Path) -> None:
     """A budget far below the work: the endless job is stopped at its first poll after the budget."""
-    from langclass.app import jobs as jobrepo
-    from langclass.app.db import Database
-    from langclass.app.worker import WorkerConfig, run_claim
+    from langclass.app.store import jobs as jobrepo
+    from langclass.app.store.db import Database
+    from langclass.app.execution.worker import WorkerConfig, run_claim
     from test_jobs_repo import SUPPORT, add_job, add_language, row
 
     db = Database(migrated_url)
@@ -218,7 +218,7 @@ def test_a_job_past_its_wall_clock_budget_is_stopped_and_failed(migrated_url: st
 def test_plot_shows_a_stored_mathtext_label_as_typed() -> None:
     """A job stored before labels were validated may carry ``$\\undefinedmacro{x}$``: the plot must
     still draw (it raised inside matplotlib's mathtext parser: a 500 on every request)."""
-    from langclass.app.plot import plot_accuracy_by_length
+    from langclass.app.usecases.plot import plot_accuracy_by_length
 
     run = {"encoding": "$\\undefinedmacro{x}$", "accuracy_by_length": {"5": 1.0, "6": 0.5}, "longest_perfect_length": 5}
     png = plot_accuracy_by_length({"runs": [run], "settings": {"train_lengths": [1, 4]}})

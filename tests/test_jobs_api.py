@@ -87,7 +87,7 @@ def client(make_client: Any, migrated_url: str) -> Any:
 
 @pytest.fixture
 def sqlite_client(make_client: Any, sqlite_url: str) -> Any:
-    from langclass.app.db import upgrade
+    from langclass.app.store.db import upgrade
 
     upgrade(sqlite_url)
     return make_client(sqlite_url, job_lease_s=5.0, worker_slots=1)
@@ -192,7 +192,7 @@ def test_cancel_queued_and_running_jobs_and_plot_before_result(make_client: Any,
     """With no worker slot, a job stays queued: DELETE cancels it at once. With a slot, a long job
     is asked to stop (202) and ends cancelled within a heartbeat. (The conditional updates behind
     this are tested on both backends in test_jobs_repo.)"""
-    from langclass.app.db import upgrade
+    from langclass.app.store.db import upgrade
 
     migrated_url = sqlite_url
     upgrade(migrated_url)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from langclass.app.cli import app
+from langclass.app.cli.commands import app
 
 pytestmark = pytest.mark.slow
 
@@ -77,13 +77,13 @@ def test_train_from_dfa_file(tmp_path: Path) -> None:
 
 
 def test_worker_command_runs_queued_jobs_and_stops_on_sigterm(sqlite_url: str) -> None:
-    from langclass.app.db import Database, upgrade
+    from langclass.app.store.db import Database, upgrade
 
     from test_jobs_repo import add_job, row
 
     upgrade(sqlite_url)
     db = Database(sqlite_url)
-    from langclass.app import repository as repo
+    from langclass.app.store import repository as repo
     from langclass.core.automata.export import dfa_to_json
     from langclass.core.ingest.parse import parse_regex
 
@@ -95,7 +95,7 @@ def test_worker_command_runs_queued_jobs_and_stops_on_sigterm(sqlite_url: str) -
                   kind="construct")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANGCLASS_")}
     env.update(LANGCLASS_DATABASE_URL=sqlite_url, LANGCLASS_JOB_LEASE_S="4")
-    proc = subprocess.Popen([sys.executable, "-m", "langclass.app.cli", "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "-m", "langclass.app.cli.commands", "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         end = time.monotonic() + 90
         while time.monotonic() < end and row(db, jid).status not in ("succeeded", "failed"):

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from langclass.app import jobs as jobrepo
-from langclass.app import repository as repo
-from langclass.app.db import Database, upgrade
-from langclass.app.orm import utcnow
-from langclass.app.worker import Worker, WorkerConfig, run_claim
+from langclass.app.store import jobs as jobrepo
+from langclass.app.store import repository as repo
+from langclass.app.store.db import Database, upgrade
+from langclass.app.store.orm import utcnow
+from langclass.app.execution.worker import Worker, WorkerConfig, run_claim
 
 SUPPORT = {"train": "test_jobs_support:sleep_job", "construct": "test_jobs_support:failing_job"}
 
@@ -60,7 +60,7 @@ def test_orm_matches_migration_for_jobs(database_url: str) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from langclass.app.orm import Base
+    from langclass.app.store.orm import Base
 
     upgrade(database_url)
     d = Database(database_url)

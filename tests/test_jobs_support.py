@@ -1,7 +1,7 @@
 """Job functions for the job/executor tests (importable by spawned worker processes and Ray tasks).
 
 They follow the job-function contract ``f(spec, *, progress, should_cancel) -> dict`` of
-:data:`langclass.app.jobs.JOB_KINDS` and leave traces on disk so a test can see which process ran
+:data:`langclass.app.store.jobs.JOB_KINDS` and leave traces on disk so a test can see which process ran
 which attempt (and kill it).
 """
 

@@ -15,8 +15,8 @@ import anyio
 import pytest
 
 from langclass.app import main as app_main
-from langclass.app import service
-from langclass.app.runner import ClassifyRunner, LightLane
+from langclass.app.usecases import service
+from langclass.app.execution.runner import ClassifyRunner, LightLane
 from langclass.core.base.errors import LimitExceeded
 from langclass.core.base.limits import Limits
 
@@ -145,7 +145,7 @@ def test_the_classification_body_is_built_in_the_worker_as_the_response_model_wo
     ``response_model=Classification`` produces from the record."""
     from pydantic import TypeAdapter
 
-    from langclass.app.schemas import Classification
+    from langclass.app.usecases.schemas import Classification
 
     def broken(record: Any) -> bytes:
         raise AssertionError("the API process serialized a classification")

@@ -1,14 +1,18 @@
-"""The import graph of langclass/ has no cycle and never runs up the layers (issue 12).
+"""The import graph of langclass/ has no cycle and never runs up the stages (issues 12 and 26).
 
-Layers, lowest first (docs/architecture.md draws them):
+Stages, lowest first (docs/architecture.md draws them); the folder list of core/ and app/ reads
+like the data flow:
 
-    version ← core ← models ← {orm, pagination, errors, settings, db, …} ← {repository, jobs, job_records}
-            ← {service, experiments, runner} ← {routes, pages, cli, worker, executor, api, …} ← main
+    version ← core.base ← core.automata ← core.logic ← core.ingest ← core.algebra ← core.synthesis
+            ← core.precision ← {core.analysis, core.drawing, core.census} ← models
+            ← {app.errors, app.settings} ← app.store ← app.execution ← app.usecases
+            ← {app.web, app.cli, api} ← {app.main, langclass}
 
 Every ``import`` / ``from … import`` of a langclass module is read from the source with ``ast`` —
 module-level and inside functions alike (a lazy import that runs upward is still a dependency that
-runs upward). A module may import from its own layer or any lower one; the graph of module-level
-imports must be acyclic, and so must the graph of all imports across different modules.
+runs upward). A module may import from its own stage or any lower one; the graph of module-level
+imports must be acyclic, and so must the graph of all imports across different modules. Every
+module of core/ and app/ lies in a stage folder except the few named on top of each.
 """
 
 from __future__ import annotations
@@ -23,22 +27,31 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "langclass"
 
-# (layer number, module-name prefixes); the first matching prefix, longest first, decides
+# (layer number, name, module-name prefixes); the longest matching prefix decides
 LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (0, "version", ("langclass.version",)),
-    (1, "core", ("langclass.core",)),
-    (2, "models", ("langclass.models",)),
-    (3, "app foundation: tables, cursors, errors, settings, database, response models",
-     ("langclass.app.orm", "langclass.app.pagination", "langclass.app.errors", "langclass.app.settings",
-      "langclass.app.db", "langclass.app.query", "langclass.app.isolation", "langclass.app.plot", "langclass.app.plot_sectors",
-      "langclass.app.evidence_models", "langclass.app.schemas")),
-    (4, "repositories", ("langclass.app.repository", "langclass.app.jobs", "langclass.app.job_records")),
-    (5, "use cases", ("langclass.app.service", "langclass.app.experiments", "langclass.app.runner")),
-    (6, "interfaces", ("langclass.app.routes", "langclass.app.pages", "langclass.app.cli", "langclass.app.batch",
-                       "langclass.app.worker", "langclass.app.executor", "langclass.app.problems",
-                       "langclass.app.body", "langclass.app.security", "langclass.api")),
-    (7, "entry points", ("langclass.app.main", "langclass.app", "langclass")),
+    (1, "core.base: errors, limits, input checks, wording", ("langclass.core.base",)),
+    (2, "core.automata: DFAs, minimization, graphs, words, export", ("langclass.core.automata",)),
+    (3, "core.logic: formulas and B-RASP programs", ("langclass.core.logic",)),
+    (4, "core.ingest: sources read into the canonical DFA", ("langclass.core.ingest",)),
+    (5, "core.algebra: monoid, Green's structure, class deciders, lattice", ("langclass.core.algebra",)),
+    (6, "core.synthesis: formulas and programs from automata", ("langclass.core.synthesis",)),
+    (7, "core.precision: floats, rotation tables, the encoding choice", ("langclass.core.precision",)),
+    (8, "core on top: analysis, drawing, census", ("langclass.core",)),
+    (9, "models", ("langclass.models",)),
+    (10, "app on top: the service's errors and settings", ("langclass.app.errors", "langclass.app.settings")),
+    (11, "app.store: tables, database, cursors, repositories", ("langclass.app.store",)),
+    (12, "app.execution: isolation, the request runner, workers, executors", ("langclass.app.execution",)),
+    (13, "app.usecases: classification records, experiments, response models, plots", ("langclass.app.usecases",)),
+    (14, "interfaces: app.web, app.cli, the Python API", ("langclass.app.web", "langclass.app.cli", "langclass.api")),
+    (15, "entry points: the app factory and the package roots", ("langclass.app.main", "langclass.app", "langclass")),
 ]
+
+# the modules allowed directly in core/ and app/ (every other one lies in a stage folder)
+ON_TOP = {
+    "langclass.core": {"analysis", "drawing", "census"},
+    "langclass.app": {"errors", "settings", "main"},
+}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -59,7 +72,7 @@ def layer_of(module: str) -> int:
     best = None
     for num, _, prefixes in LAYERS:
         for pre in prefixes:
-            if module == pre or module.startswith(pre + ".") or (pre.endswith("cli") and module.startswith(pre + "_")):
+            if module == pre or module.startswith(pre + "."):
                 if best is None or len(pre) > best[1]:
                     best = (num, len(pre))
     assert best is not None, f"module {module} has no layer: add it to LAYERS (and docs/architecture.md)"
@@ -166,13 +179,40 @@ def test_no_import_cycle(module_level_only: bool) -> None:
     assert cyc is None, "import cycle: " + " → ".join(cyc)
 
 
+def test_core_and_app_rooms_lie_in_stage_folders() -> None:
+    for pkg, allowed in ON_TOP.items():
+        folder = ROOT / Path(*pkg.split("."))
+        loose = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
+        assert loose == allowed, f"{pkg}: modules outside a stage folder: {sorted(loose - allowed)}; missing: {sorted(allowed - loose)}"
+
+
+def test_every_stage_package_says_what_it_is_and_may_import() -> None:
+    stages = [m for m in MODULES if MODULES[m][1] and m.count(".") == 2 and m.split(".")[1] in ("core", "app")]
+    assert len(stages) >= 12, stages
+    for m in stages:
+        doc = ast.get_docstring(ast.parse(MODULES[m][0].read_text(encoding="utf-8"))) or ""
+        first = doc.splitlines()[0] if doc else ""
+        assert "Stage" in first and "import" in first, f"{m}: the first docstring line names the stage and what it may import"
+
+
+def test_the_stages_run_in_data_flow_order() -> None:
+    order = ["langclass.core.base.errors", "langclass.core.automata.automaton", "langclass.core.logic.formulas",
+             "langclass.core.ingest.parse", "langclass.core.algebra.monoid", "langclass.core.synthesis.fo_mod",
+             "langclass.core.precision.numerics", "langclass.core.analysis", "langclass.models.train",
+             "langclass.app.settings", "langclass.app.store.db", "langclass.app.execution.worker",
+             "langclass.app.usecases.service", "langclass.app.web.routes", "langclass.app.main"]
+    layers = [layer_of(m) for m in order]
+    assert layers == sorted(layers) and len(set(layers)) == len(layers), list(zip(order, layers))
+    assert layer_of("langclass.app.cli.commands") == layer_of("langclass.app.web.pages")
+
+
 def test_the_walker_sees_cycles_and_upward_imports() -> None:
     """The checks above are real: a planted cycle and a planted upward import are found."""
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": {"c"}}) is None
-    assert layer_of("langclass.core.analysis") < layer_of("langclass.models.train") < layer_of("langclass.app.jobs")
-    assert layer_of("langclass.app.jobs") < layer_of("langclass.app.service") < layer_of("langclass.app.cli_jobs")
-    assert layer_of("langclass.app.worker") < layer_of("langclass.app.main")
+    assert layer_of("langclass.core.analysis") < layer_of("langclass.models.train") < layer_of("langclass.app.store.jobs")
+    assert layer_of("langclass.app.store.jobs") < layer_of("langclass.app.usecases.service") < layer_of("langclass.app.cli.jobs")
+    assert layer_of("langclass.app.execution.worker") < layer_of("langclass.app.main")
     assert any(t == "langclass.core.automata.automaton" for t, _, _ in GRAPH["langclass.core.analysis"])
 
 
@@ -183,8 +223,8 @@ def _loaded_after(module: str) -> set[str]:
 
 
 def test_worker_loads_no_web_framework_and_analysis_no_torch() -> None:
-    worker = _loaded_after("langclass.app.worker")
-    assert "langclass.app.worker" in worker
+    worker = _loaded_after("langclass.app.execution.worker")
+    assert "langclass.app.execution.worker" in worker
     assert not {"fastapi", "starlette"} & worker, sorted({"fastapi", "starlette"} & worker)
     analysis = _loaded_after("langclass.core.analysis")
     assert "langclass.core.analysis" in analysis
@@ -196,7 +236,7 @@ def test_worker_loads_no_web_framework_and_analysis_no_torch() -> None:
 def test_core_errors_know_no_http_and_the_app_maps_every_class_to_a_status() -> None:
     """HTTP statuses live in the app layer (app/errors.py), not on core's error classes."""
     from langclass.app.errors import http_status, problem_dict
-    from langclass.app.problems import problem_catalogue
+    from langclass.app.web.problems import problem_catalogue
     from langclass.core.base import errors as core_errors
 
     core_classes = [c for c in vars(core_errors).values()

@@ -61,7 +61,7 @@ def test_old_forms_carry_a_deprecation_note() -> None:
 
 
 def test_cli_forms_mean_what_the_api_forms_mean() -> None:
-    from langclass.app.cli_jobs import parse_lengths
+    from langclass.app.cli.jobs import parse_lengths
 
     assert parse_lengths("41..60") == {"range": [41, 60]}
     assert parse_lengths("41..500:10") == {"range": [41, 500], "step": 10}

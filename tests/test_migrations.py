@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import create_engine, inspect, select
 from sqlalchemy import delete as sa_delete
 
-from langclass.app.db import Database, downgrade, schema_status, upgrade
-from langclass.app.orm import LanguageClassRow, LanguageRow
+from langclass.app.store.db import Database, downgrade, schema_status, upgrade
+from langclass.app.store.orm import LanguageClassRow, LanguageRow
 
 MY_TABLES = {"languages", "language_classes"}
 
@@ -50,7 +50,7 @@ def test_orm_matches_migrations(database_url: str) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from langclass.app.orm import Base
+    from langclass.app.store.orm import Base
 
     upgrade(database_url)
     engine = create_engine(database_url)

@@ -81,8 +81,8 @@ def test_finished_train_job_pages_show_plot_and_runs(make_client: Any, sqlite_ur
     import torch
 
     import langclass
-    from langclass.app import jobs as jobrepo
-    from langclass.app.db import upgrade
+    from langclass.app.store import jobs as jobrepo
+    from langclass.app.store.db import upgrade
 
     torch.set_num_threads(1)
     upgrade(sqlite_url)
@@ -118,8 +118,8 @@ def test_language_page_never_prints_python_none(api: Any, body: dict) -> None:
 
 def test_construct_job_page_states_the_length_range_exactness_holds_for(make_client: Any, sqlite_url: str) -> None:
     """A Y^k construction is exact only up to N_max: the page says so (before: a bare "exact: True")."""
-    from langclass.app import jobs as jobrepo
-    from langclass.app.db import upgrade
+    from langclass.app.store import jobs as jobrepo
+    from langclass.app.store.db import upgrade
 
     upgrade(sqlite_url)
     api = make_client(sqlite_url, worker_slots=0)
@@ -143,8 +143,8 @@ def test_construct_job_page_states_the_length_range_exactness_holds_for(make_cli
 def test_finished_job_page_full_progress_and_one_verdict_line_each(make_client: Any, sqlite_url: str) -> None:
     """A succeeded job's bar is full (not value 0 next to "done"); a failed one hides it; the
     verdict's per-encoding lines render one per paragraph, not run together."""
-    from langclass.app import jobs as jobrepo
-    from langclass.app.db import upgrade
+    from langclass.app.store import jobs as jobrepo
+    from langclass.app.store.db import upgrade
 
     upgrade(sqlite_url)
     api = make_client(sqlite_url, worker_slots=0)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from langclass.app.db import upgrade
-from langclass.app.security import PAGE_HEADER, SESSION_COOKIE
+from langclass.app.store.db import upgrade
+from langclass.app.web.security import PAGE_HEADER, SESSION_COOKIE
 
 BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 KEY = "page-key-0123456789"
@@ -64,7 +64,7 @@ def test_signing_in_lets_the_pages_write_and_only_them(make_client: Any, sqlite_
 
 
 def test_a_cookie_from_a_removed_key_is_void(make_client: Any, sqlite_url: str) -> None:
-    from langclass.app.security import session_token
+    from langclass.app.web.security import session_token
 
     upgrade(sqlite_url)
     api = make_client(sqlite_url, worker_slots=0, api_keys="another-key-98765", require_key_for_writes=True)

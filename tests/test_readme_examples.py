@@ -165,7 +165,7 @@ class _Shell:
 
 @pytest.mark.slow
 def test_api_examples_run_as_written(make_client: Any, sqlite_url: str) -> None:
-    from langclass.app.db import upgrade
+    from langclass.app.store.db import upgrade
 
     upgrade(sqlite_url)
     client = make_client(sqlite_url, worker_slots=0)
@@ -210,14 +210,14 @@ def _cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subpr
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("LANGCLASS_")}
     full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "langclass.app.cli", *args], cwd=cwd, env=full_env,
+    return subprocess.run([sys.executable, "-m", "langclass.app.cli.commands", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=300)
 
 
 def test_cli_examples_run_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from langclass.app.cli import app
+    from langclass.app.cli.commands import app
     from langclass.app.settings import get_settings
 
     section = _section("CLI tour")

@@ -33,8 +33,8 @@ def test_sectors_job_is_queued_with_the_classifier_prediction_and_its_function_r
     # what a worker runs for this kind, on the stored spec
     import importlib
 
-    from langclass.app.jobs import JOB_KINDS
-    from langclass.app.plot_sectors import plot_sectors
+    from langclass.app.store.jobs import JOB_KINDS
+    from langclass.app.usecases.plot_sectors import plot_sectors
 
     module, func = JOB_KINDS["sectors"].split(":")
     res = getattr(importlib.import_module(module), func)(job["spec"])

@@ -30,7 +30,7 @@ def served(tmp_path: Path) -> Any:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANGCLASS_")}
     env.update(PYTHONPATH=str(ROOT), LANGCLASS_DATABASE_URL=f"sqlite:///{tmp_path / 'serve.db'}")
-    proc = subprocess.Popen([sys.executable, "-m", "langclass.app.cli", "serve", "--port", str(port)], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "langclass.app.cli.commands", "serve", "--port", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 90

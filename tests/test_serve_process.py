@@ -37,7 +37,7 @@ def _free_port() -> int:
 
 def _serve(tmp_path: Path, port: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "langclass.app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "langclass.app.cli.commands", "serve", "--host", "127.0.0.1", "--port", str(port)],
         env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
     )
 
@@ -85,7 +85,7 @@ def test_worker_whose_parent_left_before_it_was_ready_exits_quietly() -> None:
     """The parent closes both pipes before the worker has even started: its ready handshake meets a
     broken pipe, which must end it with status 0 and nothing on standard error."""
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen([sys.executable, "-m", "langclass.app.isolation"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "langclass.app.execution.isolation"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stdin is not None and proc.stderr is not None
     proc.stdout.close()

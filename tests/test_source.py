@@ -86,7 +86,7 @@ def test_the_source_record_and_the_formula_are_kept():
 def test_interfaces_share_the_reader():
     """The API service, the Python API and the CLI's train/construct options report the same rule."""
     from langclass.api import classify
-    from langclass.app.service import parse_language as api_parse
+    from langclass.app.usecases.service import parse_language as api_parse
     from langclass.core.base.limits import Limits
 
     with pytest.raises(InputError, match=r"^give exactly one of 'regex', 'dfa' or 'formula' \(got none\)$"):

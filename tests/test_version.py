@@ -6,7 +6,7 @@ import pytest
 
 
 def test_one_code_version_function() -> None:
-    from langclass.app import service
+    from langclass.app.usecases import service
     from langclass.models import experiment
     from langclass.version import code_version
 
@@ -38,7 +38,7 @@ def test_classify_and_construct_n_max_agree_at_one_score_scale() -> None:
 
     from typer.testing import CliRunner
 
-    from langclass.app.cli import app
+    from langclass.app.cli.commands import app
     from langclass.core.precision.encoding_choice import DEFAULT_PARAMS
 
     runner = CliRunner()

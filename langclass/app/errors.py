@@ -1,7 +1,7 @@
 """The service's own errors: one family with core's :class:`~langclass.core.base.errors.LangclassError`.
 
 Raised by the repository, the jobs table, pagination, the body reader and the security checks;
-rendered as problem details by :mod:`langclass.app.problems` (the only place that knows FastAPI).
+rendered as problem details by :mod:`langclass.app.web.problems` (the only place that knows FastAPI).
 Importing this module loads no web framework, so job workers can raise and catch them.
 
 This is also where an error *type* meets HTTP: core's errors carry no status (core knows no HTTP);
@@ -101,7 +101,7 @@ class ConflictError(ServiceError):
 
 
 class InvalidCursorError(ServiceError):
-    """A pagination cursor that is not well-formed (see :func:`langclass.app.pagination.decode_cursor`)."""
+    """A pagination cursor that is not well-formed (see :func:`langclass.app.store.pagination.decode_cursor`)."""
 
     code = "invalid-cursor"
     status = 400

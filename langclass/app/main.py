@@ -7,7 +7,7 @@ database that is behind).
 
 Extension points for later issues (append one entry each):
 
-* :data:`langclass.app.routes.ROUTERS` — routers to mount;
+* :data:`langclass.app.web.routes.ROUTERS` — routers to mount;
 * :data:`LIFESPAN_HOOKS` — async context managers ``hook(app)`` entered at start-up and left at
   shutdown (e.g. embedded job workers).
 """
@@ -27,15 +27,15 @@ from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .db import Database
-from .executor import executor_lifespan
-from .query import strict_query
-from .problems import HeadAsGetMiddleware, PayloadTooLarge, install_problem_handlers, problem_response
-from .routes import ROUTERS
-from .body import refuse_nul_parameters
-from .runner import ClassifyRunner, LightLane
-from .security import install_access_log_redaction
-from .service import code_version
+from langclass.app.store.db import Database
+from langclass.app.execution.executor import executor_lifespan
+from langclass.app.web.query import strict_query
+from langclass.app.web.problems import HeadAsGetMiddleware, PayloadTooLarge, install_problem_handlers, problem_response
+from langclass.app.web.routes import ROUTERS
+from langclass.app.web.body import refuse_nul_parameters
+from langclass.app.execution.runner import ClassifyRunner, LightLane
+from langclass.app.web.security import install_access_log_redaction
+from langclass.app.usecases.service import code_version
 from .settings import Settings, get_settings
 
 __all__ = ["create_app", "create_served_app", "freeze_startup_objects", "LIFESPAN_HOOKS", "BodySizeLimitMiddleware", "ArrivalMiddleware"]
@@ -244,8 +244,8 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
         settings: the configuration; default :func:`~langclass.app.settings.get_settings` (environment).
         freeze_gc: at the end of the start-up, :func:`freeze_startup_objects` (for a served process).
 
-    ``app.state`` holds ``settings``, ``db`` (:class:`~langclass.app.db.Database`) and ``runner``
-    (:class:`~langclass.app.runner.ClassifyRunner`).
+    ``app.state`` holds ``settings``, ``db`` (:class:`~langclass.app.store.db.Database`) and ``runner``
+    (:class:`~langclass.app.execution.runner.ClassifyRunner`).
     """
     settings = settings or get_settings()
     db = Database(settings.database_url)
@@ -291,8 +291,8 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
     app.add_middleware(ArrivalMiddleware)  # added last = outermost: the stamp is taken first
     for router in ROUTERS:
         app.include_router(router)
-    from .pages import STATIC_DIR
-    from .pages import router as pages_router
+    from langclass.app.web.pages import STATIC_DIR
+    from langclass.app.web.pages import router as pages_router
 
     app.include_router(pages_router)  # the web pages (docs/web.md)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")

@@ -1,0 +1,196 @@
+"""``langclass construct``: build an exact transformer and verify it at every length.
+
+Examples::
+
+    langclass construct --formula 'MOD(2,1) & !P(MOD(2,0) & !a | MOD(2,1) & !b)' --alphabet ab
+    langclass construct --regex 'a(a|b)*' --alphabet ab --json        # synthesized LTL[P] formula, NoPE
+    langclass construct --formula 'P(b & Y a)' --alphabet abc --all-words 7
+    langclass construct --program dyck.brasp --alphabet ab --regex '(a(ab)*b)*'   # hard attention
+    langclass construct --formula 'Y a' --alphabet ab --dtype bfloat16 --target-length 20
+    langclass construct --regex '(a|b)*a' --alphabet ab --y-mode recency --random-max-length 10000
+
+The result record is the one the job API stores for experiments of kind ``construct``
+(:func:`langclass.models.verify.run_construction`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from langclass.core.base.errors import InputError, LangclassError
+from .common import fail as _fail
+from .common import parse_alphabet
+
+__all__ = ["register", "construct", "build_spec"]
+
+
+def build_spec(*, formula: str | None, regex: str | None, dfa_text: str | None, program_text: str | None,
+               alphabet: list[str] | None, options: dict[str, Any]) -> dict[str, Any]:
+    """The job spec for :func:`~langclass.models.verify.run_construction` from CLI arguments.
+
+    Raises:
+        InputError: no input, or an input that needs an alphabet without one.
+    """
+    spec: dict[str, Any] = {}
+    given = [name for name, v in (("formula", formula), ("program", program_text)) if v is not None]
+    if len(given) > 1:
+        raise InputError("give at most one of --formula and --program", field="formula")
+    if formula is not None:
+        spec["formula"] = formula
+    if program_text is not None:
+        spec["program"] = program_text
+    if regex is not None:
+        spec["regex"] = regex
+    if dfa_text is not None:
+        try:
+            spec["dfa"] = json.loads(dfa_text)
+        except json.JSONDecodeError as exc:
+            from langclass.core.base.errors import DfaFormatError
+
+            raise DfaFormatError(f"the DFA file is not valid JSON: {exc}", field="dfa") from None
+    if not spec:
+        raise InputError("give --formula, --program, --regex or --dfa", field="formula")
+    if regex is not None and dfa_text is not None:
+        raise InputError("give at most one of --regex and --dfa", field="regex")
+    if alphabet is not None:
+        spec["alphabet"] = alphabet
+    elif "dfa" not in spec:
+        raise InputError("--alphabet is required (the alphabet is never inferred)", field="alphabet")
+    spec["options"] = {k: v for k, v in options.items() if v is not None}
+    return spec
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the {what} file {path}: {exc}", field=what) from None
+
+
+def construct(
+    formula: Annotated[Optional[str], typer.Option("--formula", "-f", help="LTL formula, e.g. 'P(b & Y a)'")] = None,
+    regex: Annotated[Optional[str], typer.Option("--regex", "-r", help="regex (a formula is synthesized when one is known)")] = None,
+    dfa: Annotated[Optional[Path], typer.Option("--dfa", help="DFA JSON file ('-' = standard input)")] = None,
+    program: Annotated[Optional[Path], typer.Option("--program", help="B-RASP program file (hard attention)")] = None,
+    alphabet: Annotated[Optional[str], typer.Option("--alphabet", "-a", help="'ab' = {a,b}; 'x1,x2' for longer symbols; '\\,' is a comma symbol ('a,\\,' = {a, ','})")] = None,
+    attention: Annotated[str, typer.Option(help="auto | soft | hard")] = "auto",
+    dtype: Annotated[str, typer.Option(help="float32 | bfloat16 | float16 | float64")] = "float32",
+    all_words: Annotated[Optional[int], typer.Option("--all-words", help="check every word up to this length")] = None,
+    random_words: Annotated[int, typer.Option(help="random words (half accepted, half rejected)")] = 32,
+    random_max_length: Annotated[int, typer.Option(help="longest random word")] = 2000,
+    seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    y_mode: Annotated[str, typer.Option("--y-mode", help="Y heads: rope (conventional RoPE, exact up to N_max) | recency (ALiBi slope ≥ f_large, exact at every length)")] = "rope",
+    g: Annotated[float, typer.Option(help="RoPE angle of the Y^k heads (radians per position)")] = 1.0,
+    c_y: Annotated[Optional[float], typer.Option("--c-y", help="score scale of the Y^k heads (overrides --target-length)")] = None,
+    target_length: Annotated[int, typer.Option(help="length the Y^k scale C_Y is chosen to certify")] = 300,
+    as_json: Annotated[bool, typer.Option("--json", help="print the full result record")] = False,
+    show_program: Annotated[bool, typer.Option("--show-program", help=f"print the whole B-RASP program and formula (by default only when at most {SHORT_PROGRAM_LINES} lines / {SHORT_FORMULA_CHARS} characters)")] = False,
+) -> None:
+    """Construct the exact transformer of a formula / B-RASP program / language and verify it."""
+
+    try:
+        spec = build_spec(
+            formula=formula, regex=regex,
+            dfa_text=_read(dfa, "dfa") if dfa is not None else None,
+            program_text=_read(program, "program") if program is not None else None,
+            alphabet=parse_alphabet(alphabet) if alphabet is not None else None,
+            options={"attention": attention, "dtype": dtype, "all_words_up_to": all_words, "random_words": random_words,
+                     "random_max_length": random_max_length, "seed": seed, "y_mode": y_mode, "g": g, "C_y": c_y,
+                     "target_length": target_length},
+        )
+        from langclass.models.verify import run_construction
+
+        result = run_construction(spec)
+    except LangclassError as err:
+        _fail(err, as_json)
+        return
+    if as_json:
+        typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+        return
+    m = result["model"]
+    for line in summary_lines(result, show_program):
+        typer.echo(line)
+    typer.echo(f"model      {result['attention']} attention, encoding {result['encoding']}, {m['layers']} layers, "
+               f"{m['heads']} heads, d_model {m['d_model']}, {m['dtype']}")
+    if result["n_max"] is not None:
+        typer.echo(f"N_max      {result['n_max']} (certified range of the Y^k heads, Eq. 10){_scale_note(m)}")
+    typer.echo(f"exact      {result['exact']}   all words ≤ {result['all_words_up_to']} ({result['words_checked']} words), "
+               f"random words ≤ {result['random_words_up_to']} ({result['random_words_checked']})")
+    if result["first_failure"]:
+        ff = result["first_failure"]
+        word = ff["word"] if isinstance(ff["word"], str) else " ".join(ff["word"])
+        typer.echo(f"failure    {word[:80]}{'…' if len(word) > 80 else ''} (length {ff['length']}): "
+                   f"expected {ff['expected']}, produced {ff['produced']}")
+    b = result["beyond_n_max"]
+    if b:
+        typer.echo(f"beyond     {b['words_checked']} words longer than N_max (≤ {b['longest']}): {b['wrong']} wrong, "
+                   f"{b['inexact']} inexact")
+    if not result["exact"]:
+        raise typer.Exit(code=1)
+
+
+SHORT_PROGRAM_LINES = 40
+"""A B-RASP program of at most this many lines is printed whole without ``--show-program``."""
+SHORT_FORMULA_CHARS = 600
+"""A formula of at most this many characters is printed whole without ``--show-program``."""
+
+
+def summary_lines(result: dict, show_program: bool = False) -> list[str]:
+    """The formula, synthesis and program lines of the ``construct`` summary of a
+    :func:`~langclass.models.verify.run_construction` record: a long formula or program is summarized
+    (its size; ``--show-program`` or ``--json`` has it), a formula too large to be stored says so with
+    its size, and the synthesis line says whether the formula was verified equivalent to the DFA."""
+    lines: list[str] = []
+    frag = f"   [{result['fragment']}]" if result.get("fragment") else ""
+    syn = result.get("synthesis") or {}
+    text = result.get("formula")
+    if text is not None:
+        if show_program or len(text) <= SHORT_FORMULA_CHARS:
+            lines.append(f"formula    {text}{frag}")
+        else:
+            size = f", {syn['formula_tree_size']:,} nodes" if syn.get("formula_tree_size") else ""
+            lines.append(f"formula    {text[:120]}… ({len(text):,} characters{size}; --show-program or --json prints it){frag}")
+    elif syn.get("formula_tree_size"):
+        lines.append(f"formula    not shown: {syn['formula_tree_size']:,} nodes as a tree "
+                     f"({syn.get('formula_distinct_subformulas', '?'):,} distinct subformulas), too large to print{frag}")
+    if syn:
+        verified = syn.get("verified")
+        lines.append(f"synthesis  {syn['method']} ({syn['source']})")
+        lines.append(f"verified   {verified}   (synthesized formula equivalent to the minimal DFA)" if verified is not None
+                     else "verified   not checked")
+    program = result.get("program")
+    if program:
+        program_lines = program.splitlines()
+        if show_program or len(program_lines) <= SHORT_PROGRAM_LINES:
+            lines.append("program    " + program.replace("\n", "\n           "))
+        else:
+            m = result.get("model") or {}
+            lines.append(f"program    {len(program_lines):,} lines, depth {m.get('program_depth', '?')} "
+                         f"(--show-program prints it; --json has it)")
+    return lines
+
+
+def _scale_note(model: dict) -> str:
+    """Which Y^k score scale C_Y the range holds for, and why ``classify`` reports another N_max:
+    the classification certifies conventional RoPE at its score scale C (``encodings.soft.parameters.C``,
+    ``DEFAULT_PARAMS.C``), the construction by default picks the smallest C_Y that certifies ``--target-length``."""
+    from langclass.core.precision.encoding_choice import DEFAULT_PARAMS
+
+    constants = model.get("constants") or {}
+    c_y = constants.get("C_Y")
+    if c_y is None:
+        return ""
+    if constants.get("target_length") is not None:
+        return (f" at C_Y = {c_y:.3g}, chosen for --target-length {constants['target_length']}; "
+                f"classify's N_max is at C = {DEFAULT_PARAMS.C:g} (--c-y {DEFAULT_PARAMS.C:g} builds that range)")
+    return f" at C_Y = {c_y:.3g} (--c-y)"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``construct`` command to the ``langclass`` CLI."""
+    app.command("construct")(construct)

@@ -1,0 +1,93 @@
+"""Job records: the JSON of a job row (the Job resource and its listing form) and of a job's error.
+
+Nothing here writes the jobs table (:mod:`langclass.app.store.jobs` is its only writer and re-exports
+these functions); routes, pages and workers render rows and exceptions with them.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+from langclass.core.base.errors import LangclassError, LimitExceeded
+from langclass.app.errors import problem_dict
+from .orm import JobRow
+
+__all__ = ["error_record", "job_resource", "job_summary"]
+
+
+def error_record(exc: BaseException, *, attempt: int | None = None) -> dict[str, Any]:
+    """The ``error`` JSON for an exception raised by a job function.
+
+    :class:`LimitExceeded` → ``limit-exceeded`` (with ``limit`` and ``value``); another
+    :class:`LangclassError` → ``invalid-spec`` (with its ``code`` and ``field``); anything else →
+    ``run-error`` with the exception type and the last lines of the traceback.
+    """
+    if isinstance(exc, LimitExceeded):
+        out: dict[str, Any] = {"reason": "limit-exceeded", **problem_dict(exc)}
+    elif isinstance(exc, LangclassError):
+        out = {"reason": "invalid-spec", **problem_dict(exc)}
+    else:
+        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        out = {
+            "reason": "run-error",
+            "detail": f"{type(exc).__name__}: {exc}"[:2000],
+            "type": f"{type(exc).__module__}.{type(exc).__qualname__}",
+            "traceback": "".join(tb)[-4000:],
+        }
+    if attempt is not None:
+        out["attempt"] = attempt
+    return out
+
+
+def _spec_notes(row: JobRow) -> list[str]:
+    """How deprecated forms in a train job's spec were read (e.g. ``test_lengths: [21, 40]`` = the
+    range 21..40) and how to write them now; empty otherwise."""
+    if row.kind != "train" or not isinstance(row.spec, Mapping):
+        return []
+    from langclass.models.specs import length_notation_notes
+
+    return length_notation_notes(row.spec)
+
+
+def job_resource(row: JobRow) -> dict[str, Any]:
+    """The Job resource of a row (what ``GET /v1/jobs/{id}`` returns).
+
+    ``error`` describes the job as it stands: while a retry runs, the stored error belongs to the
+    attempt before it (a lost worker), so it is shown as ``previous_error`` and ``error`` is null.
+    """
+    running_retry = row.status == "running" and row.error is not None
+    return {
+        "id": row.id,
+        "language_id": row.language_id,
+        "kind": row.kind,
+        "status": row.status,
+        "cancel_requested": bool(row.cancel_requested),
+        "attempts": row.attempts,
+        "max_attempts": row.max_attempts,
+        "spec": row.spec,
+        "progress": row.progress,
+        "result": row.result,
+        "error": None if running_retry else row.error,
+        "previous_error": row.error if running_retry else None,
+        "notes": _spec_notes(row),
+        "created_at": row.created_at,
+        "started_at": row.started_at,
+        "heartbeat_at": row.heartbeat_at,
+        "lease_expires_at": row.lease_expires_at,
+        "finished_at": row.finished_at,
+        "links": {
+            "self": f"/v1/jobs/{row.id}",
+            "language": f"/v1/languages/{row.language_id}",
+            "plot": f"/v1/jobs/{row.id}/plot.png",
+        },
+    }
+
+
+def job_summary(row: JobRow) -> dict[str, Any]:
+    """The listing form: the resource without ``spec`` and ``result`` (fetch the job for those)."""
+    out = job_resource(row)
+    out.pop("spec")
+    out.pop("result")
+    return out

@@ -1,0 +1,162 @@
+"""ORM tables (SQLAlchemy 2 declarative). The schema itself changes only through ``migrations/``.
+
+``languages``         one row per language, keyed by the fingerprint of its canonical minimal
+                      complete DFA (SHA-256 hex), with the input it came from, the canonical DFA
+                      (export JSON), the full analysis record and the code version that made it.
+``language_classes``  one row per (language, class key) with the membership (true / false / NULL
+                      when undecided, e.g. monoid over its size cap), so ``?class=K&member=true``
+                      is an indexed query on SQLite and PostgreSQL alike.
+
+``jobs``              one row per long computation (train / construct) on a stored language, with
+                      its life cycle; written only by :mod:`langclass.app.store.jobs`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, CheckConstraint, DateTime, ForeignKey, Index, Integer, String, TypeDecorator
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+__all__ = ["Base", "LanguageRow", "LanguageClassRow", "JobRow", "UTCDateTime", "utcnow"]
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(timezone.utc)
+
+
+class UTCDateTime(TypeDecorator):
+    """A timestamp stored as UTC and always returned timezone-aware (SQLite drops the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        value = value.astimezone(timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every table."""
+
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: UTCDateTime}
+
+
+class LanguageRow(Base):
+    """A stored, classified language.
+
+    Columns:
+        id: fingerprint (SHA-256 hex of the canonical minimal complete DFA's canonical JSON).
+        name, tags: user labels (not part of the identity).
+        alphabet: the ordered alphabet (JSON list of symbols); ``alphabet_size`` its length.
+        source: the input as given (``{"kind": "regex", "regex": ..., "alphabet": [...]}``,
+            ``{"kind": "dfa", "dfa": {...}}`` or ``{"kind": "formula", ...}``).
+        dfa: the canonical DFA in the DFA JSON schema (integer state names).
+        num_states: states of the minimal complete DFA.
+        analysis: the classification record (``core.analysis.Analysis.to_dict()``).
+        code_version: version of the code that computed ``analysis``.
+        created_at: insertion time (UTC); with ``id`` the stable order of listings.
+    """
+
+    __tablename__ = "languages"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    tags: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    alphabet: Mapped[list[Any]] = mapped_column(JSON)
+    alphabet_size: Mapped[int] = mapped_column(Integer, index=True)
+    source: Mapped[dict[str, Any]] = mapped_column(JSON)
+    dfa: Mapped[dict[str, Any]] = mapped_column(JSON)
+    num_states: Mapped[int] = mapped_column(Integer, index=True)
+    analysis: Mapped[dict[str, Any]] = mapped_column(JSON)
+    code_version: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    classes: Mapped[list["LanguageClassRow"]] = relationship(
+        back_populates="language", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+    __table_args__ = (Index("ix_languages_created_at_id", "created_at", "id"),)
+
+
+class LanguageClassRow(Base):
+    """Membership of one language in one class (``member`` is NULL when undecided)."""
+
+    __tablename__ = "language_classes"
+
+    language_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("languages.id", ondelete="CASCADE"), primary_key=True
+    )
+    class_key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    member: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+
+    language: Mapped[LanguageRow] = relationship(back_populates="classes")
+
+    __table_args__ = (Index("ix_language_classes_key_member", "class_key", "member"),)
+
+
+class JobRow(Base):
+    """One job (see the module docstring for the life cycle).
+
+    Columns:
+        id: UUID4 string.
+        language_id: the stored language (DELETE with ``?cascade=true`` deletes its jobs; without it a language that has jobs is kept, 409).
+        kind: ``train`` | ``construct``.
+        status: ``queued`` | ``running`` | ``succeeded`` | ``failed`` | ``cancelled``.
+        spec: the job function's input, complete (language DFA, encodings with their resolved
+            parameters, profile, seeds, learning rates, overrides, prediction).
+        attempts / max_attempts: claims so far / the most allowed.
+        lease_owner: the current (or last) lease token ``host:pid:random``.
+        lease_expires_at / heartbeat_at: end of the lease / last heartbeat (UTC).
+        progress: the job function's last progress report (step, total, last evaluation, …).
+        result: the job function's JSON result (``runs``, ``summary``, ``verdict``, …).
+        error: ``{"reason", "detail", …}`` when the job failed or was retried / cancelled.
+        cancel_requested: set by ``DELETE /v1/jobs/{id}`` while running.
+        created_at / started_at / finished_at: UTC timestamps (started = first claim).
+    """
+
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    language_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("languages.id", ondelete="CASCADE", name="fk_jobs_language_id"), nullable=False
+    )
+    kind: Mapped[str] = mapped_column(String(32), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="queued")
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
+    lease_owner: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')", name="ck_jobs_status"
+        ),
+        CheckConstraint("attempts >= 0 AND max_attempts >= 1", name="ck_jobs_attempts"),
+        Index("ix_jobs_status_created_at", "status", "created_at"),
+        Index("ix_jobs_language_created_at", "language_id", "created_at", "id"),
+        Index("ix_jobs_created_at_id", "created_at", "id"),
+        Index("ix_jobs_status_lease", "status", "lease_expires_at"),
+    )

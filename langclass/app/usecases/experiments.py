@@ -1,0 +1,331 @@
+"""The experiment use cases shared by the API and the CLI: requests, specs, validation, the prediction.
+
+A train or construct experiment on a stored language becomes a job spec here — periodic encodings
+get the language's period, each encoding gets the theory's prediction (:func:`predicted_sufficient`)
+— and is checked before it is queued (:func:`validate_train_spec`, :func:`validate_construct_spec`),
+so a bad request is a 422 now rather than a failed job later. ``routes/jobs.py`` and
+``langclass.app.cli.jobs`` both call these; nothing here imports FastAPI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from langclass.core.base.errors import InputError, UnsupportedError
+from langclass.models.specs import EncodingItem, EncodingSpec, JobLimits, LearningRate, ProfileName, Seed, TrainOverrides
+
+__all__ = [
+    "ExperimentRequest",
+    "PERIODIC_FAMILIES",
+    "predicted_sufficient",
+    "build_train_spec",
+    "validate_train_spec",
+    "build_construct_spec",
+    "validate_construct_spec",
+    "sector_prediction",
+    "build_sectors_spec",
+    "validate_sectors_spec",
+]
+
+PERIODIC_FAMILIES = ("rope_periodic", "sinusoidal_periodic")
+"""Encoding families whose ``periods`` default to the language's LTL[P,MOD] period k."""
+
+MAX_SEEDS = 50
+MAX_LEARNING_RATES = 20
+MAX_ENCODINGS = 20
+
+
+EncodingChoice = EncodingSpec
+"""One encoding of an experiment, with explicit parameters (:class:`~langclass.models.specs.EncodingSpec`)."""
+
+
+class ExperimentRequest(BaseModel):
+    """An experiment to run as a job.
+
+    ``kind = "train"``: train recognizers for every (encoding, seed, learning rate) and compare each
+    encoding with the prediction (*Disentangling the Expressivity of RoPE*, App. E).
+    ``kind = "construct"``: build a transformer by construction and verify it; further fields (e.g.
+    ``formula``) go to the construction unchanged.
+    ``kind = "sectors"``: train PJ-bias recognizers (*PJ-RoPE: A Fourier–Jet–Affine Position Space
+    for Relative Attention*) and compare the sectors they select with the classification
+    (:mod:`langclass.models.sectors`); further fields: ``pj`` (pj_bias parameters), ``sparsity``
+    (λ values), ``max_root_order``, ``root_tolerance``, ``energy_threshold``
+    (:class:`~langclass.models.specs.SectorsSpec`).
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {"kind": "train", "encodings": ["nope", "rope_periodic"], "profile": "quick", "seeds": [0], "learning_rates": [3e-4]},
+                {"kind": "construct", "formula": "MOD_2^0"},
+                {"kind": "sectors", "profile": "quick", "seeds": [0], "pj": {"max_order": 2}},
+            ]
+        },
+    )
+    kind: Literal["train", "construct", "sectors"] = "train"
+    encodings: list[EncodingItem] | None = Field(
+        None, min_length=1, max_length=MAX_ENCODINGS,
+        description="encoding names or {name, params, label}; periodic encodings get periods = the language's period k unless given",
+    )
+    profile: ProfileName | None = Field(None, description="quick (2-core CPU, ~a minute), paper-lite (2-core CPU, test lengths 41–500) or paper (App. E.2)")
+    seeds: list[Seed] | None = Field(None, min_length=1, max_length=MAX_SEEDS, description="training seeds (default: the profile's; each ≤ job_max_seed)")
+    learning_rates: list[LearningRate] | None = Field(None, min_length=1, max_length=MAX_LEARNING_RATES, description="AdamW learning rates (default: the profile's)")
+    overrides: TrainOverrides | None = Field(None, description="profile settings to change: max_steps, test_lengths, d_model, … (each under its named limit)")
+    eval_seed: Seed | None = Field(None, description="seed of the test strings (shared by every run; ≤ job_max_seed)")
+    batched: bool | None = Field(None, description="train (kind train): train and evaluate the runs that share a model shape "
+                                 "together (default true); false trains them one after another")
+    max_attempts: int | None = Field(None, ge=1, le=10, description="claims allowed if workers die (default LANGCLASS_JOB_MAX_ATTEMPTS)")
+
+
+# --- building the spec ------------------------------------------------------------------------------
+
+
+def _period(analysis: Mapping[str, Any]) -> int | None:
+    """The least k of an LTL[P,MOD] language (None when not a member or not decided)."""
+    info = (analysis.get("classes") or {}).get("ltl_p_mod")
+    if not isinstance(info, Mapping) or info.get("member") is not True:
+        return None
+    k = info.get("period")
+    if k is None and isinstance(info.get("certificate"), Mapping):
+        k = info["certificate"].get("period")
+    return k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else None
+
+
+def _member(analysis: Mapping[str, Any], key: str) -> bool | None:
+    info = (analysis.get("classes") or {}).get(key)
+    m = info.get("member") if isinstance(info, Mapping) else None
+    return m if isinstance(m, bool) else None
+
+
+def predicted_sufficient(name: str, params: Mapping[str, Any], analysis: Mapping[str, Any]) -> tuple[bool | None, str]:
+    """Whether the theory says soft attention with this encoding recognizes the language at every length.
+
+    * NoPE: exactly LTL[P] (*Disentangling the Expressivity of RoPE*, §2.2).
+    * periodic RoPE / periodic sinusoidal PE: exactly LTL[P,MOD] (Thm 3.1, 3.2); a language of
+      period k needs MOD_k atoms, which a pair of period m gives when k divides m, so some
+      ``periods`` entry must be a multiple of k.
+    * conventional RoPE, sinusoidal, ALiBi: no length-independent guarantee (Cor. 4.1: RoPE simulates
+      Y^k only up to a certified length) — reported as measured, never predicted.
+
+    Returns:
+        ``(sufficient, reason)`` — sufficient is None when the classification is undecided.
+    """
+    in_p, in_mod = _member(analysis, "ltl_p"), _member(analysis, "ltl_p_mod")
+    if name == "nope":
+        if in_p is None:
+            return None, "LTL[P] membership undecided"
+        return in_p, "NoPE recognizes exactly LTL[P] (Disentangling the Expressivity of RoPE, §2.2)" + ("" if in_p else "; the language is not in LTL[P]")
+    if name in PERIODIC_FAMILIES:
+        if in_mod is None:
+            return None, "LTL[P,MOD] membership undecided"
+        if not in_mod:
+            return False, "the language is not in LTL[P,MOD] (Disentangling the Expressivity of RoPE, Thm 3.1/3.2)"
+        k = _period(analysis) or 1
+        periods = params.get("periods", 2)
+        plist = periods if isinstance(periods, list) else [periods]
+        ok = any(isinstance(m, int) and m % k == 0 for m in plist) or k == 1
+        return ok, (f"periodic encodings recognize LTL[P,MOD] (Thm 3.1/3.2); period k = {k} "
+                    + ("divides a table period" if ok else f"divides none of the periods {plist}"))
+    return False, "no length-independent guarantee for this encoding (Cor. 4.1)"
+
+
+def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``run_experiment`` spec of a train request on a stored language.
+
+    Periodic encodings without ``periods`` get the language's LTL[P,MOD] period k (left to the
+    encoding's default when the language has none); ``prediction.sufficient`` lists the labels the
+    theory predicts sufficient (:func:`predicted_sufficient`), with reasons.
+
+    Raises:
+        InputError: no encodings, or extra fields a train job does not take (``field`` names it).
+    """
+    extra = sorted((body.model_extra or {}).keys())
+    if extra:
+        raise InputError(f"unknown field {extra[0]!r} for a train experiment", field=extra[0])
+    if not body.encodings:
+        raise InputError("a train experiment needs at least one encoding", field="encodings")
+    analysis = language.get("analysis") or language
+    period = _period(analysis)
+    encodings: list[dict[str, Any]] = []
+    sufficient: list[str] = []
+    reasons: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    for i, e in enumerate(body.encodings):
+        choice = EncodingSpec(name=e) if isinstance(e, str) else e
+        params = dict(choice.params)
+        if choice.name in PERIODIC_FAMILIES and "periods" not in params and period is not None:
+            params["periods"] = period
+            defaults[f"encodings[{i}].params.periods"] = period
+        label = choice.label or EncodingSpec(name=choice.name, params=params).resolved_label()
+        encodings.append({"name": choice.name, "params": params, "label": label})
+        ok, why = predicted_sufficient(choice.name, params, analysis)
+        reasons[label] = {"sufficient": ok, "reason": why}
+        if ok:
+            sufficient.append(label)
+    spec: dict[str, Any] = {
+        "language": language["dfa"],
+        "encodings": encodings,
+        "profile": body.profile or "quick",
+        "prediction": {"sufficient": sufficient, "per_encoding": reasons, "language_period": period,
+                       "source": "Disentangling the Expressivity of RoPE, §2.2, Thm 3.1, Thm 3.2, Cor. 4.1"},
+    }
+    if body.seeds is not None:
+        spec["seeds"] = list(body.seeds)
+    if body.learning_rates is not None:
+        spec["learning_rates"] = list(body.learning_rates)
+    if body.overrides is not None:
+        spec["overrides"] = body.overrides.model_dump(exclude_none=True, mode="json")
+    if body.eval_seed is not None:
+        spec["eval_seed"] = body.eval_seed
+    if body.batched is not None:
+        spec["batched"] = body.batched
+    if defaults:
+        spec["prediction"]["defaults_from_classification"] = defaults
+    soft = (analysis.get("encodings") or {}).get("soft")
+    if isinstance(soft, Mapping):
+        spec["prediction"]["classification"] = {k: soft.get(k) for k in ("encoding", "name", "class", "length_guarantee", "theorem", "reason")}
+    return spec
+
+
+def validate_train_spec(spec: Mapping[str, Any], limits: JobLimits | None = None) -> None:
+    """Check a train spec before it is queued, so a bad request is a 422 now, not a failed job later.
+
+    Delegates to :func:`langclass.models.experiment.validate_spec` — the very checks the run makes
+    first (the :class:`~langclass.models.specs.TrainSpec` model, every named limit of
+    :class:`~langclass.models.specs.JobLimits` before anything is materialized, and every encoding
+    built once with its parameters).
+
+    Raises:
+        InputError / LimitExceeded: naming the field or limit.
+    """
+    from langclass.models.experiment import validate_spec
+    from langclass.models.specs import DEFAULT_JOB_LIMITS
+
+    validate_spec(spec, limits or DEFAULT_JOB_LIMITS)
+
+
+SECTORS_FIELDS = ("pj", "sparsity", "max_root_order", "root_tolerance", "energy_threshold")
+
+
+def sector_prediction(analysis: Mapping[str, Any]) -> dict[str, Any]:
+    """The sector the classification predicts (docs/pjrope.md, ours): ``ltl_p`` (no positional
+    sector), else ``ltl_p_mod`` with its least period k (roots of order dividing k), else ``ltl_p_y``
+    (an affine/recency head), else None (no prediction)."""
+    src = "classification of this language; LTL[P] -> no sector, LTL[P,MOD] -> roots of order dividing k, LTL[P,Y] -> affine (docs/pjrope.md)"
+    if _member(analysis, "ltl_p"):
+        return {"class": "ltl_p", "period": None, "source": src}
+    if _member(analysis, "ltl_p_mod"):
+        return {"class": "ltl_p_mod", "period": _period(analysis) or 1, "source": src}
+    if _member(analysis, "ltl_p_y"):
+        return {"class": "ltl_p_y", "period": None, "source": src}
+    return {"class": None, "period": None, "source": src}
+
+
+def build_sectors_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> dict[str, Any]:
+    """The :func:`langclass.models.sectors.run_sectors` spec of a sectors request on a stored
+    language, with the prediction from its stored classification.
+
+    Raises:
+        InputError: ``encodings`` given (the encoding is pj_bias), or an unknown field.
+    """
+    if body.encodings is not None:
+        raise InputError("a sectors experiment always trains pj_bias; configure it with 'pj', not 'encodings'", field="encodings")
+    spec: dict[str, Any] = {"language": language["dfa"], "profile": body.profile or "quick",
+                            "prediction": sector_prediction(language.get("analysis") or {})}
+    for key, value in (body.model_extra or {}).items():
+        if key not in SECTORS_FIELDS:
+            raise InputError(f"unknown field {key!r} for a sectors experiment; expected one of {list(SECTORS_FIELDS)}", field=key)
+        spec[key] = value
+    for key in ("seeds", "learning_rates"):
+        if getattr(body, key) is not None:
+            spec[key] = list(getattr(body, key))
+    if body.eval_seed is not None:
+        spec["eval_seed"] = body.eval_seed
+    if body.overrides is not None:
+        spec["overrides"] = body.overrides.model_dump(mode="json", exclude_none=True)
+    return spec
+
+
+def validate_sectors_spec(spec: Mapping[str, Any], limits: JobLimits | None = None) -> None:
+    """The checks :func:`langclass.models.sectors.run_sectors` makes first (shape, named limits,
+    the pj_bias parameters built once).
+
+    Raises:
+        InputError / LimitExceeded: naming the field or limit.
+    """
+    from langclass.models.sectors import validate_sectors_spec as check
+
+    check(spec, limits)
+
+
+CONSTRUCT_FIELDS = ("formula", "program", "options")
+TRAIN_ONLY_FIELDS = ("encodings", "profile", "seeds", "learning_rates", "overrides", "eval_seed")
+
+
+def build_construct_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``run_construction`` spec: the request's ``formula`` / ``program`` / options, with the
+    stored canonical DFA as the reference language (without either, a formula is synthesized from it).
+
+    Raises:
+        InputError: a training field or an unknown field (``field`` names it).
+    """
+    for key in TRAIN_ONLY_FIELDS:
+        if getattr(body, key) is not None:
+            raise InputError(f"{key!r} is a field of train experiments, not of construct", field=key)
+    try:
+        from langclass.models.verify import _OPTION_KEYS as option_keys
+    except ImportError:  # pragma: no cover - partial installation
+        option_keys = set()
+    spec: dict[str, Any] = {}
+    for key, value in (body.model_extra or {}).items():
+        if key not in CONSTRUCT_FIELDS and key not in option_keys:
+            raise InputError(f"unknown field {key!r} for a construct experiment; expected formula, program, options "
+                             f"or one of {sorted(option_keys)}", field=key)
+        spec[key] = value
+    if "formula" in spec and "program" in spec:
+        raise InputError("give a formula or a program, not both", field="program")
+    spec["alphabet"] = list(language.get("alphabet") or language["dfa"].get("alphabet", []))
+    if "formula" not in spec:
+        spec["dfa"] = language["dfa"]  # the reference language (program) or the synthesis input
+    return spec
+
+
+def validate_construct_spec(spec: Mapping[str, Any], stored_dfa: Mapping[str, Any], limits: Any) -> None:
+    """Check a construct spec before it is queued: options, program syntax, and that a formula
+    defines the stored language (a counterexample word otherwise).
+
+    Raises:
+        InputError (FormulaSyntaxError, ProgramSyntaxError, …): naming the field.
+    """
+    try:
+        from langclass.models import verify
+    except ImportError:
+        raise UnsupportedError("construction jobs are not available in this installation", field="kind") from None
+    check = getattr(verify, "validate_spec", None)
+    if check is not None:
+        check(spec)
+    elif hasattr(verify, "_options"):
+        verify._options(spec)
+    from .service import dfa_from_record
+
+    from langclass.core.ingest.source import language_source, parse_language, parse_source_program, source_from_mapping
+
+    if "formula" in spec:
+        fdfa = parse_language(source_from_mapping({k: spec[k] for k in ("formula", "alphabet") if k in spec},
+                                                  kinds=("formula",)), limits).dfa
+        target = dfa_from_record(stored_dfa, limits)
+        if fdfa.fingerprint() != target.fingerprint():
+            word = fdfa.counterexample(target) if fdfa.alphabet == target.alphabet else None
+            raise InputError(
+                "the formula does not define this language" + (f": they differ on {''.join(word)!r}" if word is not None else ""),
+                field="formula", counterexample=list(word) if word is not None else None,
+            )
+    if "program" in spec:
+        if not isinstance(spec["program"], str):
+            raise InputError("program must be B-RASP text", field="program")
+        parse_source_program(language_source(program=spec["program"], alphabet=spec.get("alphabet"), kinds=("program",)),
+                             limits)

@@ -1,0 +1,297 @@
+"""Web pages served by the service itself: browse and add languages, one language with its pictures,
+experiments and jobs (server-rendered Jinja2 templates, a little JavaScript, every asset shipped in
+``langclass/app/web/static`` — the pages work offline).
+
+Pages (not part of the OpenAPI schema):
+
+* ``GET /`` → ``/languages``;
+* ``GET /languages``: the table (a column per class), filters (class, member, alphabet size, states,
+  name, tag), cursor paging, and the add form (regex + alphabet, DFA JSON text or file, formula);
+  the form posts to ``POST /v1/languages`` and shows the problem response inline;
+* ``GET /languages/{id}``: source, the minimal DFA drawn (SVG; the user's state names), the class
+  lattice (members green, non-members red) with every certificate and witness (words as words), the
+  egg-box diagram of the syntactic monoid (paged by D-classes: ``?dpage=``), the encodings with their
+  theorems, the experiments and a form launching one;
+* ``GET /jobs/{id}``: status and progress (refreshed live), cancel, the accuracy-by-length plot and
+  the per-run table;
+* ``GET /login``, ``POST /login``, ``POST /logout``: with ``LANGCLASS_API_KEYS`` set, a browser signs
+  in with a key for the pages' writes (a session cookie, :mod:`langclass.app.web.security`); reading the
+  pages needs no key.
+
+A browser navigation (``Accept: text/html``) that ends in an error gets a small HTML page instead
+of problem+json (:func:`langclass.app.web.problems.install_problem_handlers`).
+
+Reads go through :mod:`langclass.app.store.repository` / :mod:`langclass.app.store.jobs` as the API does; the
+monoid is enumerated in the classification runner under the service's limits.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Path as PathParam, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from langclass.core.drawing import dfa_svg, eggbox_html, eggbox_of, lattice_svg, user_state_names, word_text
+from langclass.core.base.errors import LangclassError
+from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS
+from langclass.app.store import jobs as jobrepo
+from langclass.app.store import repository as repo
+from .problems import NotFoundError
+from .security import SESSION_COOKIE, SESSION_MAX_AGE_S, session_key_id, session_token
+from langclass.app.usecases.service import dfa_from_record
+
+__all__ = ["router", "STATIC_DIR", "TEMPLATE_DIR", "D_CLASSES_PER_PAGE"]
+
+STATIC_DIR = Path(__file__).parent / "static"
+TEMPLATE_DIR = Path(__file__).parent / "templates"
+D_CLASSES_PER_PAGE = 12
+"""D-classes per page of the egg-box diagram."""
+PAGE_SIZE = 50
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=str(TEMPLATE_DIR))
+templates.env.filters["word"] = word_text
+
+FILTERS = ("class", "member", "alphabet_size", "states", "name", "tag", "cursor")
+
+
+def _short_name(key: str) -> str:
+    return CLASS_INFO[key].name.split(" (")[0]
+
+
+def _is_word(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(s, str) for s in v)
+
+
+def evidence_items(d: Any) -> list[tuple[str, str]]:
+    """A certificate or witness as (label, text) pairs: lists of symbols shown as words (ε for the
+    empty word), nested data as compact JSON; fields that are ``None`` (not applicable) are left out."""
+    if not isinstance(d, dict):
+        return []
+    out = []
+    for k, v in d.items():
+        if v is None:
+            continue
+        if _is_word(v):
+            text = word_text(v)
+        elif isinstance(v, (str, int, float, bool)):
+            text = str(v)
+        elif isinstance(v, list) and v and all(_is_word(w) for w in v):
+            text = ", ".join(word_text(w) for w in v)
+        else:
+            text = json.dumps(v, ensure_ascii=False, default=str)
+            if len(text) > 400:
+                text = text[:399] + "…"
+        out.append((str(k), text))
+    return out
+
+
+def auth_state(request: Request) -> str | None:
+    """For the page header: None when no API keys are configured (nothing to sign in to), else
+    ``"signed-in"`` (the session cookie matches a configured key) or ``"signed-out"``."""
+    settings = request.app.state.settings
+    if not settings.api_keys:
+        return None
+    return "signed-in" if session_key_id(settings, request.cookies.get(SESSION_COOKIE)) else "signed-out"
+
+
+templates.env.globals.update(short_name=_short_name, evidence_items=evidence_items, CLASS_KEYS=CLASS_KEYS,
+                             CLASS_INFO=CLASS_INFO, auth_state=auth_state)
+
+
+def _int(value: str | None, field: str, problems: list[str]) -> int | None:
+    if value is None or value.strip() == "":
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        problems.append(f"{field}: {value!r} is not a whole number")
+        return None
+    if not 1 <= n <= 2**31 - 1:
+        problems.append(f"{field}: {n} is out of range (1 … 2³¹−1)")
+        return None
+    return n
+
+
+@router.get("/", response_class=RedirectResponse)
+async def home() -> RedirectResponse:
+    """The languages page."""
+    return RedirectResponse("/languages", status_code=307)
+
+
+@router.get("/languages", response_class=HTMLResponse)
+async def languages_page(
+    request: Request,
+    class_key: Annotated[str | None, Query(alias="class", max_length=64)] = None,
+    member: Annotated[str | None, Query(max_length=8)] = None,
+    alphabet_size: Annotated[str | None, Query(max_length=12)] = None,
+    states: Annotated[str | None, Query(max_length=12)] = None,
+    name: Annotated[str | None, Query(max_length=200)] = None,
+    tag: Annotated[str | None, Query(max_length=200)] = None,
+    cursor: Annotated[str | None, Query(max_length=1000)] = None,
+) -> HTMLResponse:
+    """The languages table with filters, paging and the add form."""
+    problems: list[str] = []
+    key = class_key or None
+    if key is not None and key not in CLASS_INFO:
+        problems.append(f"class: unknown class key {key!r}")
+        key = None
+    want: bool | None = {"": None, None: None, "true": True, "false": False}.get(member, None)
+    if member not in (None, "", "true", "false"):
+        problems.append(f"member: {member!r} is not true or false")
+    n_letters = _int(alphabet_size, "alphabet size", problems)
+    n_states = _int(states, "states", problems)
+    name_f = name or None
+    if name_f is not None and "\x00" in name_f:
+        problems.append("name: holds a NUL character")
+        name_f = None
+    db = request.app.state.db
+
+    def query() -> tuple[list[dict[str, Any]], str | None]:
+        with db.session_scope() as session:
+            rows, nxt = repo.list_languages(session, limit=PAGE_SIZE, cursor=cursor or None, class_key=key,
+                                            member=want if key else None, alphabet_size=n_letters,
+                                            num_states=n_states, name=name_f, tag=tag or None)
+            return [repo.language_summary(r) for r in rows], nxt
+
+    try:
+        items, next_cursor = await anyio.to_thread.run_sync(query)
+    except LangclassError as err:  # a malformed cursor
+        problems.append(f"{err.field or 'cursor'}: {err.detail}")
+        items, next_cursor = [], None
+    params = {"class": key or "", "member": member or "", "alphabet_size": alphabet_size or "", "states": states or "",
+              "name": name or "", "tag": tag or ""}
+    next_query = None
+    if next_cursor:
+        from urllib.parse import urlencode
+
+        next_query = urlencode({**{k: v for k, v in params.items() if v}, "cursor": next_cursor})
+    return templates.TemplateResponse(request, "languages.html", {
+        "items": items, "params": params, "problems": problems, "next_query": next_query,
+    }, status_code=422 if problems else 200)
+
+
+def _language_context(resource: dict[str, Any], limits: Any) -> dict[str, Any]:
+    dfa = dfa_from_record(resource["dfa"], limits)
+    source = resource.get("source") or {}
+    names = user_state_names(source["dfa"], dfa) if source.get("kind") == "dfa" and isinstance(source.get("dfa"), dict) else {}
+    title = resource.get("name") or source.get("regex") or source.get("formula") or f"DFA {resource['id'][:12]}"
+    classes = resource.get("classes") or {}
+    members = {k: (v.get("member") if isinstance(v, dict) else None) for k, v in classes.items()}
+    return {"dfa": dfa, "dfa_svg": dfa_svg(dfa, state_names=names or None, title=str(title)),
+            "lattice_svg": lattice_svg(members), "title": title, "state_names": names}
+
+
+@router.get("/languages/{language_id}", response_class=HTMLResponse)
+async def language_page(
+    request: Request,
+    language_id: Annotated[str, PathParam(max_length=200)],
+    dpage: Annotated[int, Query(ge=0, le=100_000, description="page of the egg-box diagram (D-classes)")] = 0,
+) -> HTMLResponse:
+    """One language: source, DFA, lattice with certificates, egg-box, encodings, experiments."""
+    db = request.app.state.db
+    settings = request.app.state.settings
+    limits = settings.limits()
+
+    def load() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        with db.session_scope() as session:
+            row = repo.get_language(session, language_id)
+            if row is None:
+                raise NotFoundError(f"no language with id {language_id!r}", field="id")
+            rows, _ = jobrepo.list_jobs(session, limit=50, language_id=language_id)
+            return repo.language_resource(row), [jobrepo.job_summary(r) for r in rows]
+
+    resource, jobs = await anyio.to_thread.run_sync(load)
+    ctx = await anyio.to_thread.run_sync(_language_context, resource, limits)
+    eggbox, eggbox_error = None, None
+    try:
+        box = await request.app.state.runner.run(eggbox_of, ctx["dfa"], limits, offset=dpage * D_CLASSES_PER_PAGE,
+                                                 max_d_classes=D_CLASSES_PER_PAGE)
+        eggbox = {"html": eggbox_html(box), "total": box.total_d_classes,
+                  "pages": -(-box.total_d_classes // D_CLASSES_PER_PAGE), "page": dpage}
+    except LangclassError as err:  # over the monoid cap: say which limit
+        eggbox_error = err.detail
+    from langclass.core.precision.encoding_choice import encoding_catalogue
+
+    encodings = sorted({e["encoding"] for e in encoding_catalogue() if e["attention"] == "soft"})
+    return templates.TemplateResponse(request, "language.html", {
+        "lang": resource, "jobs": jobs, "eggbox": eggbox, "eggbox_error": eggbox_error, "soft_encodings": encodings,
+        **{k: v for k, v in ctx.items() if k != "dfa"}, "num_states": ctx["dfa"].num_states,
+    })
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+async def job_page(request: Request, job_id: Annotated[str, PathParam(max_length=200)]) -> HTMLResponse:
+    """One job: status, live progress, cancel, plot and per-run table."""
+    db = request.app.state.db
+
+    def load() -> dict[str, Any]:
+        with db.session_scope() as session:
+            row = jobrepo.get_job(session, job_id)
+            if row is None:
+                raise NotFoundError(f"no job with id {job_id!r}", field="id")
+            return jobrepo.job_resource(row)
+
+    job = await anyio.to_thread.run_sync(load)
+    result = job.get("result") or {}
+    runs = result.get("runs") or [] if isinstance(result, dict) else []
+    if not runs and isinstance(job.get("progress"), dict):
+        runs = job["progress"].get("runs_done") or []
+    return templates.TemplateResponse(request, "job.html", {"job": job, "runs": runs, "result": result})
+
+
+# --- signing in (API keys set) -----------------------------------------------------------------
+
+MAX_LOGIN_BODY = 4096
+"""Bytes of a ``POST /login`` form (a key and the page to return to)."""
+
+
+def _local_path(target: str | None) -> str:
+    """``target`` when it is a path on this site (``/…``, not ``//host``), else ``/languages``: the
+    sign-in form never redirects elsewhere."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target and "\x00" not in target:
+        return target
+    return "/languages"
+
+
+@router.get("/login", response_class=HTMLResponse)
+async def login_page(request: Request, next: Annotated[str | None, Query(max_length=1000)] = None) -> HTMLResponse:
+    """The sign-in form (a password field for one of ``LANGCLASS_API_KEYS``)."""
+    return templates.TemplateResponse(request, "login.html", {"next": _local_path(next), "problem": None})
+
+
+@router.post("/login", response_class=HTMLResponse)
+async def login(request: Request) -> Response:
+    """Check the key of the form (``application/x-www-form-urlencoded``: ``key``, ``next``); on
+    success set the session cookie and go back to ``next`` (303), else the form again with 401.
+    Without configured keys there is nothing to sign in to: straight back (303)."""
+    from urllib.parse import parse_qs
+
+    settings = request.app.state.settings
+    body = await request.body()
+    form = parse_qs(body[:MAX_LOGIN_BODY].decode("utf-8", "replace"), max_num_fields=8)
+    key = (form.get("key") or [""])[0]
+    target = _local_path((form.get("next") or [None])[0])
+    if not settings.api_keys:
+        return RedirectResponse(target, status_code=303)
+    token = session_token(key) if key else None
+    if session_key_id(settings, token) is None:
+        problem = "that is not one of this service's API keys" if key else "enter an API key"
+        return templates.TemplateResponse(request, "login.html", {"next": target, "problem": problem}, status_code=401)
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(SESSION_COOKIE, token or "", max_age=SESSION_MAX_AGE_S, path="/", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    """Forget the session cookie and go to the languages page (303)."""
+    response = RedirectResponse("/languages", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    return response
