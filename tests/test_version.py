@@ -13,6 +13,18 @@ def test_one_code_version_function() -> None:
     assert service.code_version is code_version and experiment.code_version is code_version
 
 
+def test_construct_result_carries_the_code_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A construct job's result is stamped like a train job's (the container check found it unstamped)."""
+    from langclass.models import verify
+    from langclass.version import code_version
+
+    assert verify.code_version is code_version
+    monkeypatch.setenv("LANGCLASS_CODE_VERSION", "build-43")
+    result = verify.run_construction({"regex": "(ab)*", "alphabet": ["a", "b"], "all_words_up_to": 3, "random_words": 1})
+    assert result["exact"] is True
+    assert result["code_version"] == "build-43"
+
+
 def test_code_version_is_the_package_version_plus_commit(monkeypatch: pytest.MonkeyPatch) -> None:
     from langclass.version import code_version, package_version
 

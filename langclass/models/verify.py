@@ -38,6 +38,7 @@ from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedErr
 from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
 from langclass.core.ingest.source import language_source, parse_source_program, source_from_mapping
 from langclass.core.ingest.source import parse_language as parse_source
+from langclass.version import code_version  # one function for records, CLI and job results
 from .construct import (
     BraspTransformer, ConstructionOptions, FormulaTransformer, build_brasp_transformer, build_formula_transformer,
 )
@@ -604,6 +605,7 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         "build_seconds": round(build_seconds, 4),
         "verify_seconds": round(time.monotonic() - t_build - build_seconds, 3),
         "dtype": dtype,
+        "code_version": code_version(),
     })
     if progress:
         progress({"phase": "done", "exact": result["exact"]})
