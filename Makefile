@@ -16,13 +16,14 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.langclass-install.stamp
 
-.PHONY: serve test install migrate bench-api clean-db help
+.PHONY: serve test install migrate bench-api container-check clean-db help
 
 help:
 	@echo "make serve    start the API on http://$(HOST):$(PORT) (SQLite ./langclass.db by default)"
 	@echo "make test     run the whole test suite (SQLite + PostgreSQL at 127.0.0.1:5432)"
 	@echo "make install  create/refresh $(VENV)"
 	@echo "make migrate  apply database migrations (LANGCLASS_DATABASE_URL)"
+	@echo "make container-check  build the image with podman on a debootstrap base and check it (bench/container.py)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +45,12 @@ test: install
 
 bench-api: install
 	$(BIN)/python bench/api.py
+
+# No Docker engine needed: podman (runc) on a Debian base made with debootstrap; needs root or sudo.
+# CONTAINER_ARGS: e.g. --cold, --no-postgres, --postgres-url URL.
+CONTAINER_ARGS ?=
+container-check:
+	$(PYTHON) bench/container.py $(CONTAINER_ARGS)
 
 clean-db:
 	rm -f langclass.db langclass.db-wal langclass.db-shm
