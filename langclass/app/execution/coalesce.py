@@ -37,12 +37,14 @@ class InFlight:
     Attributes:
         leaders: calls that computed (one per distinct key in flight at a time).
         followers: calls answered by another call's computation.
+        waiting: followers waiting now.
     """
 
     def __init__(self) -> None:
         self._calls: dict[Any, _Call] = {}
         self.leaders = 0
         self.followers = 0
+        self.waiting = 0
 
     def in_flight(self) -> int:
         """Distinct keys being computed now."""
@@ -64,7 +66,11 @@ class InFlight:
             call = self._calls.get(key)
             if call is None:
                 break
-            await call.done.wait()
+            self.waiting += 1
+            try:
+                await call.done.wait()
+            finally:
+                self.waiting -= 1
             if call.finished:
                 self.followers += 1
                 if call.error is not None:
