@@ -58,6 +58,9 @@ class Settings(BaseSettings):
         body_read_timeout_s: a client that stops sending its request body for this long gets 408.
         max_json_depth: deepest nesting of arrays/objects in a JSON request body (422
             ``limit-exceeded`` naming ``max_json_depth`` beyond it).
+        max_json_elements: most JSON values (arrays, objects, scalars; keys not counted) in a
+            request body, counted before it is decoded (422 ``limit-exceeded`` naming
+            ``max_json_elements`` beyond it); a DFA in the list form needs about states × (|Σ| + 1).
         max_regex_length ... max_monoid_entries, time_limit_s: the :class:`~langclass.core.base.limits.Limits` of one
             classification request (time in seconds of wall clock); their defaults are
             ``Limits()``'s, declared once in :mod:`langclass.core.base.limits`. Construct jobs run under
@@ -110,6 +113,7 @@ class Settings(BaseSettings):
     # --- request size and classification limits -----------------------------------------
     max_body_bytes: int = Field(1_000_000, ge=1_024)
     max_json_depth: int = Field(64, ge=2, le=500)
+    max_json_elements: int = Field(200_000, ge=16)
     body_read_timeout_s: float | None = Field(30.0, gt=0)
     # one declaration: the defaults are those of core.limits.Limits (the library's)
     max_regex_length: int = Field(DEFAULT_LIMITS.max_regex_length, ge=1)
