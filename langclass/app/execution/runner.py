@@ -315,11 +315,24 @@ class ClassifyRunner:
             if remaining is not None and remaining <= 0:
                 raise self._restated(TimeLimitExceeded("time_limit_s", self.time_limit_s, "budget spent waiting for a worker"))
             cooperative = None if remaining is None else remaining - answer_reserve_s(remaining)
+            given_args, given_kwargs = args, kwargs
             args, kwargs = _with_time_limit(args, kwargs, cooperative)
             try:
                 if self.isolation == "process":
-                    kill_at = None if cooperative is None else cooperative + kill_grace_s(cooperative)
-                    call = functools.partial(self.pool.call, fn, args, kwargs, kill_at, self.time_limit_s, remaining)
+                    # one absolute kill time, fixed now: waiting for a worker (or for one to start)
+                    # inside the pool counts against it, and the cooperative deadline sent along is
+                    # what is left when the call is sent (before: both were counted from the send,
+                    # so a worker's start-up under load went on top of the budget)
+                    deadline = None if cooperative is None else time.monotonic() + cooperative + kill_grace_s(cooperative)
+
+                    def rebind(now: float) -> tuple[tuple[Any, ...], dict[str, Any]]:
+                        if end is None:
+                            return args, kwargs
+                        rest = end - now
+                        return _with_time_limit(given_args, given_kwargs, max(0.0, rest - answer_reserve_s(rest)))
+
+                    call = functools.partial(self.pool.call, fn, args, kwargs, None, self.time_limit_s, remaining,
+                                             deadline=deadline, rebind=rebind)
                     return await anyio.to_thread.run_sync(call, limiter=self._threads)
                 call = functools.partial(fn, *args, **kwargs)
                 if remaining is None:
