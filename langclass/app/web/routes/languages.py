@@ -183,8 +183,14 @@ async def create_language(
     record: the first POST answers 201 (``already_stored: false``), later ones 200 with the stored
     record returned unchanged (``already_stored: true``; a name or tags that differ from the stored
     ones are listed in ``labels_not_applied`` — ``PATCH /v1/languages/{id}`` changes them)."""
+    return await store_language(body, request, response, budget_end=_budget_end(request))
+
+
+async def store_language(body: LanguageInput, request: Request, response: Response, *, budget_end: float | None) -> dict[str, Any]:
+    """What ``POST /v1/languages`` does, under the budget ending at ``budget_end`` (a monotonic
+    instant: the request's arrival plus the time limit for one language; for each item of
+    ``POST /v1/languages:batch`` its own start plus the limit)."""
     db = _db(request)
-    budget_end = _budget_end(request)  # one budget, from arrival, for parsing and analysis together
     parsed = await _parse(request, body, budget_end)
 
     def existing() -> dict[str, Any] | None:
