@@ -134,6 +134,10 @@ def worker_main() -> None:
     computation prints goes to standard error so it cannot corrupt the channel.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    from .lifeline import die_with_parent
+
+    die_with_parent()  # started from short-lived threads: the pid watch, not PR_SET_PDEATHSIG
     out_fd = os.dup(1)
     os.dup2(2, 1)
     for name in _PRELOAD:
