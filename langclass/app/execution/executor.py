@@ -136,8 +136,23 @@ class _Supervisor(ABC):
                 return 0
             raise
 
+    def reclaim_dead_local_leases(self) -> int:
+        """At start: end the leases of this host's job processes that no longer run (a whole-group
+        kill left them), so their jobs are retried now, not when each lease expires
+        (:func:`~langclass.app.store.jobs.expire_leases_of_dead_local_owners`). Never raises: a
+        database that is down is the first round's to report."""
+        try:
+            with self.db.session_scope() as session:
+                n = jobrepo.expire_leases_of_dead_local_owners(session)
+        except Exception:  # noqa: BLE001 - reported by the supervision rounds
+            return 0
+        if n:
+            log.warning("%s: %d job lease(s) of dead processes of this host ended at start", type(self).__name__, n)
+        return n
+
     def _loop(self) -> None:
         woken = False
+        self.reclaim_dead_local_leases()
         while not self._stop.is_set():
             self._round(woken)
             woken = self._wake.wait(self.interval)
