@@ -248,7 +248,8 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
     (:class:`~langclass.app.execution.runner.ClassifyRunner`).
     """
     settings = settings or get_settings()
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, connect_timeout_s=settings.db_connect_timeout_s,
+                  statement_timeout_s=settings.db_statement_timeout_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     Attributes (environment variable = ``LANGCLASS_`` + upper-case name):
         database_url: SQLAlchemy URL. Default: embedded SQLite file ``./langclass.db``.
             PostgreSQL: ``postgresql+psycopg://user:password@host:5432/dbname``.
+        db_connect_timeout_s / db_statement_timeout_s: bounds on opening a connection (and
+            waiting for a pooled one) and on one statement (PostgreSQL ``statement_timeout`` and
+            ``tcp_user_timeout``; SQLite's busy timeout): during a database outage a request
+            fails with 503 within them instead of hanging for the whole outage.
         api_keys: comma-separated bearer keys. Empty = no authentication. When set, DELETE and
             writes that cost GPU time (experiments) need ``Authorization: Bearer <key>``.
         require_key_for_writes: when keys are set, also require one for ``POST /v1/languages``
@@ -105,6 +109,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LANGCLASS_", extra="ignore", validate_default=True)
 
     database_url: str = "sqlite:///./langclass.db"
+    db_connect_timeout_s: float = Field(5.0, gt=0, allow_inf_nan=False)
+    db_statement_timeout_s: float = Field(15.0, gt=0, allow_inf_nan=False)
 
     # --- access -------------------------------------------------------------------------
     api_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
