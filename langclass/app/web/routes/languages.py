@@ -140,9 +140,6 @@ async def classify_language(body: ClassifyInput, request: Request) -> Response:
         budget_end = _budget_end(request)
 
         async def compute() -> ClassifiedJson:
-            again = cache.get(key)  # a leader that finished while this one waited for the event loop
-            if again is not None:
-                return again
             light = await runner.predict(
                 predicted_light, key, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet,
                 max_states=settings.classify_light_max_states, limits=limits,
