@@ -219,3 +219,21 @@ def test_docs_and_redoc_render_offline(server: dict, browser: webdriver.Chrome) 
     _wait(browser).until(lambda d: "langclass" in d.find_element(By.TAG_NAME, "body").text
                          and d.find_elements(By.CSS_SELECTOR, "h1"))
     _image(browser.get_screenshot_as_png(), "redoc")
+
+
+def test_add_of_a_stored_language_says_which_labels_were_not_applied(server: dict, browser: webdriver.Chrome) -> None:
+    """Issue 24, item 9: the API's ``labels_not_applied`` was ignored and the page went silently to
+    the stored language, dropping the name and tags typed in."""
+    browser.get(server["base"] + "/languages")
+    form = browser.find_element(By.ID, "add-language")
+    form.find_element(By.NAME, "regex").send_keys(LANGS[0]["regex"])
+    form.find_element(By.NAME, "alphabet").send_keys("".join(LANGS[0]["alphabet"]))
+    form.find_element(By.NAME, "name").send_keys("another name")
+    form.find_element(By.NAME, "tags").send_keys("new-tag")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    note = browser.find_element(By.ID, "add-note")
+    _wait(browser).until(lambda d: note.is_displayed() and note.text)
+    assert "already stored" in note.text and '"another name"' in note.text and "new-tag" in note.text
+    assert "/languages/" not in browser.current_url
+    link = browser.find_element(By.ID, "add-note-link").get_attribute("href")
+    assert link.endswith("/languages/" + server["ids"][LANGS[0]["name"]])

@@ -65,16 +65,18 @@ def test_a_small_request_is_answered_by_the_light_lane(make_client: Any, sqlite_
 
 
 def test_a_request_past_a_light_bound_goes_on_to_the_main_lane_with_the_full_limits(make_client: Any, sqlite_url: str) -> None:
-    # predicted small (short, counters add up to 5) but its minimal DFA has 2^6 = 64 states > 8
-    body = {"regex": "(a|b)*a(a|b){5}", "alphabet": ["a", "b"]}
-    assert service.predicted_light(regex=body["regex"], max_states=8)
-    client = make_client(sqlite_url, classify_isolation="thread", classify_light_max_states=8)
+    # predicted light (a 3-state DFA) but its 6-element monoid is over the light bound of 3
+    client = make_client(sqlite_url, classify_isolation="thread", classify_light_max_monoid_size=3)
     runner: ClassifyRunner = client.app.state.runner
-    r = client.post("/v1/classify", json=body)
+    r = client.post("/v1/classify", json=SMALL)
     assert r.status_code == 200, r.text
-    assert r.json()["num_states"] == 64
+    assert r.json()["monoid"]["size"] == 6
     assert runner.light_runner is not None and runner.light_runner.served == 1  # the attempt
     assert runner.light_overflows == 1 and runner.served == 1
+    # remembered: the same request again (not cached here: cleared) skips the light lane
+    client.app.state.classification_cache = service.ClassificationCache()
+    assert client.post("/v1/classify", json=SMALL).status_code == 200
+    assert runner.light_runner.served == 1 and runner.served == 2
 
 
 def test_an_error_in_the_light_lane_is_the_answer(make_client: Any, sqlite_url: str) -> None:
@@ -88,10 +90,76 @@ def test_an_error_in_the_light_lane_is_the_answer(make_client: Any, sqlite_url: 
 def test_a_request_not_predicted_small_skips_the_light_lane(make_client: Any, sqlite_url: str) -> None:
     client = make_client(sqlite_url, classify_isolation="thread")
     runner: ClassifyRunner = client.app.state.runner
-    body = {"regex": "(a|b)*a(a|b){9}", "alphabet": ["a", "b"]}  # counters add up to 9 > 8
-    assert not service.predicted_light(regex=body["regex"], max_states=256)
+    body = {"regex": "(a|b)*a(a|b){9}", "alphabet": ["a", "b"]}  # 1,024 states > 256
+    assert not service.predicted_light(regex=body["regex"], alphabet=body["alphabet"], max_states=256)
     assert client.post("/v1/classify", json=body).status_code == 200
     assert runner.light_runner is not None and runner.light_runner.served == 0 and runner.served == 1
+
+
+_AB = ["a", "b"]
+_HEAVY_NO_COUNTER = "(a|b)*a" + "(a|b)" * 12  # the reported one: 8,192 states, no {n} in sight
+
+
+@pytest.mark.parametrize("request_body, light", [
+    ({"regex": _HEAVY_NO_COUNTER, "alphabet": _AB}, False),
+    ({"regex": "(a|b)*a(a|b){12}", "alphabet": _AB}, False),
+    ({"regex": "((a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b))*" + "(a|b)" * 20, "alphabet": _AB}, True),  # long text, 8 states
+    ({"regex": "(ab)*", "alphabet": _AB}, True),
+    ({"regex": "(ab", "alphabet": _AB}, True),  # a syntax error: the light lane answers it at once
+    # the canonical list form (no "states"), the named form, and large ones of both
+    ({"dfa": {"alphabet": _AB, "transitions": [[1, 0], [2, 0], [2, 1]]}}, True),
+    ({"dfa": {"alphabet": _AB, "initial": 0, "accepting": [2], "transitions": [[1, 0], [2, 0], [2, 1]]}}, True),
+    ({"dfa": {"alphabet": _AB, "states": [0, 1, 2], "initial": 0, "accepting": [2],
+              "transitions": {"0": {"a": 1, "b": 0}, "1": {"a": 2, "b": 0}, "2": {"a": 2, "b": 1}}}}, True),
+    ({"dfa": {"alphabet": _AB, "transitions": [[(q + 1) % 300, q] for q in range(300)]}}, False),
+    ({"dfa": {"alphabet": _AB, "states": list(range(300)), "initial": 0, "accepting": [0],
+              "transitions": {str(q): {"a": (q + 1) % 300} for q in range(300)}}}, False),
+    ({"formula": "a & Y b", "alphabet": _AB}, True),
+    ({"program": "anything", "alphabet": _AB}, False),
+])
+def test_the_light_prediction_comes_from_what_the_input_costs(request_body: dict[str, Any], light: bool) -> None:
+    """Every input form is predicted from a parse bounded to the lane's states — not from the text
+    (before: the 8,192-state regex without a counter was predicted light, the 3-state DFA in the
+    list form without ``states`` was not)."""
+    assert service.predicted_light(**request_body, max_states=256) is light
+
+
+def test_the_prediction_agrees_with_the_light_lanes_own_parse_on_random_regexes() -> None:
+    """Independent check: predicted light exactly when a parse under the lane's ``max_states`` (the
+    bound on every intermediate automaton the lane's worker would build) succeeds; and then the
+    minimal DFA has at most that many states."""
+    import random
+
+    from langclass.core.ingest.source import language_source, parse_language
+
+    rng = random.Random(24)
+    atoms = ["a", "b", "(a|b)", "a*", "(ab)*", "(a|b)*", "(a|b)(a|b)"]
+    seen = set()
+    for _ in range(40):
+        regex = "".join(rng.choice(atoms) for _ in range(rng.randint(1, 9)))
+        states = parse_language(language_source(regex=regex, alphabet=_AB), Limits(time_limit_s=None)).dfa.num_states
+        for bound in (4, 16):
+            try:
+                parse_language(language_source(regex=regex, alphabet=_AB), Limits(max_states=bound, time_limit_s=None))
+                fits = True
+            except LimitExceeded:
+                fits = False
+            predicted = service.predicted_light(regex=regex, alphabet=_AB, max_states=bound, budget_s=30.0)
+            assert predicted is fits, regex
+            assert not predicted or states <= bound, regex
+            seen.add(predicted)
+    assert seen == {True, False}
+
+
+def test_a_heavy_request_without_a_counter_never_reaches_the_light_lane(make_client: Any, sqlite_url: str) -> None:
+    client = make_client(sqlite_url, classify_isolation="thread", max_states=20_000)
+    runner: ClassifyRunner = client.app.state.runner
+    body = {"regex": "(a|b)*a" + "(a|b)" * 8, "alphabet": _AB}  # 512 states, counter-free text
+    assert client.post("/v1/classify", json=body).status_code == 200
+    assert runner.light_runner is not None and runner.light_runner.served == 0 and runner.served == 1
+    dfa = {"dfa": {"alphabet": _AB, "transitions": [[1, 0], [2, 0], [2, 1]]}}  # list form: light
+    assert client.post("/v1/classify", json=dfa).status_code == 200
+    assert runner.light_runner.served == 1 and runner.served == 1
 
 
 def test_the_light_attempt_runs_under_the_hard_bounds_and_overflows_only_on_them() -> None:

@@ -35,7 +35,7 @@ from langclass.app.web.routes import ROUTERS
 from langclass.app.web.body import refuse_nul_parameters
 from langclass.app.execution.runner import ClassifyRunner, LightLane
 from langclass.app.web.security import install_access_log_redaction
-from langclass.app.usecases.service import code_version
+from langclass.app.usecases.service import code_version, warm_predictor
 from .settings import Settings, get_settings
 
 __all__ = ["create_app", "create_served_app", "freeze_startup_objects", "LIFESPAN_HOOKS", "BodySizeLimitMiddleware", "ArrivalMiddleware"]
@@ -248,13 +248,16 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
     (:class:`~langclass.app.execution.runner.ClassifyRunner`).
     """
     settings = settings or get_settings()
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, connect_timeout_s=settings.db_connect_timeout_s,
+                  statement_timeout_s=settings.db_statement_timeout_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         install_access_log_redaction()  # after uvicorn configured its loggers
         app.state.runner.prestart()  # both lanes' worker processes (process isolation)
         await warm_up_routing(app)
+        if app.state.runner.light_runner is not None:  # the light prediction's parsers, imported off the event loop
+            await anyio.to_thread.run_sync(warm_predictor)
         async with AsyncExitStack() as stack:
             for hook in LIFESPAN_HOOKS:
                 await stack.enter_async_context(hook(app))

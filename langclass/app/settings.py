@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     Attributes (environment variable = ``LANGCLASS_`` + upper-case name):
         database_url: SQLAlchemy URL. Default: embedded SQLite file ``./langclass.db``.
             PostgreSQL: ``postgresql+psycopg://user:password@host:5432/dbname``.
+        db_connect_timeout_s / db_statement_timeout_s: bounds on opening a connection (and
+            waiting for a pooled one) and on one statement (PostgreSQL ``statement_timeout`` and
+            ``tcp_user_timeout``; SQLite's busy timeout): during a database outage a request
+            fails with 503 within them instead of hanging for the whole outage.
         api_keys: comma-separated bearer keys. Empty = no authentication. When set, DELETE and
             writes that cost GPU time (experiments) need ``Authorization: Bearer <key>``.
         require_key_for_writes: when keys are set, also require one for ``POST /v1/languages``
@@ -58,6 +62,9 @@ class Settings(BaseSettings):
         body_read_timeout_s: a client that stops sending its request body for this long gets 408.
         max_json_depth: deepest nesting of arrays/objects in a JSON request body (422
             ``limit-exceeded`` naming ``max_json_depth`` beyond it).
+        max_json_elements: most JSON values (arrays, objects, scalars; keys not counted) in a
+            request body, counted before it is decoded (422 ``limit-exceeded`` naming
+            ``max_json_elements`` beyond it); a DFA in the list form needs about states × (|Σ| + 1).
         max_regex_length ... max_monoid_entries, time_limit_s: the :class:`~langclass.core.base.limits.Limits` of one
             classification request (time in seconds of wall clock); their defaults are
             ``Limits()``'s, declared once in :mod:`langclass.core.base.limits`. Construct jobs run under
@@ -102,6 +109,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LANGCLASS_", extra="ignore", validate_default=True)
 
     database_url: str = "sqlite:///./langclass.db"
+    db_connect_timeout_s: float = Field(5.0, gt=0, allow_inf_nan=False)
+    db_statement_timeout_s: float = Field(15.0, gt=0, allow_inf_nan=False)
 
     # --- access -------------------------------------------------------------------------
     api_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
@@ -110,6 +119,7 @@ class Settings(BaseSettings):
     # --- request size and classification limits -----------------------------------------
     max_body_bytes: int = Field(1_000_000, ge=1_024)
     max_json_depth: int = Field(64, ge=2, le=500)
+    max_json_elements: int = Field(200_000, ge=16)
     body_read_timeout_s: float | None = Field(30.0, gt=0)
     # one declaration: the defaults are those of core.limits.Limits (the library's)
     max_regex_length: int = Field(DEFAULT_LIMITS.max_regex_length, ge=1)

@@ -211,6 +211,16 @@ def csv_header() -> str:
     return buf.getvalue()
 
 
+def _worker_init(parent_pid: int) -> None:
+    """Initializer of the batch's worker processes: die with the batch, even if it is killed."""
+    import signal
+
+    from langclass.app.execution.lifeline import die_with_parent
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent(parent_pid, pdeathsig=True)
+
+
 def run_batch(source: Path, output: Path, *, limits: Limits, jobs: int = 1,
               on_row: Callable[[dict[str, Any]], None] | None = None,
               on_total: Callable[[int, int], None] | None = None) -> dict[str, int]:
@@ -261,7 +271,8 @@ def run_batch(source: Path, output: Path, *, limits: Limits, jobs: int = 1,
             return counts
         # rows go out in input order: futures wait in submission order and the oldest is written
         # first; at most 4·jobs rows are in flight (finished ones wait behind a slower earlier row)
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        # the workers die with this process (a `kill -9` of the batch left them orphaned)
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
             window: deque[Future | dict[str, Any]] = deque()
 
             def write_head() -> None:

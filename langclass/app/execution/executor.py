@@ -106,6 +106,9 @@ class _Supervisor(ABC):
         self._thread: threading.Thread | None = None
         self.recovered = {"requeued": 0, "failed": 0, "cancelled": 0}
         self.schema_missing = False
+        self._failing: str | None = None  # the current failure of supervision rounds (None: they succeed)
+        self._failing_since = 0.0
+        self._failed_rounds = 0
 
     def start(self) -> None:
         if self._thread is not None:
@@ -133,15 +136,50 @@ class _Supervisor(ABC):
                 return 0
             raise
 
+    def reclaim_dead_local_leases(self) -> int:
+        """At start: end the leases of this host's job processes that no longer run (a whole-group
+        kill left them), so their jobs are retried now, not when each lease expires
+        (:func:`~langclass.app.store.jobs.expire_leases_of_dead_local_owners`). Never raises: a
+        database that is down is the first round's to report."""
+        try:
+            with self.db.session_scope() as session:
+                n = jobrepo.expire_leases_of_dead_local_owners(session)
+        except Exception:  # noqa: BLE001 - reported by the supervision rounds
+            return 0
+        if n:
+            log.warning("%s: %d job lease(s) of dead processes of this host ended at start", type(self).__name__, n)
+        return n
+
     def _loop(self) -> None:
         woken = False
+        self.reclaim_dead_local_leases()
         while not self._stop.is_set():
-            try:
-                self.tick(woken=woken)
-            except Exception:
-                log.exception("%s: supervisor error; retrying", type(self).__name__)
+            self._round(woken)
             woken = self._wake.wait(self.interval)
             self._wake.clear()
+
+    def _round(self, woken: bool) -> None:
+        """One :meth:`tick`, logging one line per change of state — the first failure (with its
+        traceback at debug level), a different failure, the recovery — instead of a traceback for
+        every failed round (a 30 s database outage logged 3,872 lines)."""
+        name = type(self).__name__
+        try:
+            self.tick(woken=woken)
+        except Exception as exc:
+            summary = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".rstrip(": ")
+            if self._failing is None:
+                self._failing_since = time.monotonic()
+                self._failed_rounds = 0
+            self._failed_rounds += 1
+            if summary != self._failing:
+                log.error("%s: supervisor round failed (%s); retrying every %.1f s", name, summary[:300], self.interval)
+                log.debug("%s: supervisor failure", name, exc_info=True)
+                self._failing = summary
+            return
+        if self._failing is not None:
+            log.warning("%s: supervisor recovered after %.1f s (%d failed rounds)", name,
+                        time.monotonic() - self._failing_since, self._failed_rounds)
+            self._failing = None
 
     @abstractmethod
     def tick(self, woken: bool) -> None:

@@ -134,6 +134,10 @@ def worker_main() -> None:
     computation prints goes to standard error so it cannot corrupt the channel.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    from .lifeline import die_with_parent
+
+    die_with_parent()  # started from short-lived threads: the pid watch, not PR_SET_PDEATHSIG
     out_fd = os.dup(1)
     os.dup2(2, 1)
     for name in _PRELOAD:
@@ -186,8 +190,28 @@ class _Worker:
             raise WorkerError(f"unexpected start-up message {status!r} from a classification worker")
         self.ready = True
 
+    def poll_ready(self, timeout: float) -> bool:
+        """:meth:`wait_ready` for at most ``timeout`` seconds: False when the worker is still starting."""
+        if self.ready:
+            return True
+        try:
+            if not self.recv.poll(max(0.0, timeout)):
+                return False
+        except (EOFError, OSError) as exc:
+            raise WorkerError(f"a classification worker exited during start-up (exit code {self.process.poll()})") from exc
+        self.wait_ready(0)
+        return True
+
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def signal_kill(self) -> None:
+        """Send SIGKILL now (returns at once; :meth:`kill` reaps the process)."""
+        try:
+            if self.process.poll() is None:
+                self.process.kill()
+        except OSError:  # pragma: no cover - already gone
+            pass
 
     def kill(self) -> None:
         try:
@@ -246,8 +270,15 @@ class ProcessPool:
                 self._changed.notify()
             raise
 
-    def _discard(self, worker: _Worker) -> None:
-        worker.kill()
+    def _discard(self, worker: _Worker, *, reap_later: bool = False) -> None:
+        """Kill ``worker`` and stop counting it. With ``reap_later`` only the signal is sent here and
+        the process is reaped in a background thread: a killed worker holding much memory can take
+        seconds to exit on a loaded machine, and the caller's answer must not wait for that."""
+        if reap_later:
+            worker.signal_kill()
+            threading.Thread(target=worker.kill, name="langclass-reap", daemon=True).start()
+        else:
+            worker.kill()
         with self._changed:
             self._live -= 1
             self._changed.notify()
@@ -294,44 +325,76 @@ class ProcessPool:
         timeout: float | None,
         limit_value: Any,
         queue_timeout: float | None = None,
+        *,
+        deadline: float | None = None,
+        rebind: Callable[[float], tuple[tuple[Any, ...], dict[str, Any]]] | None = None,
     ) -> Any:
         """Run ``fn(*args, **kwargs)`` in a worker process and return its result (blocking).
 
         Args:
             fn: a module-level (picklable) function.
-            timeout: wall-clock seconds before the worker is killed (None = no limit).
+            timeout: wall-clock seconds before the worker is killed (None = no limit), counted from
+                this call — waiting for a free worker and for a worker to start included.
             limit_value: the ``time_limit_s`` named in the error when the timeout hits.
             queue_timeout: seconds to wait for a free worker (None = as long as it takes).
+            deadline: the kill time as a ``time.monotonic()`` instant instead of ``timeout``.
+            rebind: ``rebind(now)`` → the ``(args, kwargs)`` to send when the call is sent at
+                ``now`` (so the cooperative deadline inside is what is left *then*).
 
         Raises:
             LangclassError: re-raised from the worker with its class and fields.
-            TimeLimitExceeded: the call ran past ``timeout`` (its process was killed).
+            TimeLimitExceeded: the call ran past its deadline (its process was killed; it is reaped
+                in the background), or the deadline passed before a worker was ready.
             ClassifierBusy: no worker became free within ``queue_timeout``.
             WorkerError: the worker crashed or raised something else.
         """
         if self._closed:
             raise WorkerError("the classification pool is shut down")
-        if not self._slots.acquire(timeout=queue_timeout):
+        if deadline is None and timeout is not None:
+            deadline = time.monotonic() + timeout
+
+        def left() -> float | None:
+            return None if deadline is None else deadline - time.monotonic()
+
+        def too_late(what: str) -> TimeLimitExceeded:
+            return TimeLimitExceeded("time_limit_s", limit_value, f"time limit of {limit_value} s exceeded ({what})")
+
+        wait = left()
+        wait = queue_timeout if wait is None else (wait if queue_timeout is None else min(wait, queue_timeout))
+        if not self._slots.acquire(timeout=None if wait is None else max(0.0, wait)):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise too_late("no worker came free in time")
             raise ClassifierBusy(queue_timeout or 0.0)
         try:
             worker = self._take()
             try:
-                worker.wait_ready()  # start-up (rare: workers are prestarted and replaced in the background) is not the call's
+                # start-up (rare: workers are prestarted and replaced in the background) counts
+                # against the caller's deadline like any other wait
+                rest = left()
+                if rest is None:
+                    worker.wait_ready()
+                elif not worker.poll_ready(min(rest, _STARTUP_TIMEOUT_S)):
+                    self._give_back(worker)  # still starting: the next caller gets it
+                    raise too_late("no worker was ready in time")
             except WorkerError:
                 self._discard(worker)
                 raise
+            rest = left()
+            if rest is not None and rest <= 0:
+                self._give_back(worker)
+                raise too_late("no worker was ready in time")
+            if rebind is not None:
+                args, kwargs = rebind(time.monotonic())
             try:
                 worker.tasks += 1
                 worker.send.send((fn, args, kwargs))
-                if not worker.recv.poll(timeout):
-                    self._discard(worker)
+                if not worker.recv.poll(None if deadline is None else max(0.0, deadline - time.monotonic())):
+                    self._discard(worker, reap_later=True)
                     self._replenish()
-                    raise TimeLimitExceeded(
-                        "time_limit_s", limit_value, f"time limit of {limit_value} s exceeded (the computation was stopped)"
-                    )
+                    raise too_late("the computation was stopped")
                 status, payload = worker.recv.recv()
             except (EOFError, OSError, BrokenPipeError) as exc:
-                self._discard(worker)
+                self._discard(worker, reap_later=True)
                 code = worker.process.returncode
                 raise WorkerError(f"the classification worker died (exit code {code})") from exc
             self._give_back(worker)

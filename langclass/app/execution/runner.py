@@ -27,8 +27,12 @@
   them is answered there, so small classifications never wait behind heavy ones (when the light
   lane is busy and a main worker is free, a predicted-small request simply runs there); one that hits a
   lowered bound, or finds the light queue full, goes on to the main lane within the same budget
-  (an error that is not about a lowered bound, e.g. a syntax error, is the answer). A prediction
-  costs nothing but a glance at the request; the hard bounds are what keep the lane light.
+  (an error that is not about a lowered bound, e.g. a syntax error, is the answer). The prediction
+  is made from what the input costs — a bounded parse to at most the lane's ``max_states`` states
+  (:func:`~langclass.app.usecases.service.predicted_light`, a few milliseconds) — in a thread of
+  its own (:meth:`ClassifyRunner.predict`, never on the event loop nor in the shared pool), and
+  remembered per request key, as is every request that overflowed, so a heavy request repeated by
+  many clients is looked at once and never again offered to the light lane.
 
 The budget starts when the request *arrived* (``request.state.arrived``, stamped by the app's
 outermost middleware), so the time a request spent before its handler ran — reading the body,
@@ -48,6 +52,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
+
+from collections import OrderedDict
 
 import anyio
 
@@ -167,6 +173,42 @@ class ClassifyRunner:
             )
         self._slots: anyio.Semaphore | None = None
         self._threads: anyio.CapacityLimiter | None = None
+        self._predict_threads: anyio.CapacityLimiter | None = None
+        self._predictions: OrderedDict[Any, bool] = OrderedDict()
+        self.predictions_size = 4096
+        self.predicted = 0  # predictions made (not answered from memory)
+
+    def remembered(self, key: Any) -> bool | None:
+        """The light prediction remembered for the request ``key`` (None: not made yet)."""
+        if key is None:
+            return None
+        hit = self._predictions.get(key)
+        if hit is not None:
+            self._predictions.move_to_end(key)
+        return hit
+
+    def remember(self, key: Any, light: bool) -> None:
+        """Remember the light prediction of the request ``key`` (least recently used first out)."""
+        if key is None:
+            return
+        self._predictions[key] = light
+        self._predictions.move_to_end(key)
+        while len(self._predictions) > self.predictions_size:
+            self._predictions.popitem(last=False)
+
+    async def predict(self, fn: Callable[..., bool], key: Any = None, **kwargs: Any) -> bool:
+        """``fn(**kwargs)`` — a light prediction such as
+        :func:`~langclass.app.usecases.service.predicted_light` — in one of two threads of its own
+        (not the event loop, not the shared thread pool), remembered under ``key``."""
+        hit = self.remembered(key)
+        if hit is not None:
+            return hit
+        if self._predict_threads is None:
+            self._predict_threads = anyio.CapacityLimiter(2)
+        light = bool(await anyio.to_thread.run_sync(functools.partial(fn, **kwargs), limiter=self._predict_threads))
+        self.predicted += 1
+        self.remember(key, light)
+        return light
 
     @property
     def pool(self) -> Any:
@@ -273,11 +315,24 @@ class ClassifyRunner:
             if remaining is not None and remaining <= 0:
                 raise self._restated(TimeLimitExceeded("time_limit_s", self.time_limit_s, "budget spent waiting for a worker"))
             cooperative = None if remaining is None else remaining - answer_reserve_s(remaining)
+            given_args, given_kwargs = args, kwargs
             args, kwargs = _with_time_limit(args, kwargs, cooperative)
             try:
                 if self.isolation == "process":
-                    kill_at = None if cooperative is None else cooperative + kill_grace_s(cooperative)
-                    call = functools.partial(self.pool.call, fn, args, kwargs, kill_at, self.time_limit_s, remaining)
+                    # one absolute kill time, fixed now: waiting for a worker (or for one to start)
+                    # inside the pool counts against it, and the cooperative deadline sent along is
+                    # what is left when the call is sent (before: both were counted from the send,
+                    # so a worker's start-up under load went on top of the budget)
+                    deadline = None if cooperative is None else time.monotonic() + cooperative + kill_grace_s(cooperative)
+
+                    def rebind(now: float) -> tuple[tuple[Any, ...], dict[str, Any]]:
+                        if end is None:
+                            return args, kwargs
+                        rest = end - now
+                        return _with_time_limit(given_args, given_kwargs, max(0.0, rest - answer_reserve_s(rest)))
+
+                    call = functools.partial(self.pool.call, fn, args, kwargs, None, self.time_limit_s, remaining,
+                                             deadline=deadline, rebind=rebind)
                     return await anyio.to_thread.run_sync(call, limiter=self._threads)
                 call = functools.partial(fn, *args, **kwargs)
                 if remaining is None:
@@ -294,7 +349,7 @@ class ClassifyRunner:
                 raise self._restated(err) from None
 
     async def run_light_first(self, fn: Callable[..., T], *args: Any, light_ok: bool, budget_end: float | None = None,
-                              **kwargs: Any) -> T:
+                              light_key: Any = None, **kwargs: Any) -> T:
         """:meth:`run`, first offered to the light lane when ``light_ok`` (the request is predicted
         small) and this runner has one (see the module docstring) — unless the light lane is busy
         and a main worker is free right now: then the request runs there at once (the lane exists
@@ -304,7 +359,8 @@ class ClassifyRunner:
         at most the lane's time; it overflows to :meth:`run` (same ``budget_end``) when it hits a
         lowered bound (``max_states``, ``max_monoid_size`` or the lane's time) — raised, or recorded
         in the result's ``limits_hit`` (the analysis records limits instead of raising them) — or
-        the light queue is full. Anything else it raises is the answer.
+        the light queue is full. Anything else it raises is the answer. A request ``light_key``
+        that overflowed on a bound is remembered as not light (:meth:`remember`).
 
         Raises:
             as :meth:`run`; TimeLimitExceeded naming this runner's ``time_limit_s`` when the whole
@@ -315,8 +371,10 @@ class ClassifyRunner:
         if lane is not None and light is not None and light_ok and (lane.has_free_slot() or not self.has_free_slot()):
             try:
                 return await self._light_attempt(lane, light, fn, args, kwargs, end)
-            except _Overflow:
+            except _Overflow as over:
                 self.light_overflows += 1
+                if over.args and over.args[0] == "bound":
+                    self.remember(light_key, False)
         return await self.run(fn, *args, budget_end=end, **kwargs)
 
     async def _light_attempt(self, lane: ClassifyRunner, light: LightLane, fn: Callable[..., T], args: tuple[Any, ...],
@@ -342,15 +400,15 @@ class ClassifyRunner:
         except TimeLimitExceeded as err:
             if whole_budget_first:  # the request's own budget ran out, not the lane's
                 raise self._restated(err) from None
-            raise _Overflow from None
+            raise _Overflow("bound") from None
         except LimitExceeded as err:
             if err.limit in lowered:
-                raise _Overflow from None
+                raise _Overflow("bound") from None
             raise
         # a computation that records a limit instead of raising it (the analysis leaves the classes
         # it could not decide undecided) says so in ``limits_hit``: a lowered bound or the lane's
         # time there means the full limits could answer more, so the main lane computes it again
         hit = getattr(result, "limits_hit", None) or frozenset()
         if hit & lowered or ("time_limit_s" in hit and not whole_budget_first):
-            raise _Overflow
+            raise _Overflow("bound")
         return result

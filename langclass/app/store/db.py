@@ -42,15 +42,29 @@ __all__ = [
 ]
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
+CONNECT_TIMEOUT_S = 5.0
+"""Default bound on opening a database connection (seconds; ``LANGCLASS_DB_CONNECT_TIMEOUT_S``)."""
+STATEMENT_TIMEOUT_S = 15.0
+"""Default bound on one statement (seconds; ``LANGCLASS_DB_STATEMENT_TIMEOUT_S``): PostgreSQL's
+``statement_timeout`` and, for a server that stops answering altogether, ``tcp_user_timeout``;
+SQLite's busy timeout."""
+
+
+def make_engine(url: str, *, connect_timeout_s: float = CONNECT_TIMEOUT_S, statement_timeout_s: float = STATEMENT_TIMEOUT_S,
+                **kwargs: Any) -> Engine:
     """A SQLAlchemy engine for ``url`` with backend-specific settings.
 
     SQLite: ``check_same_thread=False`` (sessions are used from worker threads, one at a time),
     ``PRAGMA foreign_keys=ON`` (cascading deletes), ``journal_mode=WAL`` for file databases (readers
-    do not block the writer) and a 30 s busy timeout. Other backends: ``pool_pre_ping``.
+    do not block the writer) and a busy timeout of ``statement_timeout_s``. PostgreSQL:
+    ``pool_pre_ping``; ``connect_timeout`` (``connect_timeout_s``, also the wait for a pooled
+    connection), ``statement_timeout`` and ``tcp_user_timeout`` (``statement_timeout_s``: a server
+    that stops answering — a network partition, a paused server — fails the statement instead of
+    hanging it for the whole outage), and TCP keepalives. A request whose query fails so answers
+    503 ``not-ready`` (the problem handlers map the driver's error).
     """
     if url.startswith("sqlite"):
-        connect_args = {"check_same_thread": False, "timeout": 30}
+        connect_args = {"check_same_thread": False, "timeout": statement_timeout_s}
         engine = create_engine(url, connect_args=connect_args, **kwargs)
         in_memory = ":memory:" in url or url.rstrip("/") in ("sqlite:", "sqlite+pysqlite:")
 
@@ -64,6 +78,21 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             cur.close()
 
         return engine
+    if url.startswith("postgresql"):
+        from sqlalchemy.engine import make_url
+
+        ms = max(1, int(statement_timeout_s * 1000))
+        given = make_url(url).query.get("options")  # e.g. a search_path: kept, the timeout added
+        given = " ".join(given) if isinstance(given, tuple) else (given or "")
+        connect_args = {
+            "connect_timeout": max(1, int(round(connect_timeout_s))),
+            "options": f"{given} -c statement_timeout={ms}".strip(),
+            "tcp_user_timeout": ms,
+            "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
+            **kwargs.pop("connect_args", {}),
+        }
+        kwargs.setdefault("pool_timeout", connect_timeout_s)
+        return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
     return create_engine(url, pool_pre_ping=True, **kwargs)
 
 
@@ -77,9 +106,10 @@ class Database:
             returned rows stay readable after the transaction).
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, connect_timeout_s: float = CONNECT_TIMEOUT_S,
+                 statement_timeout_s: float = STATEMENT_TIMEOUT_S) -> None:
         self.url = url
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, connect_timeout_s=connect_timeout_s, statement_timeout_s=statement_timeout_s)
         self.sessionmaker = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager
@@ -111,11 +141,13 @@ _lock = threading.Lock()
 
 def get_database(settings: Settings | None = None) -> Database:
     """The process-wide :class:`Database` for ``settings.database_url`` (one per URL)."""
-    url = (settings or get_settings()).database_url
+    settings = settings or get_settings()
+    url = settings.database_url
     with _lock:
         db = _databases.get(url)
         if db is None:
-            db = _databases[url] = Database(url)
+            db = _databases[url] = Database(url, connect_timeout_s=settings.db_connect_timeout_s,
+                                            statement_timeout_s=settings.db_statement_timeout_s)
         return db
 
 

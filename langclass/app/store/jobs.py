@@ -49,7 +49,7 @@ import logging
 import secrets
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -62,6 +62,8 @@ from .pagination import decode_cursor, encode_cursor
 
 __all__ = [
     "JobRow",
+    "expire_leases_of_dead_local_owners",
+    "pid_alive",
     "JOB_KINDS",
     "STATUSES",
     "TERMINAL",
@@ -474,6 +476,64 @@ def expire_leases_of(session: Session, owner: str) -> int:
     )
     session.commit()
     return int(res.rowcount or 0)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine and is not a zombie (Linux ``/proc``; else
+    ``kill(pid, 0)``). A pid of another user's process counts as alive."""
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def expire_leases_of_dead_local_owners(session: Session, *, host: str | None = None,
+                                       alive: Callable[[int], bool] = pid_alive) -> int:
+    """End now the leases held by processes of this host (``host``, default this machine's name, as
+    :func:`new_owner_id` writes it) that no longer run: after a whole process group was killed, the
+    restarted service takes their jobs back at once instead of when each lease expires. A token
+    ``host:pid:random`` whose pid is not alive (:func:`pid_alive`) is ended by an update conditional
+    on that exact token; a pid reused by another process counts as alive (its job waits for its
+    lease to expire, as before). Hosts must have distinct names (containers sharing a database and
+    one host name would end each other's leases). Commits.
+
+    Returns:
+        The number of leases ended (:func:`recover_expired` then requeues or fails their jobs).
+    """
+    import os
+
+    host = (host or socket.gethostname())[:100]
+    rows = session.execute(
+        select(JobRow.id, JobRow.lease_owner).where(JobRow.status == "running", JobRow.lease_owner.startswith(host + ":", autoescape=True))
+    ).all()
+    now = utcnow() - timedelta(microseconds=1)
+    ended = 0
+    for job_id, token in rows:
+        parts = str(token)[len(host) + 1:].split(":")
+        if len(parts) != 2 or not parts[0].isdigit():
+            continue  # not a host:pid:random token of this module
+        pid = int(parts[0])
+        if pid == os.getpid() or alive(pid):
+            continue
+        res = session.execute(
+            update(JobRow).where(JobRow.id == job_id, JobRow.status == "running", JobRow.lease_owner == token)
+            .values(lease_expires_at=now).execution_options(synchronize_session=False)
+        )
+        if res.rowcount:
+            ended += 1
+            log.warning("job %s: its lease owner %s (this host, pid %d) is not running; lease ended", job_id, token, pid)
+    session.commit()
+    return ended
 
 
 def count_claimable(session: Session, *, now: datetime | None = None) -> int:

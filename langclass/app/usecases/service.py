@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import sys
 import threading
 import time
@@ -49,6 +48,8 @@ __all__ = [
     "monoid_page",
     "parse_and_analyze",
     "predicted_light",
+    "dfa_json_states",
+    "warm_predictor",
     "warm_worker",
 ]
 
@@ -146,37 +147,86 @@ def parse_and_analyze(
         raise
 
 
-LIGHT_MAX_TEXT = 200
-"""Longest regex / formula (characters) :func:`predicted_light` predicts small (a fixed bound)."""
-LIGHT_MAX_COUNTED = 8
-"""Largest sum of the counters ``{n}`` / ``{n,m}`` of a regex :func:`predicted_light` predicts small
-(a fixed bound: ``(a|b)*a(a|b){n}`` needs 2^(n+1) states)."""
-_COUNTER = re.compile(r"\{\s*(\d{1,9})?\s*(?:,\s*(\d{1,9})?\s*)?\}")
+LIGHT_MAX_TEXT = 2_000
+"""Longest regex / formula (characters) :func:`predicted_light` parses to predict its cost (a fixed
+bound: a longer text goes to the main lane without being looked at)."""
+LIGHT_PREDICT_TIME_S = 0.25
+"""Wall-clock budget of one prediction (seconds; a cooperative deadline — the state bound is what
+normally stops a prediction, after a few milliseconds)."""
 
 
-def predicted_light(*, regex: str | None = None, dfa: Any = None, formula: str | None = None, max_states: int) -> bool:
-    """Whether a classify request looks small enough to try the light lane first
-    (:meth:`~langclass.app.execution.runner.ClassifyRunner.run_light_first`): a DFA of at most ``max_states``
-    states, or a regex / formula of at most :data:`LIGHT_MAX_TEXT` characters whose counted
-    repetitions add up to at most :data:`LIGHT_MAX_COUNTED`. A glance at the request, no parsing:
-    a wrong guess costs one bounded attempt, since the lane's hard bounds decide.
+def dfa_json_states(dfa: Any) -> int | None:
+    """The number of states a DFA JSON object declares, read from its shape without parsing it: the
+    length of ``states`` (named form) or of the ``transitions`` list (the canonical list form, which
+    has no ``states``); None when the object has neither.
 
-    >>> predicted_light(regex="(ab)*", max_states=256), predicted_light(regex="(a|b)*a(a|b){12}", max_states=256)
-    (True, False)
+    >>> dfa_json_states({"alphabet": ["a", "b"], "transitions": [[1, 0], [2, 0], [2, 1]]})
+    3
     """
-    if dfa is not None:
-        states = dfa.get("states") if isinstance(dfa, Mapping) else None
-        return isinstance(states, list) and len(states) <= max_states
-    text = regex if regex is not None else formula
-    if not isinstance(text, str) or len(text) > LIGHT_MAX_TEXT:
+    if not isinstance(dfa, Mapping):
+        return None
+    states, transitions = dfa.get("states"), dfa.get("transitions")
+    if isinstance(states, list):
+        return len(states)
+    if "states" not in dfa and isinstance(transitions, list):
+        return len(transitions)
+    return None
+
+
+def predicted_light(*, regex: str | None = None, dfa: Any = None, formula: str | None = None, program: str | None = None,
+                    alphabet: Sequence[str] | None = None, max_states: int, limits: Limits | None = None,
+                    max_text: int = LIGHT_MAX_TEXT, budget_s: float = LIGHT_PREDICT_TIME_S) -> bool:
+    """Whether a classify request is small enough to try the light lane first
+    (:meth:`~langclass.app.execution.runner.ClassifyRunner.run_light_first`), predicted from what
+    the input really costs, not from its text: the request is parsed — regex → NFA → bounded subset
+    construction, formula → automaton, DFA → completed and minimized — under ``limits`` lowered to
+    at most ``max_states`` states of any intermediate automaton, :data:`max_text` characters and a
+    ``budget_s`` deadline. Light means that parse finished: the minimal DFA has at most
+    ``max_states`` states, for every input form (a DFA in the named form or the canonical list
+    form, whose state count is read from its shape before anything is parsed).
+
+    A request whose parse fails for another reason (a syntax error, an unknown symbol) is predicted
+    light: the light lane answers that error at once. A B-RASP ``program`` is run, not turned into
+    an automaton, so it is never light. Cost: at most ``max_states`` subset-construction steps (a
+    few milliseconds); run it off the event loop
+    (:meth:`~langclass.app.execution.runner.ClassifyRunner.predict`).
+
+    >>> predicted_light(regex="(ab)*", alphabet=["a", "b"], max_states=256)
+    True
+    >>> predicted_light(regex="(a|b)*a" + "(a|b)" * 12, alphabet=["a", "b"], max_states=256)  # 8,192 states, no counter
+    False
+    """
+    from langclass.core.base.errors import LangclassError, LimitExceeded
+    from langclass.core.base.limits import DEFAULT_LIMITS, Deadline
+
+    if program is not None:
         return False
-    if regex is not None:
-        counted = 0
-        for low, high in _COUNTER.findall(regex):
-            counted += int(high or low or 0)
-        if counted > LIGHT_MAX_COUNTED:
+    if dfa is not None:
+        declared = dfa_json_states(dfa)
+        if declared is not None and declared > max_states:
             return False
+    else:
+        text = regex if regex is not None else formula
+        if isinstance(text, str) and len(text) > max_text:
+            return False
+    base = limits or DEFAULT_LIMITS
+    lowered = dataclasses.replace(base, max_states=min(base.max_states, max_states),
+                                  max_regex_length=min(base.max_regex_length, max_text), time_limit_s=budget_s)
+    try:
+        source = language_source(regex=regex, dfa=dfa, formula=formula, alphabet=alphabet)
+        parse_source(source, lowered, deadline=Deadline(budget_s))
+    except LimitExceeded:  # the state bound, the text bound or the prediction's deadline: heavy
+        return False
+    except (LangclassError, ValueError, TypeError):  # a bad input: the light lane answers its error at once
+        return True
     return True
+
+
+def warm_predictor() -> None:
+    """Import what :func:`predicted_light` uses (the regex, DFA and formula parsers: ~0.2 s the
+    first time), so the first prediction of a served process is not cut short by its deadline."""
+    for kw in ({"regex": "(ab)*"}, {"formula": "a & Y b"}, {"dfa": {"alphabet": ["a", "b"], "transitions": [[1, 0], [0, 1]]}}):
+        predicted_light(**kw, alphabet=None if "dfa" in kw else ["a", "b"], max_states=8)
 
 
 def dfa_to_json(dfa: DFA) -> dict[str, Any]:

@@ -176,6 +176,11 @@ async def languages_page(
     }, status_code=422 if problems else 200)
 
 
+MAX_DRAWN_STATES = 200
+"""Largest minimal DFA a language page draws; a larger one gets a one-line summary instead (an
+8,192-state drawing was a blank 62,858 × 352,316 px SVG in a 7 MB page)."""
+
+
 def _language_context(resource: dict[str, Any], limits: Any) -> dict[str, Any]:
     dfa = dfa_from_record(resource["dfa"], limits)
     source = resource.get("source") or {}
@@ -183,8 +188,13 @@ def _language_context(resource: dict[str, Any], limits: Any) -> dict[str, Any]:
     title = resource.get("name") or source.get("regex") or source.get("formula") or f"DFA {resource['id'][:12]}"
     classes = resource.get("classes") or {}
     members = {k: (v.get("member") if isinstance(v, dict) else None) for k, v in classes.items()}
-    return {"dfa": dfa, "dfa_svg": dfa_svg(dfa, state_names=names or None, title=str(title)),
-            "lattice_svg": lattice_svg(members), "title": title, "state_names": names}
+    drawn = dfa.num_states <= MAX_DRAWN_STATES
+    summary = None if drawn else (
+        f"Not drawn: {dfa.num_states:,} states (pictures stop at {MAX_DRAWN_STATES}); {len(dfa.alphabet)} letters, "
+        f"{int(dfa.accepting.sum()):,} accepting states. "
+        "The JSON and DOT below hold the whole automaton.")
+    return {"dfa": dfa, "dfa_svg": dfa_svg(dfa, state_names=names or None, title=str(title)) if drawn else None,
+            "dfa_summary": summary, "lattice_svg": lattice_svg(members), "title": title, "state_names": names if drawn else {}}
 
 
 @router.get("/languages/{language_id}", response_class=HTMLResponse)

@@ -222,14 +222,21 @@ async def _langclass_error_handler(request: Request, exc: Exception) -> JSONResp
     )
 
 
+MAX_LISTED_ERRORS = 100
+"""Most validation errors a ``validation-error`` problem lists."""
+
+
 def validation_problem(errors: Any, *, location: str | None = None) -> dict[str, Any]:
     """The ``validation-error`` problem (without ``type``/``instance``) for pydantic ``errors``:
     ``detail`` names the first offending field (and counts the others), ``field`` is its dotted
     path, ``errors`` lists each as ``{location, field, message, type}``. Used for a whole request
     (the handler below) and, with ``location`` (e.g. ``body.languages[3]``: the errors' paths are
-    relative to it), for one item of ``POST /v1/languages:batch``."""
+    relative to it), for one item of ``POST /v1/languages:batch``. At most
+    :data:`MAX_LISTED_ERRORS` are listed (the detail counts them all): an invalid list of 200,000
+    items would otherwise make a 30 MB answer on the event loop."""
     errs = []
-    for err in errors:
+    errors = list(errors)
+    for err in errors[:MAX_LISTED_ERRORS]:
         loc = tuple(err.get("loc", ()))
         if location is not None:
             loc = (location, *loc)
@@ -237,8 +244,8 @@ def validation_problem(errors: Any, *, location: str | None = None) -> dict[str,
         errs.append({"location": where, "field": field, "message": str(err.get("msg", "")), "type": str(err.get("type", ""))})
     first = errs[0] if errs else {"field": None, "message": "invalid request", "location": "body"}
     detail = f"{first['location']}{'.' + first['field'] if first['field'] else ''}: {first['message']}"
-    if len(errs) > 1:
-        detail += f" (and {len(errs) - 1} more)"
+    if len(errors) > 1:
+        detail += f" (and {len(errors) - 1} more)"
     return {"code": "validation-error", "title": "Request validation failed", "status": 422, "detail": detail,
             "field": first["field"], "errors": errs}
 

@@ -26,7 +26,7 @@ from langclass.app.errors import http_status, problem_dict
 from ..problems import problem_responses, validation_problem
 from langclass.app.usecases.schemas import LanguageInput
 from ..security import require_write_key
-from .languages import create_language
+from .languages import _budget_end, store_language
 
 __all__ = ["router", "MAX_BATCH_LANGUAGES", "BatchInput", "BatchOutput"]
 
@@ -82,7 +82,8 @@ class BatchOutput(BaseModel):
     responses=problem_responses(400, 401, 413, 415, 422),
 )
 async def create_languages(body: BatchInput, request: Request, _key: str | None = Depends(require_write_key)) -> dict[str, Any]:
-    """Classify and store each language in turn; a failing item is reported with its problem and the
+    """Classify and store each language in turn, each under its own ``LANGCLASS_TIME_LIMIT_S``
+    budget (the first counted from the request's arrival); a failing item is reported with its problem and the
     others go on. 200 with ``items`` (input order) and the counts ``created``, ``existing``, ``errors``."""
     items: list[dict[str, Any]] = []
     for i, raw in enumerate(body.languages):
@@ -97,8 +98,12 @@ async def create_languages(body: BatchInput, request: Request, _key: str | None 
                 items.append({"index": i, "status": 422, "name": name, "problem": problem})
                 continue
         response = Response()
+        # a time budget per item: the first from the request's arrival, each next one from its own
+        # start (before: one budget for the whole request, so once a slow item spent it every item
+        # after it — trivial ones too — was time-limit-exceeded)
+        budget_end = _budget_end(request) if i == 0 else request.app.state.runner.budget_end()
         try:
-            resource = await create_language(lang, request, response, _key)
+            resource = await store_language(lang, request, response, budget_end=budget_end)
         except LangclassError as err:
             items.append({"index": i, "status": http_status(err), "name": lang.name, "problem": problem_dict(err)})
             continue

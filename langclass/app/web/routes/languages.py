@@ -31,6 +31,7 @@ from langclass.app.usecases.schemas import (
     StoredLanguage,
 )
 from ..security import require_api_key, require_write_key
+from langclass.app.execution.coalesce import InFlight
 from langclass.app.execution.runner import ClassifyRunner
 from langclass.app.usecases.service import (
     ClassificationCache,
@@ -70,6 +71,14 @@ def _classification_cache(request: Request) -> ClassificationCache:
     if cache is None:
         cache = request.app.state.classification_cache = ClassificationCache()
     return cache
+
+
+def _in_flight(request: Request) -> InFlight:
+    """The app's table of classifications in flight (identical requests share one computation)."""
+    table = getattr(request.app.state, "classify_in_flight", None)
+    if table is None:
+        table = request.app.state.classify_in_flight = InFlight()
+    return table
 
 
 def _budget_end(request: Request) -> float | None:
@@ -114,24 +123,35 @@ async def classify_language(body: ClassifyInput, request: Request) -> Response:
     has already answered (same text, alphabet and limits) is served from its in-memory cache of the
     last 512 classifications: the same record, with the timings of its first computation.
 
-    A small request (a DFA of at most ``LANGCLASS_CLASSIFY_LIGHT_MAX_STATES`` states, a short regex
-    or formula) runs first in the light lane under hard bounds, so it does not wait behind heavy
+    A small request (one whose minimal DFA, found by a parse bounded to
+    ``LANGCLASS_CLASSIFY_LIGHT_MAX_STATES`` states, fits in that bound) runs first in the light lane under hard bounds, so it does not wait behind heavy
     ones; the record is built and serialized (validated against ``Classification``) in the worker
     process, so the API process only passes the bytes on. One wall-clock budget of
-    ``LANGCLASS_TIME_LIMIT_S`` runs from the request's arrival to its answer.
+    ``LANGCLASS_TIME_LIMIT_S`` runs from the request's arrival to its answer. Identical requests
+    in flight at the same time share one computation (and its answer or error).
     """
     settings = _settings(request)
     limits = settings.limits()
     cache = _classification_cache(request)
     key = cache.key(regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits)
     hit = cache.get(key)
-    if hit is None:  # not classified by this app yet: one worker round trip
-        light = predicted_light(regex=body.regex, dfa=body.dfa, formula=body.formula, max_states=settings.classify_light_max_states)
-        hit = await _runner(request).run_light_first(
-            classify_json, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits,
-            version=_version(request), light_ok=light, budget_end=_budget_end(request),
-        )
-        cache.put(key, hit, num_states=hit.num_states)
+    if hit is None:  # not classified by this app yet: one worker round trip, shared by identical requests in flight
+        runner = _runner(request)
+        budget_end = _budget_end(request)
+
+        async def compute() -> ClassifiedJson:
+            light = await runner.predict(
+                predicted_light, key, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet,
+                max_states=settings.classify_light_max_states, limits=limits,
+            ) if runner.light_runner is not None else False
+            answer = await runner.run_light_first(
+                classify_json, regex=body.regex, dfa=body.dfa, formula=body.formula, alphabet=body.alphabet, limits=limits,
+                version=_version(request), light_ok=light, budget_end=budget_end, light_key=key,
+            )
+            cache.put(key, answer, num_states=answer.num_states)
+            return answer
+
+        hit = await _in_flight(request).run(key, compute)
     answer: ClassifiedJson = hit
     return Response(answer.body, media_type="application/json")
 
@@ -160,8 +180,14 @@ async def create_language(
     record: the first POST answers 201 (``already_stored: false``), later ones 200 with the stored
     record returned unchanged (``already_stored: true``; a name or tags that differ from the stored
     ones are listed in ``labels_not_applied`` — ``PATCH /v1/languages/{id}`` changes them)."""
+    return await store_language(body, request, response, budget_end=_budget_end(request))
+
+
+async def store_language(body: LanguageInput, request: Request, response: Response, *, budget_end: float | None) -> dict[str, Any]:
+    """What ``POST /v1/languages`` does, under the budget ending at ``budget_end`` (a monotonic
+    instant: the request's arrival plus the time limit for one language; for each item of
+    ``POST /v1/languages:batch`` its own start plus the limit)."""
     db = _db(request)
-    budget_end = _budget_end(request)  # one budget, from arrival, for parsing and analysis together
     parsed = await _parse(request, body, budget_end)
 
     def existing() -> dict[str, Any] | None:

@@ -57,6 +57,24 @@ function setupAdd() {
     if (f.get("name")) body.name = f.get("name");
     if (f.get("tags")) body.tags = f.get("tags").split(",").map(s => s.trim()).filter(Boolean);
     const r = await send("POST", "/v1/languages", body);
+    const note = document.getElementById("add-note");
+    show(note, "");
+    if (r.ok && r.data.already_stored && r.data.labels_not_applied) {
+      // the language was stored before: its stored name and tags stay; say which of ours were not applied
+      const given = r.data.labels_not_applied;
+      const parts = [];
+      if ("name" in given) parts.push(`name ${JSON.stringify(given.name)} (stored: ${JSON.stringify(r.data.name)})`);
+      if ("tags" in given) parts.push(`tags ${JSON.stringify(given.tags)} (stored: ${JSON.stringify(r.data.tags || [])})`);
+      note.textContent = "";
+      note.append(`This language is already stored; not applied: ${parts.join("; ")}. Its page: `);
+      const a = document.createElement("a");
+      a.href = `/languages/${r.data.id}`;
+      a.id = "add-note-link";
+      a.textContent = `/languages/${r.data.id.slice(0, 12)}…`;
+      note.append(a, " (change the labels with PATCH /v1/languages/{id}).");
+      note.hidden = false;
+      return;
+    }
     if (r.ok) { window.location.href = `/languages/${r.data.id}`; return; }
     show(problem, problemText(r.data, r.status));
   });
