@@ -58,7 +58,7 @@ class Settings(BaseSettings):
         body_read_timeout_s: a client that stops sending its request body for this long gets 408.
         max_json_depth: deepest nesting of arrays/objects in a JSON request body (422
             ``limit-exceeded`` naming ``max_json_depth`` beyond it).
-        max_regex_length ... max_monoid_entries, time_limit_s: the :class:`~langclass.core.base.limits.Limits` of one
+        max_regex_length ... max_monoid_entries, time_limit_s, max_parameters: the :class:`~langclass.core.base.limits.Limits` of one
             classification request (time in seconds of wall clock); their defaults are
             ``Limits()``'s, declared once in :mod:`langclass.core.base.limits`. Construct jobs run under
             them too (the executor hands them to each worker).
@@ -121,6 +121,7 @@ class Settings(BaseSettings):
     max_monoid_entries: int = Field(DEFAULT_LIMITS.max_monoid_entries, ge=1)
     max_k_automaton_letters: int = Field(DEFAULT_LIMITS.max_k_automaton_letters, ge=1)
     time_limit_s: float | None = Field(DEFAULT_LIMITS.time_limit_s, gt=0)
+    max_parameters: int | None = Field(DEFAULT_LIMITS.max_parameters, ge=1)
     classify_concurrency: int = Field(2, ge=1)
     classify_isolation: Literal["process", "thread"] = "process"
     classify_queue_timeout_s: float | None = Field(60.0, gt=0)
