@@ -295,3 +295,20 @@ def test_cancelled_partial_counts_are_numbers():
         run_construction({"formula": "P a", "alphabet": ["a", "b"]}, progress=calls.append,
                          should_cancel=lambda: len(calls) >= 2)
     assert np.isscalar(info.value.partial["all_words"]["checked"])
+
+
+def _stutter_invariant_star_free() -> list[dict]:
+    import json
+    from pathlib import Path
+
+    langs = json.loads((Path(__file__).parent / "ground_truth.json").read_text())["languages"]
+    return [l for l in langs if l["expected"].get("stutter_invariant") and l["expected"].get("star_free")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", _stutter_invariant_star_free(), ids=lambda l: l["id"])
+def test_every_stutter_invariant_star_free_ground_truth_language_builds_nonstrict(entry):
+    r = run_construction({"regex": entry["regex"], "alphabet": entry["alphabet"], "mask": "nonstrict",
+                          "all_words_up_to": 6, "random_words": 4, "random_max_length": 300})
+    assert r["mask"] == "nonstrict" and set(r["model"]["masks"]) <= {"future_nonstrict", "past_nonstrict"}
+    assert r["exact"] and r["agrees_with_dfa"] and r["all_words_up_to"] == 6, r["first_failure"]
