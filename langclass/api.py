@@ -252,13 +252,14 @@ class RunResult(Mapping[str, Any]):
 
 
 def construct(regex: str | None = None, *, alphabet: str | Sequence[str] | None = None, dfa: Any = None,
-              formula: str | None = None, program: str | None = None, limits: Limits = DEFAULT_LIMITS,
+              formula: str | None = None, program: str | None = None, limits: Limits | None = None,
               **options: Any) -> RunResult:
     """Build an exact transformer for the language and verify it (imports torch).
 
     Same inputs as :func:`classify` plus ``program=`` (B-RASP text, hard attention); ``options``
     are those of :func:`langclass.models.verify.run_construction` (``all_words_up_to``,
-    ``random_words``, ``attention``, ``dtype``, ``seed``, ...).
+    ``random_words``, ``attention``, ``dtype``, ``seed``, ``mask``, ``by_class``, ``max_parameters``, ...).
+    ``limits`` default: the settings' (``LANGCLASS_TIME_LIMIT_S``, ``LANGCLASS_MAX_PARAMETERS``, …).
 
     Returns:
         :class:`RunResult` of kind ``"construct"`` (``r["exact"]``, ``r["encoding"]``, ``r["formula"]``, ...).
@@ -276,6 +277,10 @@ def construct(regex: str | None = None, *, alphabet: str | Sequence[str] | None 
         spec["dfa"] = _dfa_json(dfa) if isinstance(dfa, DFA) else (json.loads(dfa) if isinstance(dfa, (str, bytes)) else dict(dfa))
     if alphabet is not None:
         spec["alphabet"] = read_alphabet(alphabet)
+    if limits is None:
+        from .app.settings import Settings
+
+        limits = Settings().limits()
     return RunResult("construct", run_construction(spec, limits=limits))
 
 

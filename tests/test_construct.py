@@ -96,8 +96,13 @@ def test_since_formula_goes_to_hard_attention():
                           "random_max_length": 300})
     assert r["attention"] == "hard" and r["program"]
     assert_exact(r, n=7, random_up_to=300)
-    with pytest.raises(UnsupportedError):
-        run_construction({"formula": "a S b", "alphabet": ["a", "b"], "attention": "soft"})
+    with pytest.raises(UnsupportedError):  # as written, S has no soft-attention construction
+        run_construction({"formula": "a S b", "alphabet": ["a", "b"], "attention": "soft", "by_class": False})
+    # over {a, b}, a S b defines "some b" (Σ*bΣ*), an LTL[P] language: by its class it is soft NoPE
+    r = run_construction({"formula": "a S b", "alphabet": ["a", "b"], "attention": "soft", "all_words_up_to": 6,
+                          "random_words": 2, "random_max_length": 100})
+    assert (r["input_fragment"], r["language_class"], r["fragment"], r["encoding"]) == ("LTL[S]", "LTL[P]", "LTL[P]", "nope")
+    assert r["exact"]
 
 
 # --------------------------------------------------------------- conventional RoPE (Y^k)
@@ -137,7 +142,7 @@ def test_smaller_c_shortens_the_certified_range():
 
 def test_mixed_y_and_mod_uses_both_schedules():
     r = run_construction({"formula": "Y^2 a & MOD(3,0) | P(Y b)", "alphabet": ["a", "b"], "all_words_up_to": 10,
-                          "random_words": 2, "random_max_length": 200})
+                          "random_words": 2, "random_max_length": 200, "by_class": False})  # the formula as written
     assert r["encoding"] == "rope_periodic+rope"
     assert_exact(r, n=10, random_up_to=200)
 
@@ -240,7 +245,7 @@ def test_every_ltl_p_y_ground_truth_language_builds_from_its_dfa(entry):
     {"regex": "(a|b)*a", "alphabet": ["a", "b"]},
     {"regex": "(a|b|c)*ab(a|b|c)*", "alphabet": ["a", "b", "c"], "all_words_up_to": 6},
     {"regex": "(a|b)*a(a|b)(a|b)", "alphabet": ["a", "b"], "all_words_up_to": 10},      # Y^3 = Y Y Y
-    {"formula": "MOD(2,1) & Y b", "alphabet": ["a", "b"], "all_words_up_to": 10},       # LTL[P,Y,MOD]
+    {"formula": "MOD(2,1) & Y b", "alphabet": ["a", "b"], "all_words_up_to": 10, "by_class": False},  # LTL[P,Y,MOD]
 ], ids=["sigma-a", "sigma-ab-sigma", "third-last-a", "odd-length-ends-b"])
 def test_recency_heads_are_exact_past_conventional_n_max(spec):
     """y_mode='recency': the ALiBi head with slope ≥ f_large puts weight exactly 1 on i − 1, so no

@@ -65,7 +65,7 @@ class Settings(BaseSettings):
         max_json_elements: most JSON values (arrays, objects, scalars; keys not counted) in a
             request body, counted before it is decoded (422 ``limit-exceeded`` naming
             ``max_json_elements`` beyond it); a DFA in the list form needs about states × (|Σ| + 1).
-        max_regex_length ... max_monoid_entries, time_limit_s: the :class:`~langclass.core.base.limits.Limits` of one
+        max_regex_length ... max_monoid_entries, time_limit_s, max_parameters: the :class:`~langclass.core.base.limits.Limits` of one
             classification request (time in seconds of wall clock); their defaults are
             ``Limits()``'s, declared once in :mod:`langclass.core.base.limits`. Construct jobs run under
             them too (the executor hands them to each worker).
@@ -131,6 +131,7 @@ class Settings(BaseSettings):
     max_monoid_entries: int = Field(DEFAULT_LIMITS.max_monoid_entries, ge=1)
     max_k_automaton_letters: int = Field(DEFAULT_LIMITS.max_k_automaton_letters, ge=1)
     time_limit_s: float | None = Field(DEFAULT_LIMITS.time_limit_s, gt=0)
+    max_parameters: int | None = Field(DEFAULT_LIMITS.max_parameters, ge=1)
     classify_concurrency: int = Field(2, ge=1)
     classify_isolation: Literal["process", "thread"] = "process"
     classify_queue_timeout_s: float | None = Field(60.0, gt=0)

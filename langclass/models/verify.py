@@ -40,32 +40,23 @@ from langclass.core.ingest.source import language_source, parse_source_program, 
 from langclass.core.ingest.source import parse_language as parse_source
 from langclass.version import code_version  # one function for records, CLI and job results
 from .construct import (
-    BraspTransformer, ConstructionOptions, FormulaTransformer, build_brasp_transformer, build_formula_transformer,
+    BraspTransformer, ConstructionOptions, FormulaTransformer,
 )
+from .construct_choice import MASK_CHOICES, by_class as _by_class, language_class as _language_class
+from .construct_choice import nonstrict as _nonstrict, plan_model as _plan
 from .tokens import BOS, EOS, NUM_SPECIAL
+from .verify_stream import CHUNK_ENTRIES, CancellableLimits as _CancellableLimits, ConstructionCancelled
+from .verify_stream import Guard as _Guard, all_words as _all_words, query_block as _query_block, word_chunks as _word_chunks
 
 __all__ = ["run_construction", "validate_spec", "ConstructionCancelled", "verify_formula_model", "verify_brasp_model",
-           "default_all_words_length", "MAX_VERIFY_WORDS", "MAX_RANDOM_LENGTH"]
+           "default_all_words_length", "MAX_VERIFY_WORDS", "MAX_RANDOM_LENGTH", "CHUNK_ENTRIES", "MASK_CHOICES"]
 
 MAX_VERIFY_WORDS = 3_000_000
 """Most words the exhaustive phase may check (Σ_{L ≤ n} |Σ|^L)."""
 
-INCREMENTAL_ABOVE = 1 << 24
-"""Score entries (batch × heads × query rows × keys) above which a formula model is evaluated with its
-key/value cache in query blocks of at most this many entries (:meth:`FormulaTransformer.extend`)."""
-
 MAX_RANDOM_LENGTH = 100_000
 """Longest random word a verification may use."""
 
-_SCORE_BUDGET = 60_000_000  # batch · heads · T² entries per forward chunk
-
-
-class ConstructionCancelled(Exception):
-    """``should_cancel()`` returned True; ``partial`` holds what was verified so far."""
-
-    def __init__(self, partial: dict) -> None:
-        super().__init__("construction cancelled")
-        self.partial = partial
 
 
 def default_all_words_length(k: int, budget: int = 300_000) -> int:
@@ -86,15 +77,6 @@ def _count_words(k: int, n: int) -> int:
     return sum(k ** L for L in range(n + 1))
 
 
-def _all_words(k: int, L: int) -> np.ndarray:
-    """All words of length L over k letters in lexicographic order: int64 ``[k^L, L]``."""
-    if L == 0:
-        return np.zeros((1, 0), dtype=np.int64)
-    idx = np.arange(k ** L, dtype=np.int64)[:, None]
-    powers = k ** np.arange(L - 1, -1, -1, dtype=np.int64)[None, :]
-    return (idx // powers) % k
-
-
 def _dfa_accepts(dfa: DFA, words: np.ndarray) -> np.ndarray:
     states = np.full(words.shape[0], dfa.initial, dtype=np.int64)
     t = dfa.transitions
@@ -106,11 +88,6 @@ def _dfa_accepts(dfa: DFA, words: np.ndarray) -> np.ndarray:
 def _word_text(alphabet: Sequence[str], w: Sequence[int]) -> str | list[str]:
     syms = [alphabet[int(i)] for i in w]
     return "".join(syms) if all(len(a) == 1 for a in alphabet) else syms
-
-
-def _chunks(n_words: int, T: int, heads: int) -> int:
-    per = max(1, heads) * T * T + T * 64
-    return max(1, min(n_words, _SCORE_BUDGET // per))
 
 
 def _random_set(dfa: DFA, k: int, lengths: Sequence[int], rng: np.random.Generator, start: int = 0) -> list[np.ndarray]:
@@ -141,9 +118,19 @@ class _FormulaChecker:
         planned = list(model.lit)
         self.aux = reduce(F.And, planned) if len(planned) > 1 else planned[0]
         self.heads = max(1, max((len(p.heads) for p in model.layers_plan), default=1))
+        plan = model.plan
+        units = max((len(p.units) for p in plan.layers), default=0)
+        self.width = plan.d_model + units + 2 * len(planned) + plan.d_head * self.heads
 
-    def check(self, words: np.ndarray) -> dict[str, Any]:
-        """Check a batch of equal-length words ``[B, N]``; returns counts and the first failures."""
+    def per_word(self, N: int) -> int:
+        """Tensor entries one word of length N costs (scores, stream, feed-forward, truth table)."""
+        T = N + 2
+        return T * (self.heads * T + self.width)
+
+    def check(self, words: np.ndarray, guard: _Guard | None = None) -> dict[str, Any]:
+        """Check a batch of equal-length words ``[B, N]``; returns counts and the first failures.
+        Scores of more than :data:`CHUNK_ENTRIES` entries are computed in query blocks through the
+        key/value cache (:meth:`FormulaTransformer.extend`), ``guard`` checked between blocks."""
         B, N = words.shape
         ids = np.empty((B, N + 2), dtype=np.int64)
         ids[:, 0] = BOS
@@ -151,12 +138,18 @@ class _FormulaChecker:
         ids[:, N + 1] = EOS
         ids_t = torch.from_numpy(ids)
         valid = torch.ones_like(ids_t, dtype=torch.bool)
+        block = _query_block(B, self.heads, N + 2)
         with torch.no_grad():
-            if B * self.heads * (N + 2) ** 2 <= INCREMENTAL_ABOVE:
+            if block is None:
                 hidden = self.model(ids_t, valid)  # [B, T, D]
             else:  # long words: key/value cache, query blocks, no (N+2)² score matrix
-                chunk = max(1, INCREMENTAL_ABOVE // (B * self.heads * (N + 2)))
-                hidden = self.model.forward_incremental(ids_t, valid, chunk=chunk)
+                caches, outs = None, []
+                for s0 in range(0, N + 2, block):
+                    h, caches = self.model.extend(ids_t[:, s0:s0 + block], caches, valid[:, s0:s0 + block])
+                    outs.append(h)
+                    if guard is not None:
+                        guard.tick()
+                hidden = torch.cat(outs, dim=1)
             logits = self.model.readout(hidden[:, N + 1])[:, 0].double().numpy()
         produced = logits > 0
         table = F.truth_table(self.aux, self.alphabet, words)
@@ -216,28 +209,21 @@ def verify_formula_model(model: FormulaTransformer, formula: F.Formula, alphabet
     chk = _FormulaChecker(model, formula, alphabet, dfa)
     rng = np.random.default_rng(seed)
     out = {"all_words": _new_acc(), "random": _new_acc(), "beyond": _new_acc()}
+    guard = _Guard(deadline, should_cancel, out)
     total = _count_words(chk.k, all_words_up_to)
 
-    def cancelled(step: str) -> bool:
-        if deadline is not None:
-            deadline.check(step)
-        return should_cancel is not None and bool(should_cancel())
-
     for L in range(all_words_up_to + 1):
-        words = _all_words(chk.k, L)
-        step = _chunks(words.shape[0], L + 2, chk.heads)
-        for s in range(0, words.shape[0], step):
-            if cancelled(f"verification (all words of length {L})"):
-                raise ConstructionCancelled(out)
-            _summarize(chk.check(words[s:s + step]), words[s:s + step], alphabet, out["all_words"])
+        for words in _word_chunks(chk.k, L, chk.per_word(L)):
+            guard(f"verification (all words of length {L})")
+            _summarize(chk.check(words, guard), words, alphabet, out["all_words"])
         out["all_words"]["max_length"] = L
         if progress:
             progress({"phase": "all_words", "length": L, "done": out["all_words"]["checked"], "total": total})
     for name, lengths in (("random", random_lengths), ("beyond", beyond_lengths)):
-        for t, w in enumerate(_random_set(dfa, chk.k, lengths, rng)):
-            if cancelled(f"verification ({name} word of length {w.size})"):
-                raise ConstructionCancelled(out)
-            _summarize(chk.check(w[None, :]), w[None, :], alphabet, out[name])
+        for t, L in enumerate(lengths):
+            guard(f"verification ({name} word of length {L})")
+            w = _random_set(dfa, chk.k, [L], rng, start=t)[0]
+            _summarize(chk.check(w[None, :], guard), w[None, :], alphabet, out[name])
             out[name]["max_length"] = max(out[name]["max_length"], int(w.size))
             if progress:
                 progress({"phase": name, "length": int(w.size), "done": t + 1, "total": len(lengths)})
@@ -255,7 +241,14 @@ def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | Non
     k = len(alphabet)
     rng = np.random.default_rng(seed)
     out = {"all_words": _new_acc(), "random": _new_acc(), "beyond": _new_acc()}
+    guard = _Guard(deadline, should_cancel, out)
     heads = max(1, max((len(h) for h in model.attn_layers), default=1))
+    plan = model.plan
+    ffn = max((len(layer.units) * max(1, layer.max_inputs) for layer in plan.layers), default=0)
+    width = plan.d_model + ffn + 2 * len(model.coord_of) + 4 * len(program.ops)
+
+    def per_word(N: int) -> int:  # scores + stream + sparse feed-forward + interpreter vectors
+        return max(N, 1) * (heads * max(N, 1) + width)
 
     def check(words: np.ndarray) -> dict[str, Any]:
         B, N = words.shape
@@ -264,10 +257,11 @@ def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | Non
             return {"produced": produced, "expected": produced.copy(),
                     "dfa": _dfa_accepts(dfa, words) if dfa is not None else produced.copy(),
                     "sim_bad": np.zeros(B, dtype=bool), "logits": np.where(produced, 0.5, -0.5)}
+        block = _query_block(B, heads, N)
         with torch.no_grad():
-            hidden = model(torch.from_numpy(words))
+            hidden = model(torch.from_numpy(words), query_block=block, between=guard.tick)
             logits = model.readout(hidden[:, -1])[:, 0].double().numpy()
-        vals = run_program(program, words)
+        vals = run_program(program, words, query_block=block)
         got = model.vector_values(hidden)
         sim_bad = np.zeros(B, dtype=bool)
         for name, v in vals.items():
@@ -279,25 +273,16 @@ def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | Non
 
     total = _count_words(k, all_words_up_to)
     for L in range(all_words_up_to + 1):
-        words = _all_words(k, L)
-        step = _chunks(words.shape[0], max(L, 1), heads)
-        for s in range(0, words.shape[0], step):
-            if deadline is not None:
-                deadline.check(f"verification (all words of length {L})")
-            if should_cancel is not None and should_cancel():
-                raise ConstructionCancelled(out)
-            _summarize(check(words[s:s + step]), words[s:s + step], alphabet, out["all_words"])
+        for words in _word_chunks(k, L, per_word(L)):
+            guard(f"verification (all words of length {L})")
+            _summarize(check(words), words, alphabet, out["all_words"])
         out["all_words"]["max_length"] = L
         if progress:
             progress({"phase": "all_words", "length": L, "done": out["all_words"]["checked"], "total": total})
-    ref = dfa if dfa is not None else None
     for t, L in enumerate(random_lengths):
-        if deadline is not None:
-            deadline.check(f"verification (random word of length {L})")
-        if should_cancel is not None and should_cancel():
-            raise ConstructionCancelled(out)
-        if ref is not None:
-            w = _random_set(ref, k, [L], rng, start=t)[0]
+        guard(f"verification (random word of length {L})")
+        if dfa is not None:
+            w = _random_set(dfa, k, [L], rng, start=t)[0]
         else:
             w = rng.integers(0, k, int(L))
         _summarize(check(w[None, :]), w[None, :], alphabet, out["random"])
@@ -309,8 +294,8 @@ def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | Non
 
 # ============================================================================ job entry point
 _OPTION_KEYS = {"y_mode", "dtype", "attention", "all_words_up_to", "random_words", "random_max_length", "seed", "g", "C_y",
-                "C_p", "target_length", "mod_safety", "beyond_n_max", "n_max_cap", "threads"}
-
+                "C_p", "target_length", "mod_safety", "beyond_n_max", "n_max_cap", "threads", "mask", "by_class",
+                "max_parameters"}
 
 def _options(spec: Mapping) -> dict[str, Any]:
     opts = dict(spec.get("options") or {})
@@ -361,9 +346,25 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
     random_words = _int_opt(opts, "random_words", 32, 0, 10_000)
     random_max = _int_opt(opts, "random_max_length", 2000, 0, MAX_RANDOM_LENGTH)
     beyond = bool(opts.get("beyond_n_max", True))
+    mask = opts.get("mask", "strict")
+    if mask not in MASK_CHOICES:
+        raise InputError(f"mask must be one of {list(MASK_CHOICES)}, got {mask!r}", field="options.mask")
+    if mask == "nonstrict":
+        if attention == "soft":
+            raise InputError("mask 'nonstrict' is a hard-attention model (Masked Hard-Attention Transformers …, Thm 18); "
+                             "use attention 'hard' or 'auto'", field="options.mask")
+        attention = "hard"
+    by_class = opts.get("by_class", True)
+    if not isinstance(by_class, bool):
+        raise InputError("by_class must be true or false", field="options.by_class")
+    max_parameters = _int_opt(opts, "max_parameters", None, 1, 10 ** 12)
+    if limits.max_parameters is not None:  # the option may lower the setting's budget, never raise it
+        max_parameters = limits.max_parameters if max_parameters is None else min(max_parameters, limits.max_parameters)
 
     # ---- input
     synthesis = None
+    input_formula: F.Formula | None = None
+    language_class: str | None = None
     program: Program | None = None
     formula: F.Formula | None = None
     dfa: DFA | None = None
@@ -384,6 +385,12 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         parsed = parse_source(source_from_mapping({k: spec[k] for k in ("formula", "alphabet") if k in spec},
                                                   kinds=("formula",)), limits)
         formula, dfa = parsed.formula, parsed.dfa
+        input_formula = formula
+        language_class = _language_class(dfa, limits)
+        if by_class and attention != "hard":
+            synthesis = _by_class(formula, dfa, language_class, limits)
+            if synthesis is not None:
+                formula = synthesis.formula
     elif "regex" in spec or "dfa" in spec:
         from langclass.core.synthesis.synthesis import synthesize
 
@@ -434,6 +441,8 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                                    field="options.attention")
     else:
         alphabet = program.alphabet
+    if mask == "nonstrict":
+        program = _nonstrict(program, dfa, limits)
     k = len(alphabet)
     n_all = _int_opt(opts, "all_words_up_to", default_all_words_length(k), 0, 64)
     if _count_words(k, n_all) > MAX_VERIFY_WORDS:
@@ -452,7 +461,8 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
     elif dtype not in ("float32", "float64", "bfloat16", "float16"):
         raise InputError(f"dtype must be float32, float64, bfloat16 or float16, got {dtype!r}", field="options.dtype")
     threads = _int_opt(opts, "threads", 1, 1, 256)
-    return {"threads": threads, "opts": opts, "attention": attention, "dtype": dtype, "seed": seed, "random_words": random_words,
+    return {"mask": mask, "max_parameters": max_parameters, "input_formula": input_formula,
+            "language_class": language_class, "threads": threads, "opts": opts, "attention": attention, "dtype": dtype, "seed": seed, "random_words": random_words,
             "random_max": random_max, "beyond": beyond, "synthesis": synthesis, "program": program, "formula": formula,
             "dfa": dfa, "source_input": source_input, "alphabet": alphabet, "n_all": n_all, "copt": copt}
 
@@ -468,13 +478,14 @@ def _float_opt(opts: Mapping, key: str, default: float | None) -> float | None:
 
 def validate_spec(spec: Mapping, limits: Limits = DEFAULT_LIMITS) -> None:
     """Check a ``construct`` spec before it is queued (same errors as :func:`run_construction`, no model
-    is built and nothing is verified): the input parses, the options are valid, and a formula can be
-    synthesized when only a language is given.
+    is built and nothing is verified): the input parses, the options are valid, a formula can be
+    synthesized when only a language is given, and the planned model is within the parameter budget
+    (``limits.max_parameters``, checked on the plan: no tensor is allocated).
 
     Raises:
         InputError, UnsupportedError, LimitExceeded: as :func:`run_construction`.
     """
-    _prepare(spec, limits)
+    _plan(_prepare(spec, limits))
 
 
 def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None = None,
@@ -517,7 +528,10 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
             verification phase that was running).
     """
     t0 = time.monotonic()
-    deadline = limits.deadline()  # one wall-clock budget (time_limit_s) for synthesis, build and verification
+    if should_cancel is not None:  # every deadline check of synthesis and planning polls the cancellation too
+        limits = _CancellableLimits(**{name: getattr(limits, name) for name in Limits.__dataclass_fields__},
+                                    cancel=should_cancel)
+    deadline = Deadline(limits.time_limit_s)  # one wall-clock budget (time_limit_s) for synthesis, build and verification
     prep = _prepare(spec, limits)
     deadline.check("synthesis")
     previous_threads = torch.get_num_threads()
@@ -543,11 +557,25 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         "synthesis": synthesis.to_dict() if synthesis is not None else None,
         "language": None if dfa is None else {"fingerprint": dfa.fingerprint(), "num_states": dfa.canonical().num_states},
     }
+    if prep["input_formula"] is not None:
+        result["input_fragment"] = F.fragment(prep["input_formula"])
+        result["language_class"] = prep["language_class"]
+        replaced = prep["input_formula"] is not formula
+        result["formula_choice"] = ("synthesized for the language's class (the formula's fragment needs a stronger "
+                                    "model)" if replaced else "as written")
+        if replaced:
+            text = prep["input_formula"].text(2000)
+            result["input_formula"] = text
     n_max_info: dict[str, Any] = {"n_max": None}
     t_build = time.monotonic()
+    plan, size = _plan(prep)  # the parameter budget is checked here, before any tensor exists
+    result["planned"] = size
+    deadline.check("model plan")
+    if should_cancel is not None and should_cancel():
+        raise ConstructionCancelled({"phase": "model plan"})
     if attention == "soft":
         copt = prep["copt"]
-        model = build_formula_transformer(formula, alphabet, copt)
+        model = FormulaTransformer.from_plan(plan)
         deadline.check("model build")
         build_seconds = time.monotonic() - t_build
         if model.offsets:
@@ -562,11 +590,12 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
                                       deadline=deadline)
         result["encoding"] = model.encoding_name
         result["attention"] = "soft"
+        result["mask"] = "strict"
         result["program"] = None
         result["model"] = model.describe()
         result["mod_margins"] = model.mod_margins()
     else:
-        model = build_brasp_transformer(program, dtype)
+        model = BraspTransformer.from_plan(plan, dtype)
         deadline.check("model build")
         build_seconds = time.monotonic() - t_build
         n_checked = n_all
@@ -576,6 +605,11 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         result["encoding"] = "nope" if program.modulus == 1 else "mod_onehot"
         result["modulus"] = program.modulus
         result["attention"] = "hard"
+        result["mask"] = prep["mask"]
+        if prep["mask"] == "nonstrict":
+            from langclass.core.logic.brasp_nonstrict import SOURCE_NONSTRICT
+
+            result["mask_source"] = SOURCE_NONSTRICT
         result["program"] = program.text() if len(program.ops) <= 20_000 else None
         result["model"] = model.describe()
     aw, rw, bw = checks["all_words"], checks["random"], checks["beyond"]

@@ -90,6 +90,10 @@ def construct(
     target_length: Annotated[int, typer.Option(help="length the Y^k scale C_Y is chosen to certify")] = 300,
     as_json: Annotated[bool, typer.Option("--json", help="print the full result record")] = False,
     show_program: Annotated[bool, typer.Option("--show-program", help=f"print the whole B-RASP program and formula (by default only when at most {SHORT_PROGRAM_LINES} lines / {SHORT_FORMULA_CHARS} characters)")] = False,
+    mask: Annotated[str, typer.Option(help="hard-attention mask: strict (j < i, every star-free language) | nonstrict (j ≤ i / j ≥ i only: stutter-invariant star-free languages, Thm 18)")] = "strict",
+    as_written: Annotated[bool, typer.Option("--as-written", help="build the --formula as written, even when its language is in a class with a weaker model (by default such a formula is replaced by the synthesized formula of its class, e.g. LTL[P]: NoPE)")] = False,
+    time_limit: Annotated[Optional[float], typer.Option("--time-limit", help="wall-clock seconds for synthesis, build and verification (default LANGCLASS_TIME_LIMIT_S, 60)")] = None,
+    max_parameters: Annotated[Optional[int], typer.Option("--max-parameters", help="parameter budget, checked on the plan before any weight is allocated (default LANGCLASS_MAX_PARAMETERS, 10000000)")] = None,
 ) -> None:
     """Construct the exact transformer of a formula / B-RASP program / language and verify it."""
 
@@ -101,11 +105,12 @@ def construct(
             alphabet=parse_alphabet(alphabet) if alphabet is not None else None,
             options={"attention": attention, "dtype": dtype, "all_words_up_to": all_words, "random_words": random_words,
                      "random_max_length": random_max_length, "seed": seed, "y_mode": y_mode, "g": g, "C_y": c_y,
-                     "target_length": target_length},
+                     "target_length": target_length, "mask": None if mask == "strict" else mask,
+                     "by_class": False if as_written else None},
         )
         from langclass.models.verify import run_construction
 
-        result = run_construction(spec)
+        result = run_construction(spec, limits=construct_limits(time_limit, max_parameters))
     except LangclassError as err:
         _fail(err, as_json)
         return
@@ -115,8 +120,9 @@ def construct(
     m = result["model"]
     for line in summary_lines(result, show_program):
         typer.echo(line)
-    typer.echo(f"model      {result['attention']} attention, encoding {result['encoding']}, {m['layers']} layers, "
-               f"{m['heads']} heads, d_model {m['d_model']}, {m['dtype']}")
+    mask_text = f", mask {result['mask']}" if result.get("mask") and result["attention"] == "hard" else ""
+    typer.echo(f"model      {result['attention']} attention, encoding {result['encoding']}{mask_text}, {m['layers']} layers, "
+               f"{m['heads']} heads, d_model {m['d_model']}, {m['parameters']:,} parameters, {m['dtype']}")
     if result["n_max"] is not None:
         typer.echo(f"N_max      {result['n_max']} (certified range of the Y^k heads, Eq. 10){_scale_note(m)}")
     typer.echo(f"exact      {result['exact']}   all words ≤ {result['all_words_up_to']} ({result['words_checked']} words), "
@@ -146,6 +152,11 @@ def summary_lines(result: dict, show_program: bool = False) -> list[str]:
     (its size; ``--show-program`` or ``--json`` has it), a formula too large to be stored says so with
     its size, and the synthesis line says whether the formula was verified equivalent to the DFA."""
     lines: list[str] = []
+    if result.get("input_fragment"):
+        given = result.get("input_formula") or result.get("formula") or ""
+        lines.append(f"input      {given[:SHORT_FORMULA_CHARS]}   [{result['input_fragment']}]")
+        lines.append(f"class      {result.get('language_class') or 'undecided'} (the language); formula "
+                     f"{result.get('formula_choice', 'as written')}")
     frag = f"   [{result['fragment']}]" if result.get("fragment") else ""
     syn = result.get("synthesis") or {}
     text = result.get("formula")
@@ -189,6 +200,30 @@ def _scale_note(model: dict) -> str:
         return (f" at C_Y = {c_y:.3g}, chosen for --target-length {constants['target_length']}; "
                 f"classify's N_max is at C = {DEFAULT_PARAMS.C:g} (--c-y {DEFAULT_PARAMS.C:g} builds that range)")
     return f" at C_Y = {c_y:.3g} (--c-y)"
+
+
+def construct_limits(time_limit: float | None = None, max_parameters: int | None = None):
+    """The :class:`~langclass.core.base.limits.Limits` of one ``construct`` run: the service settings
+    (``LANGCLASS_TIME_LIMIT_S``, ``LANGCLASS_MAX_PARAMETERS``, …) with ``--time-limit`` and
+    ``--max-parameters`` in their place when given.
+
+    Raises:
+        InputError: a non-positive ``time_limit`` or ``max_parameters``.
+    """
+    import dataclasses
+
+    from langclass.app.settings import get_settings
+
+    limits = get_settings().limits()
+    if time_limit is not None:
+        if not time_limit > 0:
+            raise InputError("--time-limit must be a positive number of seconds", field="time_limit")
+        limits = dataclasses.replace(limits, time_limit_s=float(time_limit))
+    if max_parameters is not None:
+        if max_parameters < 1:
+            raise InputError("--max-parameters must be ≥ 1", field="max_parameters")
+        limits = dataclasses.replace(limits, max_parameters=int(max_parameters))
+    return limits
 
 
 def register(app: typer.Typer) -> None:

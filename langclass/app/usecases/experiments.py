@@ -295,8 +295,9 @@ def build_construct_spec(body: ExperimentRequest, language: Mapping[str, Any]) -
 
 
 def validate_construct_spec(spec: Mapping[str, Any], stored_dfa: Mapping[str, Any], limits: Any) -> None:
-    """Check a construct spec before it is queued: options, program syntax, and that a formula
-    defines the stored language (a counterexample word otherwise).
+    """Check a construct spec before it is queued: options, program syntax, that a formula
+    defines the stored language (a counterexample word otherwise), and that the planned model is
+    within ``limits.max_parameters`` (``limit-exceeded`` with the planned size; nothing is allocated).
 
     Raises:
         InputError (FormulaSyntaxError, ProgramSyntaxError, …): naming the field.
@@ -307,7 +308,7 @@ def validate_construct_spec(spec: Mapping[str, Any], stored_dfa: Mapping[str, An
         raise UnsupportedError("construction jobs are not available in this installation", field="kind") from None
     check = getattr(verify, "validate_spec", None)
     if check is not None:
-        check(spec)
+        check(spec, limits)  # parses, synthesizes and plans: a plan over max_parameters is refused here (422)
     elif hasattr(verify, "_options"):
         verify._options(spec)
     from .service import dfa_from_record

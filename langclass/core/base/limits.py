@@ -28,7 +28,9 @@ class Limits:
         max_monoid_size: elements of the transition monoid.
         max_monoid_entries: stored entries (elements × states) of the transition monoid's table.
         max_k_automaton_letters: letters (= |Σ|^k) of a k-automaton built eagerly.
-        time_limit_s: wall-clock seconds of one analysis (None = unlimited).
+        time_limit_s: wall-clock seconds of one analysis or construction (None = unlimited).
+        max_parameters: parameters of one constructed transformer, checked on its plan before any
+            weight is allocated (None = unlimited).
     """
 
     max_regex_length: int = 10_000
@@ -40,6 +42,7 @@ class Limits:
     max_monoid_entries: int = 100_000_000
     max_k_automaton_letters: int = 1_000_000
     time_limit_s: float | None = 60.0
+    max_parameters: int | None = 10_000_000
 
     def check(self, name: str, observed: int | float) -> None:
         """Raise :class:`LimitExceeded` naming ``name`` when ``observed`` exceeds the limit."""

@@ -307,11 +307,13 @@ def _mask_matrix(mask: str, n: int) -> np.ndarray:
             "future_nonstrict": j <= i, "past_nonstrict": j >= i}[mask]
 
 
-def run_program(program: Program, words: np.ndarray) -> dict[str, np.ndarray]:
+def run_program(program: Program, words: np.ndarray, query_block: int | None = None) -> dict[str, np.ndarray]:
     """Run ``program`` on a batch of equal-length words.
 
     Args:
         words: ``int`` array ``[B, n]`` of letter indices into ``program.alphabet`` (n ≥ 1).
+        query_block: evaluate each attention operation ``query_block`` positions i at a time (memory
+            ``[B, query_block, n]`` instead of ``[B, n, n]``; the same result); None = all at once.
 
     Returns:
         ``{vector name: bool [B, n]}`` for every initial and defined vector.
@@ -331,19 +333,27 @@ def run_program(program: Program, words: np.ndarray) -> dict[str, np.ndarray]:
             vals[op.name] = np.broadcast_to(np.asarray(v, dtype=bool), (B, n)).copy()
             continue
 
-        def env(name, side):
-            return vals[name][:, :, None] if side == "i" else vals[name][:, None, :]
-
-        ok = np.broadcast_to(np.asarray(bexpr_eval(op.score, env), dtype=bool), (B, n, n)) & _mask_matrix(op.mask, n)
-        value = np.broadcast_to(np.asarray(bexpr_eval(op.value, env), dtype=bool), (B, n, n))
         default = np.broadcast_to(np.asarray(bexpr_eval(op.default, lambda name, side: vals[name]), dtype=bool), (B, n))
-        any_ok = ok.any(axis=2)
-        if op.direction == "leftmost":
-            jsel = np.argmax(ok, axis=2)
-        else:
-            jsel = n - 1 - np.argmax(ok[:, :, ::-1], axis=2)
-        picked = np.take_along_axis(value, jsel[:, :, None], axis=2)[:, :, 0]
-        vals[op.name] = np.where(any_ok, picked, default)
+        mask = _mask_matrix(op.mask, n)
+        result = np.empty((B, n), dtype=bool)
+        step = n if query_block is None else max(1, int(query_block))
+        for r0 in range(0, n, step):
+            rows = slice(r0, min(n, r0 + step))
+            m = rows.stop - rows.start
+
+            def env(name, side, rows=rows):
+                return vals[name][:, rows, None] if side == "i" else vals[name][:, None, :]
+
+            ok = np.broadcast_to(np.asarray(bexpr_eval(op.score, env), dtype=bool), (B, m, n)) & mask[rows]
+            value = np.broadcast_to(np.asarray(bexpr_eval(op.value, env), dtype=bool), (B, m, n))
+            any_ok = ok.any(axis=2)
+            if op.direction == "leftmost":
+                jsel = np.argmax(ok, axis=2)
+            else:
+                jsel = n - 1 - np.argmax(ok[:, :, ::-1], axis=2)
+            picked = np.take_along_axis(value, jsel[:, :, None], axis=2)[:, :, 0]
+            result[:, rows] = np.where(any_ok, picked, default[:, rows])
+        vals[op.name] = result
     return vals
 
 

@@ -11,6 +11,7 @@ plan's disjoint-cube units written by the shared writer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -179,11 +180,17 @@ class BraspTransformer(nn.Module):
         self._groups, self._groups_key = groups, key
         return groups
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, *, query_block: int | None = None,
+                between: Callable[[], None] | None = None) -> torch.Tensor:
         """Hidden states ``[batch, n, d_model]`` of letter indices ``ids int64 [batch, n]``. The heads of
         a layer run together, grouped by mask and tie, and the feed-forward layers sparsely
         (:meth:`_head_groups`, :class:`~langclass.models.construct.assembly.SparseFeedForward`); both
-        equal the dense modules bit for bit."""
+        equal the dense modules bit for bit.
+
+        ``query_block``: compute the scores ``query_block`` query rows at a time (``[batch, heads,
+        query_block, n]`` instead of ``[batch, heads, n, n]``; rows are independent, so the result is the
+        same bit for bit). ``between``: called after every layer and every query block (a verification
+        checks its deadline and cancellation there; what it raises propagates)."""
         x = self.embed(ids)  # [B, n, D]
         B, T = ids.shape
         if self.encoding is not None:  # positions 1..n
@@ -198,13 +205,23 @@ class BraspTransformer(nn.Module):
                 q = (x[..., qi] * qw).transpose(1, 2)  # [B, H, T, e]
                 k = (x[..., ki] * kw).transpose(1, 2)
                 v = (x[..., vi] * vw).transpose(1, 2)  # [B, H, T, f]
-                w = hard_attention_weights(q @ k.transpose(-1, -2), vis[mask][None, None], tie)  # [B, H, T, T]
-                y = ((w @ v) * ow[None, :, None, :]).transpose(1, 2).reshape(B, T, -1)  # [B, T, H·f]
+                step = T if query_block is None else max(1, int(query_block))
+                ys = []
+                for r0 in range(0, T, step):
+                    w = hard_attention_weights(q[:, :, r0:r0 + step] @ k.transpose(-1, -2),
+                                               vis[mask][None, None, r0:r0 + step], tie)  # [B, H, rows, T]
+                    ys.append(w @ v)
+                    if between is not None and step < T:
+                        between()
+                y = ((torch.cat(ys, dim=2) if len(ys) > 1 else ys[0]) * ow[None, :, None, :]
+                     ).transpose(1, 2).reshape(B, T, -1)  # [B, T, H·f]
                 updates.append((oi.reshape(-1), y))
             for oi, y in updates:  # all heads read the layer input, then write (in place: x is this forward's own)
                 x.index_add_(-1, oi, y)
             if ffn.units:
                 ffn.add_to(x)
+            if between is not None:
+                between()
         return x
 
     def decide(self, ids: torch.Tensor) -> torch.Tensor:
