@@ -41,6 +41,7 @@ from langclass.core.ingest.source import parse_language as parse_source
 from .construct import (
     BraspTransformer, ConstructionOptions, FormulaTransformer, build_brasp_transformer, build_formula_transformer,
 )
+from .construct.route import ROUTES, choose_hard_route
 from .tokens import BOS, EOS, NUM_SPECIAL
 
 __all__ = ["run_construction", "validate_spec", "ConstructionCancelled", "verify_formula_model", "verify_brasp_model",
@@ -308,7 +309,7 @@ def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | Non
 
 # ============================================================================ job entry point
 _OPTION_KEYS = {"y_mode", "dtype", "attention", "all_words_up_to", "random_words", "random_max_length", "seed", "g", "C_y",
-                "C_p", "target_length", "mod_safety", "beyond_n_max", "n_max_cap", "threads"}
+                "C_p", "target_length", "mod_safety", "beyond_n_max", "n_max_cap", "threads", "route"}
 
 
 def _options(spec: Mapping) -> dict[str, Any]:
@@ -355,6 +356,14 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
     attention = opts.get("attention", "auto")
     if attention not in ("auto", "soft", "hard"):
         raise InputError("attention must be 'auto', 'soft' or 'hard'", field="options.attention")
+    route = opts.get("route", "auto")
+    if route not in ROUTES:
+        raise InputError(f"route must be one of {list(ROUTES)}, got {route!r}", field="options.route")
+    if route != "auto" and attention == "soft":
+        raise InputError(f"route {route!r} builds hard attention; it cannot be combined with attention='soft'",
+                         field="options.route")
+    if route != "auto":
+        attention = "hard"  # both routes compile a B-RASP program (hard attention)
     dtype = opts.get("dtype", "float32")
     seed = _int_opt(opts, "seed", 0, 0, 2 ** 31)
     random_words = _int_opt(opts, "random_words", 32, 0, 10_000)
@@ -390,6 +399,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         dfa = parse_source(source_from_mapping({k: spec[k] for k in ("regex", "dfa", "alphabet") if k in spec}
                                                if "regex" in spec else {"dfa": spec["dfa"]}, kinds=("regex", "dfa")),
                            limits).dfa
+        from_fo_mod = False
         try:
             synthesis = synthesize(dfa, limits)
         except UnsupportedError as soft_err:
@@ -407,7 +417,8 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                     missing_classes=["LTL[P,MOD]", "LTL[P,Y]", "star-free", "FO[<,MOD]"],
                 ) from None
             attention = "hard"
-        if attention == "hard" and "MOD" in F.operators(synthesis.formula):
+            from_fo_mod = True
+        if attention == "hard" and not from_fo_mod and "MOD" in F.operators(synthesis.formula):
             from langclass.core.synthesis.fo_mod import synthesize_fo_mod
 
             # hard attention: the star-free formula when L is star-free (NoPE), else the least modulus m
@@ -418,6 +429,9 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                          "'alphabet') or 'dfa'", field="spec")
 
     # ---- model
+    choice = None
+    if route != "auto" and source_input not in ("regex", "dfa"):
+        raise InputError(f"route {route!r} applies to a language given as a regex or a DFA", field="options.route")
     if formula is not None:
         alphabet = dfa.alphabet
         ops = F.operators(formula)
@@ -426,7 +440,11 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         if attention == "hard":
             from langclass.core.logic.brasp_width import narrow_program
 
-            program = narrow_program(formula_to_brasp(formula, alphabet, limits))  # compiler fan-in ≤ 14
+            if source_input in ("regex", "dfa"):  # the smaller of the cascade and the local-divisor program
+                choice = choose_hard_route(dfa, formula, alphabet, route=route, limits=limits)
+                program = choice.program
+            else:
+                program = narrow_program(formula_to_brasp(formula, alphabet, limits))  # compiler fan-in ≤ 14
         elif "S" in ops:
             raise UnsupportedError("the since operator S has no soft-attention construction here (star-free "
                                    "languages need rightmost hard attention); use attention='hard'",
@@ -453,7 +471,8 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
     threads = _int_opt(opts, "threads", 1, 1, 256)
     return {"threads": threads, "opts": opts, "attention": attention, "dtype": dtype, "seed": seed, "random_words": random_words,
             "random_max": random_max, "beyond": beyond, "synthesis": synthesis, "program": program, "formula": formula,
-            "dfa": dfa, "source_input": source_input, "alphabet": alphabet, "n_all": n_all, "copt": copt}
+            "dfa": dfa, "source_input": source_input, "alphabet": alphabet, "n_all": n_all, "copt": copt,
+            "route_choice": choice}
 
 
 def _float_opt(opts: Mapping, key: str, default: float | None) -> float | None:
@@ -496,7 +515,10 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
             ``random_words`` (default 32), ``random_max_length`` (default 2000), ``seed``, and for
             Y^k: ``g`` (1.0), ``C_y`` or ``target_length`` (300), ``beyond_n_max`` (True: also test
             words longer than N_max and report what happens), ``n_max_cap``, ``threads`` (torch
-            intra-op threads while verifying, default 1: these models are tiny).
+            intra-op threads while verifying, default 1: these models are tiny), ``route``
+            (hard attention from a regex or DFA: ``"auto"`` — the smaller of the Krohn–Rhodes cascade
+            program and the local-divisor program, :func:`~langclass.models.construct.route.choose_hard_route`
+            — or ``"cascade"`` / ``"local-divisors"``, either of which implies hard attention).
         progress: called with ``{"phase", "length", "done", "total"}`` dicts.
         should_cancel: polled between batches; True raises :class:`ConstructionCancelled`.
 
@@ -505,7 +527,9 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
         ``attention``, ``exact`` (every decision correct and every simulated coordinate exact in the
         certified range), ``all_words_up_to``, ``random_words_up_to``, ``first_failure`` (None or
         ``{word, expected, produced}``), ``n_max`` (Y^k), ``beyond_n_max``, ``model`` (sizes,
-        constants, encoding manifests and digests), ``checks`` (counts), ``synthesis``, ``seconds``.
+        constants, encoding manifests and digests), ``checks`` (counts), ``synthesis``, ``seconds``,
+        ``route`` (``route`` — ``"cascade"``, ``"local-divisors"``, ``"formula"`` or ``"program"`` — with
+        ``cascade_height``, ``layers``, ``heads``, ``d_model``, ``parameters`` and the candidates compared).
 
     Raises:
         InputError (and subclasses): bad spec, formula, program, regex or DFA.
@@ -565,7 +589,9 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         result["model"] = model.describe()
         result["mod_margins"] = model.mod_margins()
     else:
-        model = build_brasp_transformer(program, dtype)
+        choice = prep.get("route_choice")
+        model = (BraspTransformer.from_plan(choice.plan, dtype) if choice is not None
+                 else build_brasp_transformer(program, dtype))
         deadline.check("model build")
         build_seconds = time.monotonic() - t_build
         n_checked = n_all
@@ -577,6 +603,9 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         result["attention"] = "hard"
         result["program"] = program.text() if len(program.ops) <= 20_000 else None
         result["model"] = model.describe()
+    choice = prep.get("route_choice")
+    result["route"] = choice.to_dict() if choice is not None else {
+        "route": "program" if source_input == "program" else "formula", "cascade_height": None}
     aw, rw, bw = checks["all_words"], checks["random"], checks["beyond"]
     first = aw["first_failure"] or rw["first_failure"]
     exact = (aw["wrong"] == 0 and rw["wrong"] == 0 and aw["sim_inexact"] == 0 and rw["sim_inexact"] == 0)
