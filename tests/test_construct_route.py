@@ -145,3 +145,16 @@ def test_dense_and_sparse_feed_forward_agree():
     ref = run_program(model.program, words.numpy())
     for name, v in ref.items():
         assert np.array_equal(values[name].numpy(), v.astype(np.float64)), name
+
+
+def test_cli_route_option():
+    from typer.testing import CliRunner
+
+    from langclass.app.cli.commands import app
+
+    res = CliRunner().invoke(app, ["construct", "--regex", "(a(ab)*b)*", "--alphabet", "ab", "--route", "cascade",
+                                   "--all-words", "6", "--random-words", "2", "--random-max-length", "60"])
+    assert res.exit_code == 0, res.output
+    assert "route      cascade (cascade height 3" in res.output
+    bad = CliRunner().invoke(app, ["construct", "--regex", "(ab)*", "--alphabet", "ab", "--route", "fastest"])
+    assert bad.exit_code == 2 and "route" in bad.output
