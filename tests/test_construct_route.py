@@ -158,3 +158,13 @@ def test_cli_route_option():
     assert "route      cascade (cascade height 3" in res.output
     bad = CliRunner().invoke(app, ["construct", "--regex", "(ab)*", "--alphabet", "ab", "--route", "fastest"])
     assert bad.exit_code == 2 and "route" in bad.output
+
+
+def test_plan_stops_at_the_deadline():
+    from langclass.core.base.errors import TimeLimitExceeded
+    from langclass.core.base.limits import Deadline
+
+    program = cascade_program(regex_to_dfa("(a(ab)*b)*", ["a", "b"])).program
+    with pytest.raises(TimeLimitExceeded) as e:
+        plan_brasp(program, Deadline(-1.0))
+    assert "B-RASP plan" in e.value.extra["step"]

@@ -133,7 +133,7 @@ def choose_hard_route(dfa: DFA | None, formula: F.Formula | None, alphabet: Sequ
             try:
                 cp = cascade_program(dfa, limits, deadline)
                 cascade_info = cp.summary()
-                plan = plan_brasp(cp.program)
+                plan = plan_brasp(cp.program, deadline)
                 built["cascade"] = (cp.program, plan)
                 candidates["cascade"] = _sizes(plan)
             except TimeLimitExceeded:
@@ -157,7 +157,7 @@ def choose_hard_route(dfa: DFA | None, formula: F.Formula | None, alphabet: Sequ
                                                     "planned": False}
                 else:
                     program = narrow_program(program)  # compiler fan-in ≤ 14
-                    plan = plan_brasp(program)
+                    plan = plan_brasp(program, deadline)
                     built["local-divisors"] = (program, plan)
                     candidates["local-divisors"] = _sizes(plan)
             except TimeLimitExceeded:
