@@ -56,6 +56,9 @@ def _row(entry: dict, args, y_mode: str) -> dict:
     spec = {"dfa": entry["dfa"], "alphabet": entry["alphabet"], "y_mode": y_mode, "beyond_n_max": False,
             "all_words_up_to": args.all_words if len(entry["alphabet"]) <= 2 else max(3, args.all_words - 4),
             "random_words": args.random_words, "random_max_length": args.max_length, "attention": args.attention}
+    if args.defaults:  # run_construction's own verification defaults (all words to 12 or fewer, 32 random to 2000)
+        for key in ("all_words_up_to", "random_words", "random_max_length"):
+            del spec[key]
     t = time.perf_counter()
     try:
         r = run_construction(spec)
@@ -67,6 +70,7 @@ def _row(entry: dict, args, y_mode: str) -> dict:
     enc = r["encoding"] + (f"/{r['modulus']}" if r.get("modulus", 1) > 1 else "")
     return {"id": entry["id"], "y_mode": y_mode, "class": r["fragment"], "encoding": enc,
             "attention": r["attention"], "layers": m["layers"], "heads": m["heads"], "exact": r["exact"],
+            "parameters": m["parameters"], "route": (r.get("route") or {}).get("route"),
             "build_s": r["build_seconds"], "verify_s": r["verify_seconds"], "total_s": round(time.perf_counter() - t, 2),
             "verified_up_to": max(r["all_words_up_to"], r["random_words_up_to"]), "n_max": r["n_max"]}
 
@@ -152,8 +156,8 @@ def _route_row(name: str, which: str, budget: int) -> dict:
                 choice = choose_hard_route(dfa, synthesize_fo_mod(dfa, limits).formula, dfa.alphabet,
                                            route="local-divisors", limits=limits)
                 planned = choice.to_dict()
+                row.update({k: planned[k] for k in ("route", "layers", "heads", "d_model", "parameters")})
                 if planned["parameters"] > budget:
-                    row.update({k: planned[k] for k in ("route", "layers", "heads", "d_model", "parameters")})
                     row["error"] = (f"not built: planned {planned['parameters']:,} parameters > budget {budget:,} "
                                     f"(plan {time.perf_counter() - t0:.0f} s)")
                     return row
@@ -216,6 +220,8 @@ def main() -> None:
     ap.add_argument("--no-side-by-side", action="store_true", help="skip the recency / RoPE table")
     ap.add_argument("--kv-long", type=int, default=0, help="length of the KV-cache recency check (0 = off)")
     ap.add_argument("--kv-words", type=int, default=2, help="words per language of the KV-cache recency check")
+    ap.add_argument("--defaults", action="store_true",
+                    help="verify with run_construction's defaults (ignores --all-words, --random-words, --max-length)")
     ap.add_argument("--routes", action="store_true", help="the old-route / cascade-route table of issue 23 (only)")
     ap.add_argument("--budget", type=int, default=10 ** 8, help="largest old-route plan built by --routes (parameters)")
     ap.add_argument("--row-timeout", type=int, default=400, help="seconds before a --routes row's process is killed")
@@ -242,8 +248,8 @@ def main() -> None:
     if args.hard_classes:
         langs = [e for e in langs if e["expected"]["star_free"] or e["expected"]["quasi_aperiodic"]]
     rows = []
-    print(f"{'language':<30} {'class':<10} {'encoding':<20} {'attn':<5} {'L/H':>6} {'build s':>8} {'verify s':>9} "
-          f"{'verified ≤':>10} {'N_max':>6} exact")
+    print(f"{'language':<30} {'class':<10} {'encoding':<20} {'attn':<5} {'route':<8} {'L/H':>6} {'params':>9} {'build s':>8} "
+          f"{'verify s':>9} {'verified ≤':>10} {'N_max':>6} exact")
     for e in langs:
         modes = (["rope", "recency"] if (e["expected"]["lr_or_ltl_p_y"] and not e["expected"]["qr"]) and args.attention != "hard"
                  else ["rope"])  # Y-heads' mode only matters for soft attention
@@ -253,9 +259,15 @@ def main() -> None:
             if "error" in r:
                 print(f"{e['id']:<30} {r['error'][:150]}")
                 continue
-            print(f"{e['id']:<30} {r['class']:<10} {r['encoding']:<20} {r['attention']:<5} "
-                  f"{str(r['layers']) + '/' + str(r['heads']):>6} {r['build_s']:>8.3f} {r['verify_s']:>9.2f} "
-                  f"{r['verified_up_to']:>10} {str(r['n_max'] or '-'):>6} {r['exact']}")
+            print(f"{e['id']:<30} {r['class']:<10} {r['encoding']:<20} {r['attention']:<5} {r['route']:<8} "
+                  f"{str(r['layers']) + '/' + str(r['heads']):>6} {r['parameters']:>9,} {r['build_s']:>8.3f} "
+                  f"{r['verify_s']:>9.2f} {r['verified_up_to']:>10} {str(r['n_max'] or '-'):>6} {r['exact']}", flush=True)
+    built = sorted(r["parameters"] for r in rows if "parameters" in r)
+    if built:
+        import resource
+
+        print(f"{len(built)} models: median {built[len(built) // 2]:,} parameters, largest {built[-1]:,}; "
+              f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB")
     if args.no_side_by_side:
         if args.json:
             args.json.write_text(json.dumps({"languages": rows}, indent=2))

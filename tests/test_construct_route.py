@@ -168,3 +168,12 @@ def test_plan_stops_at_the_deadline():
     with pytest.raises(TimeLimitExceeded) as e:
         plan_brasp(program, Deadline(-1.0))
     assert "B-RASP plan" in e.value.extra["step"]
+
+
+def test_cascade_route_needs_no_formula():
+    r = run_construction({"regex": "(a(a(ab)*b)*b)*", "alphabet": ["a", "b"], "route": "cascade",
+                          "all_words_up_to": 6, "random_words": 1, "random_max_length": 40})
+    assert r["exact"] and r["formula"] is None and r["synthesis"] is None
+    assert r["route"]["route"] == "cascade" and "local-divisors" not in r["route"]["candidates"]
+    with pytest.raises(UnsupportedError, match="quasi-aperiodic"):
+        run_construction({"regex": "(b*ab*a)*b*", "alphabet": ["a", "b"], "route": "cascade"})

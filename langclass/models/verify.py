@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import reduce
 from typing import Any
 
@@ -34,7 +35,7 @@ import torch
 from langclass.core.logic import formulas as F
 from langclass.core.automata.automaton import DFA
 from langclass.core.logic.brasp import Program, formula_to_brasp, run_program
-from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedError
+from langclass.core.base.errors import InputError, LimitExceeded, TimeLimitExceeded, UnsupportedError
 from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
 from langclass.core.ingest.source import language_source, parse_source_program, source_from_mapping
 from langclass.core.ingest.source import parse_language as parse_source
@@ -374,6 +375,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
     synthesis = None
     program: Program | None = None
     formula: F.Formula | None = None
+    ld_note: str | None = None
     dfa: DFA | None = None
     source_input: str
     if "program" in spec:  # a program, and optionally its reference language (a regex or a DFA)
@@ -408,7 +410,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
             from langclass.core.synthesis.fo_mod import synthesize_fo_mod
 
             try:  # star-free: past LTL with S (Thm 5, 24); else FO[<,MOD_m] with position marks (Thm 19, Cor 20)
-                synthesis = synthesize_fo_mod(dfa, limits)
+                synthesis, ld_note = _hard_synthesis(dfa, limits, route)
             except UnsupportedError as hard_err:
                 raise UnsupportedError(
                     f"no construction from this automaton. Soft attention: {soft_err.detail}. Hard attention: the "
@@ -419,11 +421,9 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
             attention = "hard"
             from_fo_mod = True
         if attention == "hard" and not from_fo_mod and "MOD" in F.operators(synthesis.formula):
-            from langclass.core.synthesis.fo_mod import synthesize_fo_mod
-
             # hard attention: the star-free formula when L is star-free (NoPE), else the least modulus m
-            synthesis = synthesize_fo_mod(dfa, limits)  # UnsupportedError when L is not quasi-aperiodic
-        formula = synthesis.formula
+            synthesis, ld_note = _hard_synthesis(dfa, limits, route)  # UnsupportedError: L not quasi-aperiodic
+        formula = synthesis.formula if synthesis is not None else None
     else:
         raise InputError("give one of 'formula' (with 'alphabet'), 'program' (with 'alphabet'), 'regex' (with "
                          "'alphabet') or 'dfa'", field="spec")
@@ -432,7 +432,13 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
     choice = None
     if route != "auto" and source_input not in ("regex", "dfa"):
         raise InputError(f"route {route!r} applies to a language given as a regex or a DFA", field="options.route")
-    if formula is not None:
+    if formula is None and source_input in ("regex", "dfa"):  # hard attention, no local-divisor formula: the cascade
+        alphabet = dfa.alphabet
+        choice = choose_hard_route(dfa, None, alphabet, route="cascade" if route == "auto" else route, limits=limits)
+        if ld_note:
+            choice.candidates["local-divisors"] = {"error": ld_note}
+        program = choice.program
+    elif formula is not None:
         alphabet = dfa.alphabet
         ops = F.operators(formula)
         if attention == "auto":
@@ -473,6 +479,26 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
             "random_max": random_max, "beyond": beyond, "synthesis": synthesis, "program": program, "formula": formula,
             "dfa": dfa, "source_input": source_input, "alphabet": alphabet, "n_all": n_all, "copt": copt,
             "route_choice": choice}
+
+
+def _hard_synthesis(dfa: DFA, limits: Limits, route: str):
+    """``(synthesis, note)``: the FO[<,MOD] formula of the local-divisor route — none for
+    ``route="cascade"`` (the cascade needs only the automaton); under ``"auto"`` within a third of
+    ``time_limit_s``, after which the cascade decides alone and ``note`` says why.
+
+    Raises:
+        UnsupportedError: L is not quasi-aperiodic (from the synthesis).
+    """
+    from langclass.core.synthesis.fo_mod import synthesize_fo_mod
+
+    if route == "cascade":
+        return None, None
+    if route == "local-divisors" or limits.time_limit_s is None:
+        return synthesize_fo_mod(dfa, limits), None
+    try:
+        return synthesize_fo_mod(dfa, replace(limits, time_limit_s=limits.time_limit_s / 3)), None
+    except TimeLimitExceeded as err:
+        return None, f"not synthesized within a third of the time limit ({err.detail})"
 
 
 def _float_opt(opts: Mapping, key: str, default: float | None) -> float | None:

@@ -124,8 +124,8 @@ def construct(
         mod = f", positions marked mod {c['modulus']}" if c.get("modulus", 1) > 1 else ""
         typer.echo(f"route      {r['route']} (cascade height {r['cascade_height']}, states per level "
                    f"{c.get('states_per_level')}{mod}), {r['parameters']:,} parameters")
-    elif r.get("route"):
-        typer.echo(f"route      {r['route']}, {m.get('parameters', 0):,} parameters")
+    elif r.get("route") == "local-divisors":
+        typer.echo(f"route      local-divisors, {r['parameters']:,} parameters")
     if result["n_max"] is not None:
         typer.echo(f"N_max      {result['n_max']} (certified range of the Y^k heads, Eq. 10){_scale_note(m)}")
     typer.echo(f"exact      {result['exact']}   all words ≤ {result['all_words_up_to']} ({result['words_checked']} words), "
