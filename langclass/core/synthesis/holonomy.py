@@ -82,7 +82,7 @@ class Cascade:
         phi: ``{global state: automaton state}`` on the reachable global states (tuples, one
             state per level).
         initial: the initial global state (φ(initial) = the DFA's initial state).
-        sets: |I|, the size of the extended image set; ``chains`` the reachable tile chains.
+        sets: |I|, the size of the extended image set.
     """
 
     dfa: DFA
@@ -110,7 +110,8 @@ class Cascade:
         return tuple(lv.step(state[:d], letter, state[d]) for d, lv in enumerate(self.levels))
 
     def summary(self) -> dict[str, Any]:
-        """``{"height", "states_per_level", "global_size", "image_sets", "source"}``."""
+        """``{"height", "states_per_level", "global_size" (reachable global states = reachable tile chains),
+        "image_sets", "source"}``."""
         return {"height": self.height, "states_per_level": self.states_per_level, "global_size": self.global_size,
                 "image_sets": self.sets, "source": SOURCE_HOLONOMY}
 
