@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from functools import reduce
 from typing import Any
 
@@ -35,14 +34,14 @@ import torch
 from langclass.core.logic import formulas as F
 from langclass.core.automata.automaton import DFA
 from langclass.core.logic.brasp import Program, formula_to_brasp, run_program
-from langclass.core.base.errors import InputError, LimitExceeded, TimeLimitExceeded, UnsupportedError
+from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedError
 from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
 from langclass.core.ingest.source import language_source, parse_source_program, source_from_mapping
 from langclass.core.ingest.source import parse_language as parse_source
 from .construct import (
     BraspTransformer, ConstructionOptions, FormulaTransformer, build_brasp_transformer, build_formula_transformer,
 )
-from .construct.route import ROUTES, choose_hard_route
+from .construct.route import ROUTES, choose_hard_route, local_divisor_synthesis
 from .tokens import BOS, EOS, NUM_SPECIAL
 
 __all__ = ["run_construction", "validate_spec", "ConstructionCancelled", "verify_formula_model", "verify_brasp_model",
@@ -410,7 +409,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
             from langclass.core.synthesis.fo_mod import synthesize_fo_mod
 
             try:  # star-free: past LTL with S (Thm 5, 24); else FO[<,MOD_m] with position marks (Thm 19, Cor 20)
-                synthesis, ld_note = _hard_synthesis(dfa, limits, route)
+                synthesis, ld_note = local_divisor_synthesis(dfa, limits, route)
             except UnsupportedError as hard_err:
                 raise UnsupportedError(
                     f"no construction from this automaton. Soft attention: {soft_err.detail}. Hard attention: the "
@@ -422,7 +421,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
             from_fo_mod = True
         if attention == "hard" and not from_fo_mod and "MOD" in F.operators(synthesis.formula):
             # hard attention: the star-free formula when L is star-free (NoPE), else the least modulus m
-            synthesis, ld_note = _hard_synthesis(dfa, limits, route)  # UnsupportedError: L not quasi-aperiodic
+            synthesis, ld_note = local_divisor_synthesis(dfa, limits, route)  # UnsupportedError: L not quasi-aperiodic
         formula = synthesis.formula if synthesis is not None else None
     else:
         raise InputError("give one of 'formula' (with 'alphabet'), 'program' (with 'alphabet'), 'regex' (with "
@@ -479,26 +478,6 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
             "random_max": random_max, "beyond": beyond, "synthesis": synthesis, "program": program, "formula": formula,
             "dfa": dfa, "source_input": source_input, "alphabet": alphabet, "n_all": n_all, "copt": copt,
             "route_choice": choice}
-
-
-def _hard_synthesis(dfa: DFA, limits: Limits, route: str):
-    """``(synthesis, note)``: the FO[<,MOD] formula of the local-divisor route — none for
-    ``route="cascade"`` (the cascade needs only the automaton); under ``"auto"`` within a third of
-    ``time_limit_s``, after which the cascade decides alone and ``note`` says why.
-
-    Raises:
-        UnsupportedError: L is not quasi-aperiodic (from the synthesis).
-    """
-    from langclass.core.synthesis.fo_mod import synthesize_fo_mod
-
-    if route == "cascade":
-        return None, None
-    if route == "local-divisors" or limits.time_limit_s is None:
-        return synthesize_fo_mod(dfa, limits), None
-    try:
-        return synthesize_fo_mod(dfa, replace(limits, time_limit_s=limits.time_limit_s / 3)), None
-    except TimeLimitExceeded as err:
-        return None, f"not synthesized within a third of the time limit ({err.detail})"
 
 
 def _float_opt(opts: Mapping, key: str, default: float | None) -> float | None:

@@ -22,7 +22,7 @@ local-divisor plan is not built.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langclass.core.automata.automaton import DFA
@@ -33,10 +33,12 @@ from langclass.core.logic.brasp import formula_to_brasp
 from langclass.core.logic.brasp_program import AttentionOp, Program
 from langclass.core.logic.brasp_width import narrow_program
 from langclass.core.synthesis.cascade_brasp import cascade_program
+from langclass.core.synthesis.fo_mod import synthesize_fo_mod
 
 from .brasp_plan import BraspPlan, is_identity, plan_brasp
 
-__all__ = ["ROUTES", "RouteChoice", "choose_hard_route", "planned_parameters", "parameters_at_least"]
+__all__ = ["ROUTES", "RouteChoice", "choose_hard_route", "planned_parameters", "parameters_at_least",
+           "local_divisor_synthesis"]
 
 ROUTES = ("auto", "cascade", "local-divisors")
 """The values of the construction option ``route``."""
@@ -172,3 +174,21 @@ def choose_hard_route(dfa: DFA | None, formula: F.Formula | None, alphabet: Sequ
     chosen = min(built, key=lambda r: (candidates[r]["parameters"], r != "cascade"))
     program, plan = built[chosen]
     return RouteChoice(chosen, program, plan, candidates, cascade_info)
+
+
+def local_divisor_synthesis(dfa: DFA, limits: Limits, route: str):
+    """``(synthesis, note)``: the FO[<,MOD] formula of the local-divisor route — none for
+    ``route="cascade"`` (the cascade needs only the automaton); under ``"auto"`` within a third of
+    ``time_limit_s``, after which the cascade decides alone and ``note`` says why.
+
+    Raises:
+        UnsupportedError: L is not quasi-aperiodic (from the synthesis).
+    """
+    if route == "cascade":
+        return None, None
+    if route == "local-divisors" or limits.time_limit_s is None:
+        return synthesize_fo_mod(dfa, limits), None
+    try:
+        return synthesize_fo_mod(dfa, replace(limits, time_limit_s=limits.time_limit_s / 3)), None
+    except TimeLimitExceeded as err:
+        return None, f"not synthesized within a third of the time limit ({err.detail})"
