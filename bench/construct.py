@@ -22,6 +22,15 @@ construction of (a|b)*a and (a|b|c)*ab(a|b|c)* on K words of length L through th
 (``FormulaTransformer.forward_incremental``, 2048 query positions at a time, no L × L matrix) and
 prints, per word, the decision against the DFA and whether every simulated coordinate is exactly 0/1.
 Single thread (torch.set_num_threads(1)).
+
+``--routes`` prints instead the route table of issue 23: Tomita 1, 2, 3, 4, 7 and Dyck-1 of depth
+2–5, each built with the defaults (all words to 12, 32 random words to 2000) by the old route — the
+soft formula when the language has one, else the local-divisor B-RASP program — and by the new one,
+the Krohn–Rhodes cascade program (``route="cascade"``), side by side: route, cascade height, layers,
+heads, parameters, peak RSS (each row runs in its own process), build and verify seconds, the longest
+verified length. An old-route plan over ``--budget`` parameters (default 10^8) is not built: the row
+prints its planned size instead; a run past the time limit (``LANGCLASS_TIME_LIMIT_S`` or 60 s) prints
+the limit and the step it stopped in. The last column says which route ``route="auto"`` takes.
 """
 
 from __future__ import annotations
@@ -47,6 +56,9 @@ def _row(entry: dict, args, y_mode: str) -> dict:
     spec = {"dfa": entry["dfa"], "alphabet": entry["alphabet"], "y_mode": y_mode, "beyond_n_max": False,
             "all_words_up_to": args.all_words if len(entry["alphabet"]) <= 2 else max(3, args.all_words - 4),
             "random_words": args.random_words, "random_max_length": args.max_length, "attention": args.attention}
+    if args.defaults:  # run_construction's own verification defaults (all words to 12 or fewer, 32 random to 2000)
+        for key in ("all_words_up_to", "random_words", "random_max_length"):
+            del spec[key]
     t = time.perf_counter()
     try:
         r = run_construction(spec)
@@ -58,6 +70,7 @@ def _row(entry: dict, args, y_mode: str) -> dict:
     enc = r["encoding"] + (f"/{r['modulus']}" if r.get("modulus", 1) > 1 else "")
     return {"id": entry["id"], "y_mode": y_mode, "class": r["fragment"], "encoding": enc,
             "attention": r["attention"], "layers": m["layers"], "heads": m["heads"], "exact": r["exact"],
+            "parameters": m["parameters"], "route": (r.get("route") or {}).get("route"),
             "build_s": r["build_seconds"], "verify_s": r["verify_seconds"], "total_s": round(time.perf_counter() - t, 2),
             "verified_up_to": max(r["all_words_up_to"], r["random_words_up_to"]), "n_max": r["n_max"]}
 
@@ -108,6 +121,89 @@ def _kv_long(regex: str, alphabet: list[str], length: int, words: int) -> list[d
     return rows
 
 
+ROUTE_LANGUAGES = [
+    ("tomita1", "1*", "01"), ("tomita2", "(10)*", "01"), ("tomita3", "0*((11)+0+|1(11)*(00)+)*1*", "01"),
+    ("tomita4", "(1|01|001)*(0|00)?", "01"), ("tomita7", "0*1*0*1*", "01"),
+    ("dyck1_depth2", "(a(ab)*b)*", "ab"), ("dyck1_depth3", "(a(a(ab)*b)*b)*", "ab"),
+    ("dyck1_depth4", "(a(a(a(ab)*b)*b)*b)*", "ab"), ("dyck1_depth5", "(a(a(a(a(ab)*b)*b)*b)*b)*", "ab"),
+]
+
+
+def _route_row(name: str, which: str, budget: int) -> dict:
+    """One row of the route table, in this process (``--route-row``): ``which`` is ``old`` or ``new``."""
+    import os
+    import resource
+
+    from langclass.core.base.limits import Limits
+    from langclass.core.ingest.regex import regex_to_dfa
+    from langclass.core.synthesis.fo_mod import synthesize_fo_mod
+    from langclass.core.synthesis.synthesis import synthesize
+    from langclass.models.construct.route import choose_hard_route
+
+    regex, alphabet = next((r, list(a)) for n, r, a in ROUTE_LANGUAGES if n == name)
+    limits = Limits(time_limit_s=float(os.environ.get("LANGCLASS_TIME_LIMIT_S", 60)))
+    spec: dict = {"regex": regex, "alphabet": alphabet}
+    row: dict = {"language": name, "which": which}
+    t0 = time.perf_counter()
+    try:
+        if which == "new":
+            spec["route"] = "cascade"
+        else:
+            dfa = regex_to_dfa(regex, alphabet)
+            try:
+                synthesize(dfa, limits)  # a soft formula exists: the old default was the soft construction
+            except LangclassError:
+                choice = choose_hard_route(dfa, synthesize_fo_mod(dfa, limits).formula, dfa.alphabet,
+                                           route="local-divisors", limits=limits)
+                planned = choice.to_dict()
+                row.update({k: planned[k] for k in ("route", "layers", "heads", "d_model", "parameters")})
+                if planned["parameters"] > budget:
+                    row["error"] = (f"not built: planned {planned['parameters']:,} parameters > budget {budget:,} "
+                                    f"(plan {time.perf_counter() - t0:.0f} s)")
+                    return row
+                spec["route"] = "local-divisors"
+        r = run_construction(spec, limits=limits)
+        m = r["model"]
+        row.update({"route": r["route"]["route"] if r["attention"] == "hard" else "soft formula",
+                    "cascade_height": r["route"].get("cascade_height"), "layers": m["layers"], "heads": m["heads"],
+                    "d_model": m["d_model"], "parameters": m["parameters"], "build_s": r["build_seconds"],
+                    "verify_s": r["verify_seconds"], "total_s": r["seconds"], "exact": r["exact"],
+                    "verified_up_to": max(r["all_words_up_to"], r["random_words_up_to"])})
+    except LangclassError as err:
+        row["error"] = f"{http_status(err)} {err.code}: {err.detail}"[:160]
+    finally:
+        row["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+        row["wall_s"] = round(time.perf_counter() - t0, 1)
+    return row
+
+
+def _routes(args) -> list[dict]:
+    import subprocess
+
+    print(f"{'language':<14} {'':<4} {'route':<15} {'height':>6} {'layers':>6} {'heads':>5} {'parameters':>14} "
+          f"{'RSS MB':>7} {'build s':>8} {'verify s':>8} {'verified ≤':>10} exact")
+    rows = []
+    for name, _, _ in ROUTE_LANGUAGES:
+        for which in ("old", "new"):
+            cmd = [sys.executable, __file__, "--route-row", name, which, "--budget", str(args.budget)]
+            try:
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.row_timeout)
+                r = json.loads(out.stdout.strip().splitlines()[-1]) if out.stdout.strip() else {
+                    "language": name, "which": which, "error": f"exit {out.returncode}: {out.stderr.strip()[-160:]}"}
+            except subprocess.TimeoutExpired:
+                r = {"language": name, "which": which, "error": f"killed after {args.row_timeout} s"}
+            rows.append(r)
+            size = (f"{str(r.get('cascade_height') or '-'):>6} {str(r.get('layers', '-')):>6} {str(r.get('heads', '-')):>5} "
+                    f"{r['parameters']:>14,}" if "parameters" in r else f"{'':>6} {'':>6} {'':>5} {'':>14}")
+            if "exact" in r:
+                print(f"{name:<14} {which:<4} {r['route']:<15} {size} {r['peak_rss_mb']:>7} {r['build_s']:>8.2f} "
+                      f"{r['verify_s']:>8.1f} {r['verified_up_to']:>10} {r['exact']}", flush=True)
+            else:
+                print(f"{name:<14} {which:<4} {r.get('route', ''):<15} {size} {r.get('peak_rss_mb', ''):>7}  "
+                      f"{r['error']}", flush=True)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--all-words", type=int, default=8, help="all words up to this length (|Σ| ≤ 2; 4 less otherwise)")
@@ -124,8 +220,22 @@ def main() -> None:
     ap.add_argument("--no-side-by-side", action="store_true", help="skip the recency / RoPE table")
     ap.add_argument("--kv-long", type=int, default=0, help="length of the KV-cache recency check (0 = off)")
     ap.add_argument("--kv-words", type=int, default=2, help="words per language of the KV-cache recency check")
+    ap.add_argument("--defaults", action="store_true",
+                    help="verify with run_construction's defaults (ignores --all-words, --random-words, --max-length)")
+    ap.add_argument("--routes", action="store_true", help="the old-route / cascade-route table of issue 23 (only)")
+    ap.add_argument("--budget", type=int, default=10 ** 8, help="largest old-route plan built by --routes (parameters)")
+    ap.add_argument("--row-timeout", type=int, default=400, help="seconds before a --routes row's process is killed")
+    ap.add_argument("--route-row", nargs=2, metavar=("LANGUAGE", "WHICH"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.route_row:
+        print(json.dumps(_route_row(args.route_row[0], args.route_row[1], args.budget)))
+        return
+    if args.routes:
+        rows = _routes(args)
+        if args.json:
+            args.json.write_text(json.dumps({"routes": rows}, indent=2))
+        return
     if args.kv_long:
         print(f"recency construction through the KV cache, words of length {args.kv_long}:")
         for regex, sigma in (("(a|b)*a", ["a", "b"]), ("(a|b|c)*ab(a|b|c)*", ["a", "b", "c"])):
@@ -138,8 +248,8 @@ def main() -> None:
     if args.hard_classes:
         langs = [e for e in langs if e["expected"]["star_free"] or e["expected"]["quasi_aperiodic"]]
     rows = []
-    print(f"{'language':<30} {'class':<10} {'encoding':<20} {'attn':<5} {'L/H':>6} {'build s':>8} {'verify s':>9} "
-          f"{'verified ≤':>10} {'N_max':>6} exact")
+    print(f"{'language':<30} {'class':<10} {'encoding':<20} {'attn':<5} {'route':<8} {'L/H':>6} {'params':>9} {'build s':>8} "
+          f"{'verify s':>9} {'verified ≤':>10} {'N_max':>6} exact")
     for e in langs:
         modes = (["rope", "recency"] if (e["expected"]["lr_or_ltl_p_y"] and not e["expected"]["qr"]) and args.attention != "hard"
                  else ["rope"])  # Y-heads' mode only matters for soft attention
@@ -149,9 +259,15 @@ def main() -> None:
             if "error" in r:
                 print(f"{e['id']:<30} {r['error'][:150]}")
                 continue
-            print(f"{e['id']:<30} {r['class']:<10} {r['encoding']:<20} {r['attention']:<5} "
-                  f"{str(r['layers']) + '/' + str(r['heads']):>6} {r['build_s']:>8.3f} {r['verify_s']:>9.2f} "
-                  f"{r['verified_up_to']:>10} {str(r['n_max'] or '-'):>6} {r['exact']}")
+            print(f"{e['id']:<30} {r['class']:<10} {r['encoding']:<20} {r['attention']:<5} {r['route']:<8} "
+                  f"{str(r['layers']) + '/' + str(r['heads']):>6} {r['parameters']:>9,} {r['build_s']:>8.3f} "
+                  f"{r['verify_s']:>9.2f} {r['verified_up_to']:>10} {str(r['n_max'] or '-'):>6} {r['exact']}", flush=True)
+    built = sorted(r["parameters"] for r in rows if "parameters" in r)
+    if built:
+        import resource
+
+        print(f"{len(built)} models: median {built[len(built) // 2]:,} parameters, largest {built[-1]:,}; "
+              f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB")
     if args.no_side_by_side:
         if args.json:
             args.json.write_text(json.dumps({"languages": rows}, indent=2))

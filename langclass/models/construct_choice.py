@@ -112,8 +112,11 @@ def plan_model(prep: dict) -> tuple[Any, dict[str, Any]]:
     from .construct.plan import plan_formula
     from .construct.size import check_parameter_budget
 
+    choice = prep.get("route_choice")
     if prep["attention"] == "soft":
         plan = plan_formula(prep["formula"], prep["alphabet"], prep["copt"])
+    elif choice is not None and choice.program is prep["program"]:
+        plan = choice.plan  # the route chooser planned this very program (the non-strict rewrite did not replace it)
     else:
         plan = plan_brasp(prep["program"])
     return plan, check_parameter_budget(plan, Limits(max_parameters=prep["max_parameters"]))

@@ -44,6 +44,8 @@ from .construct import (
 )
 from .construct_choice import MASK_CHOICES, by_class as _by_class, language_class as _language_class
 from .construct_choice import nonstrict as _nonstrict, plan_model as _plan
+from .construct.route import ROUTES, choose_hard_route, local_divisor_synthesis
+from .construct_options import _OPTION_KEYS, _float_opt, _int_opt, _lengths, _options  # noqa: F401 (_OPTION_KEYS re-exported)
 from .tokens import BOS, EOS, NUM_SPECIAL
 from .verify_stream import CHUNK_ENTRIES, CancellableLimits as _CancellableLimits, ConstructionCancelled
 from .verify_stream import Guard as _Guard, all_words as _all_words, query_block as _query_block, word_chunks as _word_chunks
@@ -293,41 +295,6 @@ def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | Non
 
 
 # ============================================================================ job entry point
-_OPTION_KEYS = {"y_mode", "dtype", "attention", "all_words_up_to", "random_words", "random_max_length", "seed", "g", "C_y",
-                "C_p", "target_length", "mod_safety", "beyond_n_max", "n_max_cap", "threads", "mask", "by_class",
-                "max_parameters"}
-
-def _options(spec: Mapping) -> dict[str, Any]:
-    opts = dict(spec.get("options") or {})
-    for key in _OPTION_KEYS:
-        if key in spec:
-            opts[key] = spec[key]
-    unknown = set(opts) - _OPTION_KEYS
-    if unknown:
-        raise InputError(f"unknown construction option(s) {sorted(unknown)}; expected some of {sorted(_OPTION_KEYS)}",
-                         field="options")
-    return opts
-
-
-def _int_opt(opts: Mapping, key: str, default: int | None, lo: int, hi: int) -> int | None:
-    v = opts.get(key, default)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise InputError(f"option {key} must be an integer in [{lo}, {hi}], got {v!r}", field=f"options.{key}")
-    return v
-
-
-def _lengths(lo: int, hi: int, count: int) -> list[int]:
-    """Up to ``count`` distinct lengths from lo to hi (inclusive), geometrically spaced, always including hi."""
-    if hi < lo or count <= 0:
-        return []
-    if count == 1:
-        return [hi]
-    xs = np.unique(np.round(np.geomspace(max(lo, 1), hi, count)).astype(int))
-    return [int(x) for x in xs if lo <= x <= hi]
-
-
 def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
     """Parse and check a construction spec (no model is built): the shared front of
     :func:`run_construction` and :func:`validate_spec`."""
@@ -341,6 +308,14 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
     attention = opts.get("attention", "auto")
     if attention not in ("auto", "soft", "hard"):
         raise InputError("attention must be 'auto', 'soft' or 'hard'", field="options.attention")
+    route = opts.get("route", "auto")
+    if route not in ROUTES:
+        raise InputError(f"route must be one of {list(ROUTES)}, got {route!r}", field="options.route")
+    if route != "auto" and attention == "soft":
+        raise InputError(f"route {route!r} builds hard attention; it cannot be combined with attention='soft'",
+                         field="options.route")
+    if route != "auto":
+        attention = "hard"  # both routes compile a B-RASP program (hard attention)
     dtype = opts.get("dtype", "float32")
     seed = _int_opt(opts, "seed", 0, 0, 2 ** 31)
     random_words = _int_opt(opts, "random_words", 32, 0, 10_000)
@@ -367,6 +342,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
     language_class: str | None = None
     program: Program | None = None
     formula: F.Formula | None = None
+    ld_note: str | None = None
     dfa: DFA | None = None
     source_input: str
     if "program" in spec:  # a program, and optionally its reference language (a regex or a DFA)
@@ -398,6 +374,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         dfa = parse_source(source_from_mapping({k: spec[k] for k in ("regex", "dfa", "alphabet") if k in spec}
                                                if "regex" in spec else {"dfa": spec["dfa"]}, kinds=("regex", "dfa")),
                            limits).dfa
+        from_fo_mod = False
         try:
             synthesis = synthesize(dfa, limits)
         except UnsupportedError as soft_err:
@@ -406,7 +383,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
             from langclass.core.synthesis.fo_mod import synthesize_fo_mod
 
             try:  # star-free: past LTL with S (Thm 5, 24); else FO[<,MOD_m] with position marks (Thm 19, Cor 20)
-                synthesis = synthesize_fo_mod(dfa, limits)
+                synthesis, ld_note = local_divisor_synthesis(dfa, limits, route)
             except UnsupportedError as hard_err:
                 raise UnsupportedError(
                     f"no construction from this automaton. Soft attention: {soft_err.detail}. Hard attention: the "
@@ -415,18 +392,26 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                     missing_classes=["LTL[P,MOD]", "LTL[P,Y]", "star-free", "FO[<,MOD]"],
                 ) from None
             attention = "hard"
-        if attention == "hard" and "MOD" in F.operators(synthesis.formula):
-            from langclass.core.synthesis.fo_mod import synthesize_fo_mod
-
+            from_fo_mod = True
+        if attention == "hard" and not from_fo_mod and "MOD" in F.operators(synthesis.formula):
             # hard attention: the star-free formula when L is star-free (NoPE), else the least modulus m
-            synthesis = synthesize_fo_mod(dfa, limits)  # UnsupportedError when L is not quasi-aperiodic
-        formula = synthesis.formula
+            synthesis, ld_note = local_divisor_synthesis(dfa, limits, route)  # UnsupportedError: L not quasi-aperiodic
+        formula = synthesis.formula if synthesis is not None else None
     else:
         raise InputError("give one of 'formula' (with 'alphabet'), 'program' (with 'alphabet'), 'regex' (with "
                          "'alphabet') or 'dfa'", field="spec")
 
     # ---- model
-    if formula is not None:
+    choice = None
+    if route != "auto" and source_input not in ("regex", "dfa"):
+        raise InputError(f"route {route!r} applies to a language given as a regex or a DFA", field="options.route")
+    if formula is None and source_input in ("regex", "dfa"):  # hard attention, no local-divisor formula: the cascade
+        alphabet = dfa.alphabet
+        choice = choose_hard_route(dfa, None, alphabet, route="cascade" if route == "auto" else route, limits=limits)
+        if ld_note:
+            choice.candidates["local-divisors"] = {"error": ld_note}
+        program = choice.program
+    elif formula is not None:
         alphabet = dfa.alphabet
         ops = F.operators(formula)
         if attention == "auto":
@@ -434,7 +419,11 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         if attention == "hard":
             from langclass.core.logic.brasp_width import narrow_program
 
-            program = narrow_program(formula_to_brasp(formula, alphabet, limits))  # compiler fan-in ≤ 14
+            if source_input in ("regex", "dfa"):  # the smaller of the cascade and the local-divisor program
+                choice = choose_hard_route(dfa, formula, alphabet, route=route, limits=limits)
+                program = choice.program
+            else:
+                program = narrow_program(formula_to_brasp(formula, alphabet, limits))  # compiler fan-in ≤ 14
         elif "S" in ops:
             raise UnsupportedError("the since operator S has no soft-attention construction here (star-free "
                                    "languages need rightmost hard attention); use attention='hard'",
@@ -464,16 +453,8 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
     return {"mask": mask, "max_parameters": max_parameters, "input_formula": input_formula,
             "language_class": language_class, "threads": threads, "opts": opts, "attention": attention, "dtype": dtype, "seed": seed, "random_words": random_words,
             "random_max": random_max, "beyond": beyond, "synthesis": synthesis, "program": program, "formula": formula,
-            "dfa": dfa, "source_input": source_input, "alphabet": alphabet, "n_all": n_all, "copt": copt}
-
-
-def _float_opt(opts: Mapping, key: str, default: float | None) -> float | None:
-    v = opts.get(key, default)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
-        raise InputError(f"option {key} must be a finite number, got {v!r}", field=f"options.{key}")
-    return float(v)
+            "dfa": dfa, "source_input": source_input, "alphabet": alphabet, "n_all": n_all, "copt": copt,
+            "route_choice": choice}
 
 
 def validate_spec(spec: Mapping, limits: Limits = DEFAULT_LIMITS) -> None:
@@ -508,7 +489,10 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
             ``random_words`` (default 32), ``random_max_length`` (default 2000), ``seed``, and for
             Y^k: ``g`` (1.0), ``C_y`` or ``target_length`` (300), ``beyond_n_max`` (True: also test
             words longer than N_max and report what happens), ``n_max_cap``, ``threads`` (torch
-            intra-op threads while verifying, default 1: these models are tiny).
+            intra-op threads while verifying, default 1: these models are tiny), ``route``
+            (hard attention from a regex or DFA: ``"auto"`` — the smaller of the Krohn–Rhodes cascade
+            program and the local-divisor program, :func:`~langclass.models.construct.route.choose_hard_route`
+            — or ``"cascade"`` / ``"local-divisors"``, either of which implies hard attention).
         progress: called with ``{"phase", "length", "done", "total"}`` dicts.
         should_cancel: polled between batches; True raises :class:`ConstructionCancelled`.
 
@@ -517,7 +501,9 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
         ``attention``, ``exact`` (every decision correct and every simulated coordinate exact in the
         certified range), ``all_words_up_to``, ``random_words_up_to``, ``first_failure`` (None or
         ``{word, expected, produced}``), ``n_max`` (Y^k), ``beyond_n_max``, ``model`` (sizes,
-        constants, encoding manifests and digests), ``checks`` (counts), ``synthesis``, ``seconds``.
+        constants, encoding manifests and digests), ``checks`` (counts), ``synthesis``, ``seconds``,
+        ``route`` (``route`` — ``"cascade"``, ``"local-divisors"``, ``"formula"`` or ``"program"`` — with
+        ``cascade_height``, ``layers``, ``heads``, ``d_model``, ``parameters`` and the candidates compared).
 
     Raises:
         InputError (and subclasses): bad spec, formula, program, regex or DFA.
@@ -612,6 +598,9 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
             result["mask_source"] = SOURCE_NONSTRICT
         result["program"] = program.text() if len(program.ops) <= 20_000 else None
         result["model"] = model.describe()
+    choice = prep.get("route_choice")
+    result["route"] = choice.to_dict() if choice is not None else {
+        "route": "program" if source_input == "program" else "formula", "cascade_height": None}
     aw, rw, bw = checks["all_words"], checks["random"], checks["beyond"]
     first = aw["first_failure"] or rw["first_failure"]
     exact = (aw["wrong"] == 0 and rw["wrong"] == 0 and aw["sim_inexact"] == 0 and rw["sim_inexact"] == 0)

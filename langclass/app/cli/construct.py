@@ -79,6 +79,7 @@ def construct(
     program: Annotated[Optional[Path], typer.Option("--program", help="B-RASP program file (hard attention)")] = None,
     alphabet: Annotated[Optional[str], typer.Option("--alphabet", "-a", help="'ab' = {a,b}; 'x1,x2' for longer symbols; '\\,' is a comma symbol ('a,\\,' = {a, ','})")] = None,
     attention: Annotated[str, typer.Option(help="auto | soft | hard")] = "auto",
+    route: Annotated[str, typer.Option(help="hard attention from a language: auto (the smaller) | cascade (Krohn–Rhodes) | local-divisors")] = "auto",
     dtype: Annotated[str, typer.Option(help="float32 | bfloat16 | float16 | float64")] = "float32",
     all_words: Annotated[Optional[int], typer.Option("--all-words", help="check every word up to this length")] = None,
     random_words: Annotated[int, typer.Option(help="random words (half accepted, half rejected)")] = 32,
@@ -106,7 +107,7 @@ def construct(
             options={"attention": attention, "dtype": dtype, "all_words_up_to": all_words, "random_words": random_words,
                      "random_max_length": random_max_length, "seed": seed, "y_mode": y_mode, "g": g, "C_y": c_y,
                      "target_length": target_length, "mask": None if mask == "strict" else mask,
-                     "by_class": False if as_written else None},
+                     "by_class": False if as_written else None, "route": route},
         )
         from langclass.models.verify import run_construction
 
@@ -123,6 +124,14 @@ def construct(
     mask_text = f", mask {result['mask']}" if result.get("mask") and result["attention"] == "hard" else ""
     typer.echo(f"model      {result['attention']} attention, encoding {result['encoding']}{mask_text}, {m['layers']} layers, "
                f"{m['heads']} heads, d_model {m['d_model']}, {m['parameters']:,} parameters, {m['dtype']}")
+    r = result.get("route") or {}
+    if r.get("cascade_height") is not None:
+        c = r.get("cascade") or {}
+        mod = f", positions marked mod {c['modulus']}" if c.get("modulus", 1) > 1 else ""
+        typer.echo(f"route      {r['route']} (cascade height {r['cascade_height']}, states per level "
+                   f"{c.get('states_per_level')}{mod}), {r['parameters']:,} parameters")
+    elif r.get("route") == "local-divisors":
+        typer.echo(f"route      local-divisors, {r['parameters']:,} parameters")
     if result["n_max"] is not None:
         typer.echo(f"N_max      {result['n_max']} (certified range of the Y^k heads, Eq. 10){_scale_note(m)}")
     typer.echo(f"exact      {result['exact']}   all words ≤ {result['all_words_up_to']} ({result['words_checked']} words), "

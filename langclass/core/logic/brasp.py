@@ -332,6 +332,9 @@ def run_program(program: Program, words: np.ndarray, query_block: int | None = N
             v = bexpr_eval(op.expr, lambda name, side: vals[name])
             vals[op.name] = np.broadcast_to(np.asarray(v, dtype=bool), (B, n)).copy()
             continue
+        if _rightmost_past_only(op):
+            vals[op.name] = _rightmost_past(op, vals, B, n)
+            continue
 
         default = np.broadcast_to(np.asarray(bexpr_eval(op.default, lambda name, side: vals[name]), dtype=bool), (B, n))
         mask = _mask_matrix(op.mask, n)
@@ -355,6 +358,29 @@ def run_program(program: Program, words: np.ndarray, query_block: int | None = N
             result[:, rows] = np.where(any_ok, picked, default[:, rows])
         vals[op.name] = result
     return vals
+
+
+def _rightmost_past_only(op: AttentionOp) -> bool:
+    """A rightmost operation with mask j < i or j ≤ i whose score and value read only the key side
+    (every operation of :func:`formula_to_brasp` and of the cascade programs)."""
+    return (op.direction == "rightmost" and op.mask in ("future", "future_nonstrict")
+            and all(side == "j" for _, side in bexpr_vars(op.score) | bexpr_vars(op.value)))
+
+
+def _rightmost_past(op: AttentionOp, vals: dict[str, np.ndarray], B: int, n: int) -> np.ndarray:
+    """:func:`run_program`'s result for a :func:`_rightmost_past_only` operation in O(B·n) instead of
+    O(B·n²): the attended key of query i is the last j < i (j ≤ i) with S(j), a running maximum."""
+    def env(name, side):
+        return vals[name]
+
+    score = np.broadcast_to(np.asarray(bexpr_eval(op.score, env), dtype=bool), (B, n))
+    value = np.broadcast_to(np.asarray(bexpr_eval(op.value, env), dtype=bool), (B, n))
+    default = np.broadcast_to(np.asarray(bexpr_eval(op.default, env), dtype=bool), (B, n))
+    last = np.maximum.accumulate(np.where(score, np.arange(n)[None, :], -1), axis=1)  # last j ≤ i with S(j)
+    if op.mask == "future":
+        last = np.concatenate([np.full((B, 1), -1), last[:, :-1]], axis=1)  # last j < i
+    picked = np.take_along_axis(value, np.maximum(last, 0), axis=1)
+    return np.where(last >= 0, picked, default)
 
 
 def accepts_batch(program: Program, words: np.ndarray) -> np.ndarray:

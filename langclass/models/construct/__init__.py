@@ -8,6 +8,8 @@
 * :mod:`~langclass.models.construct.brasp_plan` — :func:`plan_brasp`: B-RASP program →
   :class:`BraspPlan` (stream layout, heads, feed-forward targets).
 * :mod:`~langclass.models.construct.gates` — literals, gates and Boolean functions as ReLU units.
+* :mod:`~langclass.models.construct.route` — :func:`choose_hard_route`: the Krohn–Rhodes cascade
+  program or the local-divisor program of a language, whichever plans smaller.
 
 **Assembly** (torch): :mod:`~langclass.models.construct.soft` (:class:`FormulaTransformer`,
 :func:`build_formula_transformer`), :mod:`~langclass.models.construct.hard` (:class:`BraspTransformer`,
@@ -33,6 +35,7 @@ _EXPORTS = {
     "TORCH_DTYPES": "assembly", "write_feed_forward": "assembly",
     "FormulaTransformer": "soft", "build_formula_transformer": "soft", "SOURCE_SOFT": "soft",
     "BraspTransformer": "hard", "build_brasp_transformer": "hard", "SOURCE_HARD": "hard",
+    "RouteChoice": "route", "choose_hard_route": "route", "planned_parameters": "route", "ROUTES": "route",
 }
 
 
@@ -54,5 +57,5 @@ __all__ = [
     "build_brasp_transformer", "TORCH_DTYPES", "MAX_FFN_INPUTS",
     "FormulaPlan", "LayerPlan", "Head", "EncodingSpec", "plan_formula", "DTYPES",
     "BraspPlan", "BraspLayer", "HardHead", "plan_brasp", "Literal", "Gate", "ReluUnit", "write_feed_forward",
-    "SOURCE_SOFT", "SOURCE_HARD",
+    "SOURCE_SOFT", "SOURCE_HARD", "RouteChoice", "choose_hard_route", "planned_parameters", "ROUTES",
 ]

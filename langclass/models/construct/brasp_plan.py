@@ -227,9 +227,11 @@ class _Planner:
                                        flag, tuple(v_ivars), tuple(v_assign))
         self.head_names[layer + 1].append(op.name)
 
-    def run(self) -> None:
+    def run(self, deadline: Any = None) -> None:
         prog, depth = self.prog, self.depth
         for layer in range(self.K + 1):
+            if deadline is not None:
+                deadline.check(f"B-RASP plan (layer {layer} of {self.K + 1})")
             # (1) materialize every vector of depth == layer (attention finalize + position-wise)
             for op in prog.ops:
                 if depth[op.name] == layer and op.name not in self.coord_of:
@@ -245,8 +247,12 @@ class _Planner:
                     self._prepare(op, layer)
 
 
-def plan_brasp(program: Program) -> BraspPlan:
+def plan_brasp(program: Program, deadline: Any = None) -> BraspPlan:
     """Plan the masked unique-hard-attention transformer of a B-RASP program (Lemma 13 / Thm 24).
+
+    Args:
+        program: the B-RASP program.
+        deadline: an optional :class:`~langclass.core.base.limits.Deadline` checked once per layer.
 
     Returns:
         The :class:`BraspPlan`: K + 1 layers for attention depth K.
@@ -254,11 +260,14 @@ def plan_brasp(program: Program) -> BraspPlan:
     Raises:
         LimitExceeded: ``max_ffn_inputs`` when one Boolean target reads more than
             :data:`~langclass.models.construct.gates.MAX_FFN_INPUTS` coordinates.
+        TimeLimitExceeded: ``deadline`` passed (``step`` names the layer).
     """
     pl = _Planner(program)
-    pl.run()
+    pl.run(deadline)
     layers = []
     for layer in range(pl.K + 1):
+        if deadline is not None:
+            deadline.check(f"B-RASP plan (feed-forward units of layer {layer})")
         units, max_inputs = dnf_units(pl.targets[layer])
         layers.append(BraspLayer(tuple(pl.heads[n] for n in pl.head_names[layer]), tuple(pl.targets[layer]),
                                  tuple(units), max_inputs))

@@ -30,6 +30,13 @@ SOURCE_HARD = ("Masked Hard-Attention Transformers Recognize Exactly the Star-Fr
                "Thm 24 (B-RASP → masked unique-hard-attention transformer)")
 
 
+DENSE_FFN_MAX_D = 1024
+"""Streams at most this wide run their feed-forward layers densely (``BraspTransformer.ffns``): the sparse
+gather of :class:`~langclass.models.construct.assembly.SparseFeedForward` holds batch × positions ×
+units × inputs entries, more than the dense product costs at this width. Both are exact (0/1 inputs,
+±1 weights, integer biases), so the choice changes no value."""
+
+
 class _HardHead(nn.Module):
     """One unique-hard-attention head with its own mask and tie rule (built on
     :func:`langclass.models.attention.hard_attention_weights`).
@@ -199,7 +206,7 @@ class BraspTransformer(nn.Module):
         j = torch.arange(T, device=ids.device)[None, :]
         vis = {"none": torch.ones(T, T, dtype=torch.bool, device=ids.device), "future": j < i, "past": j > i,
                "future_nonstrict": j <= i, "past_nonstrict": j >= i}
-        for groups, ffn in zip(self._head_groups(), self.sparse_ffns):
+        for groups, ffn, dense_ffn in zip(self._head_groups(), self.sparse_ffns, self.ffns):
             updates = []
             for mask, tie, qi, qw, ki, kw, vi, vw, oi, ow in groups:
                 q = (x[..., qi] * qw).transpose(1, 2)  # [B, H, T, e]
@@ -218,7 +225,9 @@ class BraspTransformer(nn.Module):
                 updates.append((oi.reshape(-1), y))
             for oi, y in updates:  # all heads read the layer input, then write (in place: x is this forward's own)
                 x.index_add_(-1, oi, y)
-            if ffn.units:
+            if ffn.units and self.d_model <= DENSE_FFN_MAX_D:  # narrow stream: one matrix product is faster
+                x.add_(dense_ffn(x))
+            elif ffn.units:
                 ffn.add_to(x)
             if between is not None:
                 between()

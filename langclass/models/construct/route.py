@@ -1,0 +1,194 @@
+"""Which B-RASP program a language's hard-attention transformer is compiled from (plan stage, no torch).
+
+Two routes reach a masked hard-attention transformer from a star-free or FO[<,MOD] language, both
+from *Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages*:
+
+* ``"cascade"`` — §5.6: the holonomy (Krohn–Rhodes) cascade of the counter-free automaton (for
+  FO[<,MOD]: of the m-marked language), one rightmost future-masked attention operation per state
+  bit and level (Lemmas 9–11; :mod:`langclass.core.synthesis.cascade_brasp`). Depth 2k + 1 layers
+  for k levels; width polynomial in the cascade.
+* ``"local-divisors"`` — Thm 3 / Lemma 4: the past-LTL formula of the local-divisor induction
+  (:mod:`langclass.core.synthesis.starfree`, :mod:`langclass.core.synthesis.fo_mod`) translated to
+  B-RASP and narrowed (:mod:`langclass.core.logic.brasp_width`); its size multiplies at every level
+  of the induction.
+
+:func:`choose_hard_route` plans the candidates and keeps the one with fewer parameters. The size
+of the local-divisor program is first bounded from below without planning it (every vector is a
+stream coordinate, the embedding and readout read every coordinate, and every head has at least six
+weight rows of width d_model; narrowing only adds vectors, so the bound of the un-narrowed program holds); when that bound already exceeds the cascade's exact count the
+local-divisor plan is not built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import InputError, LimitExceeded, TimeLimitExceeded, UnsupportedError
+from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
+from langclass.core.logic import formulas as F
+from langclass.core.logic.brasp import formula_to_brasp
+from langclass.core.logic.brasp_program import AttentionOp, Program
+from langclass.core.logic.brasp_width import narrow_program
+from langclass.core.synthesis.cascade_brasp import cascade_program
+from langclass.core.synthesis.fo_mod import synthesize_fo_mod
+
+from .brasp_plan import BraspPlan, is_identity, plan_brasp
+
+__all__ = ["ROUTES", "RouteChoice", "choose_hard_route", "planned_parameters", "parameters_at_least",
+           "local_divisor_synthesis"]
+
+ROUTES = ("auto", "cascade", "local-divisors")
+"""The values of the construction option ``route``."""
+
+
+def planned_parameters(plan: BraspPlan) -> int:
+    """The parameter count of the :class:`~langclass.models.construct.hard.BraspTransformer` of ``plan``
+    (what its ``describe()["parameters"]`` reports), computed from the plan alone: the embedding
+    |Σ| × d, per layer the feed-forward layer (d·H + H + H·d + d for H > 0 units) and per head
+    W_q, W_k (rows × d) and W_v, W_o (1 + |β| + |V| rows × d), and the readout d + 1."""
+    D = plan.d_model
+    total = len(plan.letter_rows) * D + D + 1
+    for layer in plan.layers:
+        H = len(layer.units)
+        if H:
+            total += 2 * D * H + H + D
+        for h in layer.heads:
+            total += 2 * len(h.alpha) * D + 2 * (1 + len(h.beta) + len(h.v)) * D
+    return total
+
+
+def parameters_at_least(program: Program) -> tuple[int, int]:
+    """``(parameters, d_model)`` lower bounds for the transformer of ``program`` without planning it:
+    d_model ≥ the program's vectors + 1 (one coordinate each and the constant one), the embedding
+    and readout contribute (|Σ| + 1)·d_model, and every attention operation that is not an identity
+    has a head of at least 2 query/key rows and 4 value/output rows of width d_model."""
+    d = len(program.names) + 1
+    heads = sum(1 for op in program.ops if isinstance(op, AttentionOp) and not is_identity(op))
+    return (len(program.alphabet) + 1 + 6 * heads) * d + 1, d
+
+
+@dataclass(frozen=True)
+class RouteChoice:
+    """The chosen program and how the candidates compared.
+
+    Attributes:
+        route: ``"cascade"`` or ``"local-divisors"``.
+        program: the chosen B-RASP program; ``plan`` its plan.
+        candidates: per route, ``{"d_model", "layers", "heads", "parameters"}`` (planned), or
+            ``{"parameters_at_least", "d_model_at_least", "planned": False}``, or ``{"error"}``.
+        cascade: the cascade's summary (height, states per level, global size, modulus) when it was
+            built.
+    """
+
+    route: str
+    program: Program
+    plan: BraspPlan
+    candidates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cascade: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.plan.summary()
+        return {"route": self.route, "cascade_height": None if self.cascade is None else self.cascade["cascade_height"],
+                "layers": s["layers"], "heads": s["heads"], "d_model": s["d_model"],
+                "parameters": planned_parameters(self.plan), "cascade": self.cascade, "candidates": self.candidates}
+
+
+def _sizes(plan: BraspPlan) -> dict[str, Any]:
+    s = plan.summary()
+    return {"d_model": s["d_model"], "layers": s["layers"], "heads": s["heads"], "parameters": planned_parameters(plan),
+            "planned": True}
+
+
+def choose_hard_route(dfa: DFA | None, formula: F.Formula | None, alphabet: Sequence[str], *, route: str = "auto",
+                      limits: Limits = DEFAULT_LIMITS, deadline: Deadline | None = None) -> RouteChoice:
+    """Plan the hard-attention program of a language by the cascade and/or the local-divisor route
+    (module docstring) and return the smaller (``route="auto"``) or the one asked for.
+
+    Args:
+        dfa: the language (None: only the local-divisor route, from ``formula``).
+        formula: its synthesized past-LTL formula (None: only the cascade route).
+        alphabet: Σ (the formula's).
+        route: ``"auto"``, ``"cascade"`` or ``"local-divisors"``.
+        limits, deadline: the limits of every step.
+
+    Raises:
+        InputError: an unknown ``route``, or a route that has no input (no DFA / no formula).
+        UnsupportedError, LimitExceeded: from the asked route, or from both under ``"auto"``
+            (``max_ffn_inputs`` when a program is too wide for the compiler).
+        TimeLimitExceeded: ``time_limit_s``.
+    """
+    if route not in ROUTES:
+        raise InputError(f"route must be one of {list(ROUTES)}, got {route!r}", field="options.route")
+    deadline = deadline or limits.deadline()
+    candidates: dict[str, dict[str, Any]] = {}
+    built: dict[str, tuple[Program, BraspPlan]] = {}
+    errors: dict[str, Exception] = {}
+    cascade_info = None
+    if route in ("auto", "cascade"):
+        if dfa is None:
+            if route == "cascade":
+                raise InputError("the cascade route needs a language (a regex or a DFA)", field="options.route")
+        else:
+            try:
+                cp = cascade_program(dfa, limits, deadline)
+                cascade_info = cp.summary()
+                plan = plan_brasp(cp.program, deadline)
+                built["cascade"] = (cp.program, plan)
+                candidates["cascade"] = _sizes(plan)
+            except TimeLimitExceeded:
+                raise
+            except (UnsupportedError, LimitExceeded) as err:
+                if route == "cascade":
+                    raise
+                errors["cascade"] = err
+                candidates["cascade"] = {"error": err.detail}
+    deadline.check("route choice")
+    if route in ("auto", "local-divisors"):
+        if formula is None:
+            if route == "local-divisors":
+                raise InputError("the local-divisor route needs a synthesized formula", field="options.route")
+        else:
+            try:
+                program = formula_to_brasp(formula, alphabet, limits)
+                lower, d_lower = parameters_at_least(program)  # narrowing only adds vectors: a bound for both
+                if route == "auto" and "cascade" in built and lower > candidates["cascade"]["parameters"]:
+                    candidates["local-divisors"] = {"parameters_at_least": lower, "d_model_at_least": d_lower,
+                                                    "planned": False}
+                else:
+                    program = narrow_program(program)  # compiler fan-in ≤ 14
+                    plan = plan_brasp(program, deadline)
+                    built["local-divisors"] = (program, plan)
+                    candidates["local-divisors"] = _sizes(plan)
+            except TimeLimitExceeded:
+                raise
+            except (UnsupportedError, LimitExceeded) as err:
+                if route == "local-divisors" or "cascade" not in built:
+                    raise
+                errors["local-divisors"] = err
+                candidates["local-divisors"] = {"error": err.detail}
+    if not built:
+        raise next(iter(errors.values())) if errors else InputError("no route has an input", field="options.route")
+    chosen = min(built, key=lambda r: (candidates[r]["parameters"], r != "cascade"))
+    program, plan = built[chosen]
+    return RouteChoice(chosen, program, plan, candidates, cascade_info)
+
+
+def local_divisor_synthesis(dfa: DFA, limits: Limits, route: str):
+    """``(synthesis, note)``: the FO[<,MOD] formula of the local-divisor route — none for
+    ``route="cascade"`` (the cascade needs only the automaton); under ``"auto"`` within a third of
+    ``time_limit_s``, after which the cascade decides alone and ``note`` says why.
+
+    Raises:
+        UnsupportedError: L is not quasi-aperiodic (from the synthesis).
+    """
+    if route == "cascade":
+        return None, None
+    if route == "local-divisors" or limits.time_limit_s is None:
+        return synthesize_fo_mod(dfa, limits), None
+    try:
+        return synthesize_fo_mod(dfa, replace(limits, time_limit_s=limits.time_limit_s / 3)), None
+    except TimeLimitExceeded as err:
+        return None, f"not synthesized within a third of the time limit ({err.detail})"
