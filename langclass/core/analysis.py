@@ -201,7 +201,8 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
         results[key] = implied_result(key, val, results[by], error=results[key].error)
     members = {k: results[k].member for k in CLASS_KEYS}
     period = results["ltl_p_mod"].period
-    check_consistency(members, period=period, monoid_size=monoid.size if monoid is not None else None)
+    check_consistency(members, period=period, monoid_size=monoid.size if monoid is not None else None,
+                      period_y_mod=results["ltl_p_y_mod"].period)
     if monoid is not None and "r_trivial" in extra:
         # independent tests must agree: automaton vs algebra
         if extra["r_trivial"] != members["ltl_p"]:
@@ -304,6 +305,8 @@ def format_table(analysis: Analysis) -> str:
         name = CLASS_INFO[key].name
         if key == "ltl_p_mod" and r.period:
             mem = f"yes k={r.period}"
+        if key == "ltl_p_y_mod" and r.period:
+            mem = f"yes m={r.period}"
         lines.append(f"{name:<{w1}}{mem:<8}{r.reason}")
         ev = render(r)
         if ev:
