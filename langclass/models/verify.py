@@ -41,6 +41,7 @@ from langclass.core.ingest.source import parse_language as parse_source
 from .construct import (
     BraspTransformer, ConstructionOptions, FormulaTransformer, build_brasp_transformer, build_formula_transformer,
 )
+from .construct.route_marked import default_y_mode
 from .tokens import BOS, EOS, NUM_SPECIAL
 
 __all__ = ["run_construction", "validate_spec", "ConstructionCancelled", "verify_formula_model", "verify_brasp_model",
@@ -384,14 +385,14 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                                                   kinds=("formula",)), limits)
         formula, dfa = parsed.formula, parsed.dfa
     elif "regex" in spec or "dfa" in spec:
-        from langclass.core.synthesis.synthesis import synthesize
+        from .construct.route_marked import synthesize_soft  # synthesize(), then the LTL[P,Y,MOD] route
 
         source_input = "regex" if "regex" in spec else "dfa"
         dfa = parse_source(source_from_mapping({k: spec[k] for k in ("regex", "dfa", "alphabet") if k in spec}
                                                if "regex" in spec else {"dfa": spec["dfa"]}, kinds=("regex", "dfa")),
                            limits).dfa
         try:
-            synthesis = synthesize(dfa, limits)
+            synthesis = synthesize_soft(dfa, limits, attention)
         except UnsupportedError as soft_err:
             if attention == "soft":
                 raise
@@ -404,7 +405,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                     f"no construction from this automaton. Soft attention: {soft_err.detail}. Hard attention: the "
                     f"language is neither star-free nor in FO[<,MOD] ({hard_err.detail})",
                     certificate=soft_err.extra.get("certificate"), source=hard_err.extra.get("source"),
-                    missing_classes=["LTL[P,MOD]", "LTL[P,Y]", "star-free", "FO[<,MOD]"],
+                    missing_classes=["LTL[P,MOD]", "LTL[P,Y]", "LTL[P,Y,MOD]", "star-free", "FO[<,MOD]"],
                 ) from None
             attention = "hard"
         if attention == "hard" and "MOD" in F.operators(synthesis.formula):
@@ -445,7 +446,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         copt = ConstructionOptions(
             dtype=dtype, g=_float_opt(opts, "g", 1.0), target_length=_int_opt(opts, "target_length", 300, 1, 1_000_000),
             C_y=_float_opt(opts, "C_y", None), C_p=_float_opt(opts, "C_p", None),
-            mod_safety=_float_opt(opts, "mod_safety", 1.25), y_mode=opts.get("y_mode", "rope"),
+            mod_safety=_float_opt(opts, "mod_safety", 1.25), y_mode=opts.get("y_mode", default_y_mode(synthesis)),
             n_max_cap=_int_opt(opts, "n_max_cap", min(max(random_max, n_all, 1), 4000), 1, MAX_RANDOM_LENGTH),
         )
     elif dtype not in ("float32", "float64", "bfloat16", "float16"):
