@@ -47,7 +47,10 @@ def test_known_languages(regex, alphabet, modulus, s):
     A = parse_regex(regex, list(alphabet))
     search = ltl_p_y_mod_search(A)
     assert (search.modulus, search.stability_index) == (modulus, s)
-    assert [t.m for t in search.tries] == list(range(1, (modulus or s) + 1))
+    if modulus is not None:
+        assert [t.m for t in search.tries] == list(range(1, modulus + 1)) and search.group is None
+    else:
+        assert [t.m for t in search.tries] == [s] or (not search.tries and search.group is not None)
     replay_marked_search(A, search.to_dict())
     assert LocalBrute(A).least_y_mod_modulus() == modulus
 
@@ -83,9 +86,17 @@ def _check_against_brute(A: DFA) -> None:
     brute = LocalBrute(A)
     assert search.stability_index == brute.s
     assert search.modulus == brute.least_y_mod_modulus()
-    for t in search.tries:  # each K_m answer is the brute criterion η((Σ^m)⁺) ∈ LR
-        assert t.member == brute.locally_r_trivial(brute.u(t.m))
-    replay_marked_search(A, search.to_dict())
+    searches = [search]
+    if search.group is not None and brute.s <= 6:  # the same answer on K_s, without the group shortcut
+        try:
+            searches.append(ltl_p_y_mod_search(A, CROSS_LIMITS, stable_group_first=False))
+        except LimitExceeded:
+            pass
+        assert searches[-1].modulus is None
+    for one in searches:
+        for t in one.tries:  # each K_m answer is the brute criterion η((Σ^m)⁺) ∈ LR
+            assert t.member == brute.locally_r_trivial(brute.u(t.m))
+        replay_marked_search(A, one.to_dict())
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -127,6 +138,14 @@ def _tampered(search: MarkedSearch, A: DFA) -> list[tuple[str, dict]]:
            ("stability_index", {**d, "stability_index": d["stability_index"] + 1}),
            ("tries dropped", {**d, "tries": d["tries"][1:]}),
            ("tries empty", {**d, "tries": []})]
+    if d["group"] is not None:
+        g = d["group"]
+        return out[:2] + [("group x", {**d, "group": {**g, "x": g["x"] + g["x"]}}),
+                          ("group context", {**d, "group": {**g, "context": {
+                              **g["context"], "first_accepted": not g["context"]["first_accepted"]}}}),
+                          ("group and a try", {**d, "tries": [{"m": 1, "member": False, "certificate": None,
+                                                               "witness": None}]}),
+                          ("group dropped", {**d, "group": None})]
     last = d["tries"][-1]
     out.append(("member flipped", {**d, "tries": d["tries"][:-1] + [{**last, "member": not last["member"]}]}))
     out.append(("m changed", {**d, "tries": d["tries"][:-1] + [{**last, "m": last["m"] + 1}]}))
@@ -143,10 +162,14 @@ def _tampered(search: MarkedSearch, A: DFA) -> list[tuple[str, dict]]:
     return out
 
 
-@pytest.mark.parametrize("regex,alphabet", [("((a|b)(a|b))*(a|b)a", "ab"), ("(ab|ba)*", "ab"), ("(a|b|c)*ac*", "abc")])
-def test_every_field_of_the_search_is_checked(regex, alphabet):
+@pytest.mark.parametrize("regex,alphabet,group_first", [
+    ("((a|b)(a|b))*(a|b)a", "ab", True), ("(ab|ba)*", "ab", True), ("(a|b|c)*ac*", "abc", True),
+    ("0*(10*10*)*", "01", True), ("0*(10*10*)*", "01", False), ("(aa|b)*", "ab", True), ("(aa|b)*", "ab", False),
+])
+def test_every_field_of_the_search_is_checked(regex, alphabet, group_first):
     A = parse_regex(regex, list(alphabet))
-    search = ltl_p_y_mod_search(A)
+    search = ltl_p_y_mod_search(A, stable_group_first=group_first)
+    assert (search.group is not None) == (group_first and regex == "0*(10*10*)*")  # (aa|b)*: no group in T
     replay_marked_search(A, search)
     for what, record in _tampered(search, A):
         with pytest.raises(ReplayError):
@@ -188,7 +211,7 @@ def test_synthesized_formulas_define_the_language(regex, alphabet, modulus, s):
     A = parse_regex(regex, list(alphabet))
     syn = synthesize_ltl_p_y_mod(A)
     assert syn.verified and syn.method == "marked-window-product"
-    assert syn.notes[0].startswith(f"modulus m = {modulus} (stability index s = {s};")
+    assert syn.notes[0] == f"modulus m = {modulus} (stability index s = {s}; least working modulus {modulus})"
     ops = operators(syn.formula)
     assert "S" not in ops and (("MOD" in ops) == (modulus > 1))
     _agrees_on_words(syn.formula, A, 9)

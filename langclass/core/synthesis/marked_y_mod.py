@@ -43,12 +43,18 @@ distinct, since marking(u)·X·marking(z) ∈ K_m ⇔ u·x·z ∈ L differs for 
   k ≥ 1. So if m ∈ W then ms ∈ W and U_{ms} = T = U_s: **s ∈ W iff W ≠ ∅**, i.e. LTL[P,Y,MOD] = QLR
   (T locally R-trivial), and **the least working modulus is at most s**.
 
-:func:`ltl_p_y_mod_search` tries m = 1, 2, …, s in order, deciding K_m ∈ LTL[P,Y] with the
-specialized decider of LTL[P,Y] (local R-triviality of K_m's syntactic semigroup, on K_m's own
-transition monoid) and stops at the first success; the least m need not divide s, so every m ≤ s is
-tried. Its :class:`MarkedSearch` holds the LTL[P,Y] witness of every failing K_m and the certificate
-of the working one, and :func:`replay_marked_search` re-checks all of it from the DFA alone (s
-recomputed from the levels η(Σ^j), each K_m rebuilt, each record replayed on K_m).
+:func:`ltl_p_y_mod_search` decides K_m ∈ LTL[P,Y] with the specialized decider of LTL[P,Y] (local
+R-triviality of K_m's syntactic semigroup, on K_m's own transition monoid). It first asks m = s:
+if K_s ∉ LTL[P,Y], no m works and the K_s witness is the evidence; else it tries m = 1, 2, …, s − 1
+in order and stops at the first success (the least m need not divide s, so every m < s is tried).
+Before any K_m it looks for a non-trivial group in T (``stable_group_first``): LR semigroups are
+aperiodic (a group element x of H_e lies in eSe and is R-equivalent to e there, so x = e) and
+T ⊆ U_m for every m, so such a group rules out every m at once — the cheap answer for a language
+that is not even quasi-aperiodic (not in FO[<,MOD] ⊇ LTL[P,Y,MOD]), whose s can be large while K_s's
+monoid has up to s²·|M| elements. The :class:`MarkedSearch` holds the LTL[P,Y] witness of every
+failing K_m tried and the certificate of the working one (or the group element), and
+:func:`replay_marked_search` re-checks all of it from the DFA alone (s recomputed from the levels
+η(Σ^j), each K_m rebuilt, each record replayed on K_m).
 
 **Formulas** (:func:`synthesize_ltl_p_y_mod`): the window-product synthesis of LTL[P,Y]
 (:func:`~langclass.core.synthesis.synthesis_y.synthesize_ltl_p_y`) applied to K_m, then each marked
@@ -67,12 +73,13 @@ import numpy as np
 
 from langclass.core.algebra.classes import REGISTRY, Context, decide_ltl_p_y
 from langclass.core.algebra.classes.base import Evidence
+from langclass.core.algebra.classes.evidence import Separation
 from langclass.core.algebra.classes.local import LocalMonoids, LocalRWitness
 from langclass.core.algebra.classes.replaykit import Checker, ReplayError
 from langclass.core.algebra.local_da import stability_index_of
 from langclass.core.algebra.monoid import TransitionMonoid, transition_monoid
 from langclass.core.automata.automaton import DFA
-from langclass.core.base.errors import UnsupportedError
+from langclass.core.base.errors import LimitExceeded, UnsupportedError
 from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
 from langclass.core.logic.formulas import (
     And, Atom, Bottom, Formula, Iff, Implies, Mod, Not, Or, Past, Since, Top, Yesterday, conj, formula_to_dfa,
@@ -81,7 +88,8 @@ from langclass.core.logic.formulas import (
 from .synthesis_result import Synthesis
 from .synthesis_y import synthesize_ltl_p_y
 
-__all__ = ["MARK", "marked_alphabet", "marked_dfa", "MarkedTry", "MarkedSearch", "ltl_p_y_mod_search",
+__all__ = ["MARK", "MARKED_WORK", "marked_alphabet", "marked_dfa", "MarkedTry", "StableGroup", "MarkedSearch",
+           "ltl_p_y_mod_search",
            "replay_marked_search", "unmark_formula", "synthesize_ltl_p_y_mod", "SOURCE_LTL_P_Y_MOD"]
 
 MARK = "@"
@@ -144,22 +152,34 @@ class MarkedTry(Evidence):
 
 
 @dataclass(frozen=True)
+class StableGroup(Evidence):
+    """A word x of length s whose element lies in a non-trivial group of T = η(Σ^s): x^ω·x ≠ x^ω."""
+
+    CHECK = "|x| = s (recomputed), and x^ω·x ≠ x^ω: the context separates them"
+    x: tuple[str, ...]
+    context: Separation
+
+
+@dataclass(frozen=True)
 class MarkedSearch(Evidence):
     """The search of :func:`ltl_p_y_mod_search`.
 
     Attributes:
-        modulus: the least m with K_m ∈ LTL[P,Y] (= L ∈ LTL[P,Y,MOD_m]); ``None``: none up to s, so L
+        modulus: the least m with K_m ∈ LTL[P,Y] (= L ∈ LTL[P,Y,MOD_m]); ``None``: no m works, so L
             is not in LTL[P,Y,MOD].
         stability_index: s.
-        tries: m = 1, 2, … in order, the last the answer (or m = s failing).
+        tries: a member's m = 1, 2, …, modulus (only the last succeeds); a non-member's single failing
+            try m = s, or none when ``group`` answers.
+        group: a non-trivial group in T (then no K_m was built), else ``None``.
     """
 
-    CHECK = ("s is the stability index (recomputed from the DFA); m = 1, 2, … are tried in order, each K_m rebuilt "
-             "from the DFA and its LTL[P,Y] witness (or, for the modulus, its certificate) replayed on K_m; with no "
-             "modulus the last try is m = s")
+    CHECK = ("s is the stability index (recomputed from the DFA); each K_m tried is rebuilt from the DFA and its "
+             "LTL[P,Y] witness (or, for the modulus, its certificate) replayed on K_m: a member tried m = 1, …, "
+             "modulus in order, a non-member m = s, or shows a non-trivial group in η(Σ^s)")
     modulus: int | None
     stability_index: int
     tries: tuple[MarkedTry, ...]
+    group: StableGroup | None = None
 
     @property
     def member(self) -> bool:
@@ -167,9 +187,23 @@ class MarkedSearch(Evidence):
         return self.modulus is not None
 
 
+MARKED_WORK = 1_000_000
+"""Most elements the transition monoids of the marked languages K_m of one search may have, summed over
+the m tried and bounded before each is built by m²·|M| + 2 (the elements of K_m's monoid are the
+identity, the zero and (first mark, η(w), last mark) triples); beyond it ``LimitExceeded("marked_work")``."""
+
+
+def _try(A: DFA, m: int, limits: Limits, deadline: Deadline) -> MarkedTry:
+    limits.check("max_states", A.num_states * m + 1)
+    K = marked_dfa(A, m)
+    r = decide_ltl_p_y(Context(K, transition_monoid(K, limits, deadline=deadline), limits, deadline))
+    return MarkedTry(m, True, r.certificate, None) if r.member else MarkedTry(m, False, None, r.witness)
+
+
 def ltl_p_y_mod_search(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, monoid: TransitionMonoid | None = None,
-                       deadline: Deadline | None = None) -> MarkedSearch:
-    """The least m with L ∈ LTL[P,Y,MOD_m], by deciding K_m ∈ LTL[P,Y] for m = 1, …, s (module docstring).
+                       deadline: Deadline | None = None, stable_group_first: bool = True) -> MarkedSearch:
+    """The least m with L ∈ LTL[P,Y,MOD_m], by deciding K_m ∈ LTL[P,Y] (module docstring): m = s first,
+    then m = 1, …, s − 1 for a member.
 
     Args:
         dfa: any complete DFA (minimized here).
@@ -177,12 +211,15 @@ def ltl_p_y_mod_search(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, monoid: Tra
             ``max_monoid_size`` / ``max_monoid_entries`` (each K_m's monoid), ``time_limit_s``.
         monoid: the transition monoid of the minimal DFA when the caller has it (for s).
         deadline: a deadline shared with the caller (default: a new one from ``limits``).
+        stable_group_first: answer a language whose T holds a non-trivial group without building any
+            K_m (the same answer; False decides it on K_s, for tests).
 
     Returns:
         A :class:`MarkedSearch`.
 
     Raises:
-        LimitExceeded: ``max_states``, ``max_monoid_size``, ``max_monoid_entries``; TimeLimitExceeded.
+        LimitExceeded: ``marked_work`` (:data:`MARKED_WORK`, checked before each K_m), ``max_states``,
+            ``max_monoid_size``, ``max_monoid_entries``; TimeLimitExceeded.
 
     Example:
         >>> from langclass.core.ingest.parse import parse_regex
@@ -193,18 +230,35 @@ def ltl_p_y_mod_search(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, monoid: Tra
     A = dfa.canonical()
     M = monoid if monoid is not None else transition_monoid(A, limits, deadline=deadline)
     s = M.stability_index
-    tries: list[MarkedTry] = []
-    for m in range(1, s + 1):
+    if stable_group_first:
+        bad = np.flatnonzero(M.nontrivial_group_elements & M.stable)
+        if bad.size:
+            g = int(bad[0])
+            e = M.power(g, M.omega_exponent(g))
+            sep = Context(A, M).element_context(M.multiply(e, g), e)
+            return MarkedSearch(None, s, (), StableGroup(tuple(M.stable_word(g)), sep))
+    spent = 0
+
+    def attempt(m: int) -> MarkedTry:
+        nonlocal spent
         deadline.check("LTL[P,Y,MOD] marked alphabet")
-        limits.check("max_states", A.num_states * m + 1)
-        K = marked_dfa(A, m)
-        ctx = Context(K, transition_monoid(K, limits, deadline=deadline), limits, deadline)
-        r = decide_ltl_p_y(ctx)
-        if r.member:
-            tries.append(MarkedTry(m, True, r.certificate, None))
+        spent += m * m * M.size + 2
+        if spent > MARKED_WORK:
+            raise LimitExceeded("marked_work", MARKED_WORK,
+                                f"the transition monoids of the marked languages K_1 … K_{m} may have {spent} elements "
+                                f"in all (> {MARKED_WORK}; stability index s = {s}, |M| = {M.size})")
+        return _try(A, m, limits, deadline)
+
+    last = attempt(s)
+    if not last.member:
+        return MarkedSearch(None, s, (last,))
+    tries: list[MarkedTry] = []
+    for m in range(1, s):
+        t = attempt(m)
+        tries.append(t)
+        if t.member:
             return MarkedSearch(m, s, tuple(tries))
-        tries.append(MarkedTry(m, False, None, r.witness))
-    return MarkedSearch(None, s, tuple(tries))
+    return MarkedSearch(s, s, tuple(tries) + (last,))
 
 
 def replay_marked_search(dfa: DFA, search: MarkedSearch | dict[str, Any]) -> None:
@@ -221,18 +275,24 @@ def replay_marked_search(dfa: DFA, search: MarkedSearch | dict[str, Any]) -> Non
     s = stability_index_of(A)
     if ev.stability_index != s:
         raise ReplayError(f"the stability index is {s}, not {ev.stability_index}")
-    if [t.m for t in ev.tries] != list(range(1, len(ev.tries) + 1)) or not ev.tries:
-        raise ReplayError("the moduli must be tried in order m = 1, 2, …")
-    if any(t.member for t in ev.tries[:-1]):
-        raise ReplayError("only the last try may succeed (the search stops at the least working m)")
-    last = ev.tries[-1]
+    if ev.group is not None:
+        if ev.modulus is not None or ev.tries:
+            raise ReplayError("a group in η(Σ^s) answers a non-member alone")
+        chk = Checker(A)
+        x = list(ev.group.x)
+        if len(x) != s:
+            raise ReplayError(f"the group element's word has length {len(x)}, not s = {s}")
+        omega = chk.omega(x)
+        chk.check_context(ev.group.context, chk.cat(omega, x), omega)
+        return
     if ev.modulus is None:
-        if last.member or last.m != s:
-            raise ReplayError(f"with no modulus every m up to s = {s} must fail")
-    elif not (last.member and last.m == ev.modulus):
-        raise ReplayError("the last try must be the modulus, and succeed")
-    if last.m > s:
-        raise ReplayError(f"no modulus beyond s = {s} is needed")
+        if [(t.m, t.member) for t in ev.tries] != [(s, False)]:
+            raise ReplayError(f"a non-member shows the failing K_s, s = {s} (or a group in η(Σ^s))")
+    else:
+        if [t.m for t in ev.tries] != list(range(1, ev.modulus + 1)) or ev.modulus > s:
+            raise ReplayError(f"a member tries m = 1, 2, …, modulus in order, modulus ≤ s = {s}")
+        if any(t.member for t in ev.tries[:-1]) or not ev.tries[-1].member:
+            raise ReplayError("only the last try, the modulus, succeeds")
     dec = REGISTRY["ltl_p_y"]
     for t in ev.tries:
         chk = Checker(marked_dfa(A, t.m))
@@ -294,7 +354,7 @@ def synthesize_ltl_p_y_mod(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, modulus
         >>> from langclass.core.ingest.parse import parse_regex
         >>> s = synthesize_ltl_p_y_mod(parse_regex("(ab|ba)*", ["a", "b"]))
         >>> s.fragment, s.verified, s.notes[0]
-        ('LTL[P,Y,MOD]', True, 'modulus m = 2 (stability index s = 4; tried m = 1, 2)')
+        ('LTL[P,Y,MOD]', True, 'modulus m = 2 (stability index s = 4; least working modulus 2)')
     """
     deadline = limits.deadline()
     A = dfa.canonical()
@@ -309,13 +369,10 @@ def synthesize_ltl_p_y_mod(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, modulus
         m = int(modulus)
         if m < 1:
             raise UnsupportedError(f"modulus {m} must be ≥ 1", field="modulus", source=SOURCE_LTL_P_Y_MOD)
-        limits.check("max_states", A.num_states * m + 1)
-        K = marked_dfa(A, m)
-        if not decide_ltl_p_y(Context(K, transition_monoid(K, limits, deadline=deadline), limits, deadline)).member:
+        if not _try(A, m, limits, deadline).member:
             raise UnsupportedError(f"modulus {m} does not work: the {m}-marked language is not in LTL[P,Y]",
                                    field="modulus", source=SOURCE_LTL_P_Y_MOD)
-    tried = ", ".join(str(t.m) for t in search.tries)
-    head = f"modulus m = {m} (stability index s = {search.stability_index}; tried m = {tried})"
+    head = f"modulus m = {m} (stability index s = {search.stability_index}; least working modulus {search.modulus})"
     K = marked_dfa(A, m)
     _, decode = marked_alphabet(A.alphabet, m)
     inner = synthesize_ltl_p_y(K, limits)
