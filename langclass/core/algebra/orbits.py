@@ -116,7 +116,7 @@ CLASS_OF: dict[str, tuple[str, str]] = {
 }
 """Class key → (gap, side): PL(ST) = LTL[P], …, TL(MOD⁺) = FO²[<,+1,MOD], FL(MOD⁺) = LTL[F,X,MOD]."""
 
-ORBIT_WORK_BUDGET = 10_000_000
+ORBIT_WORK_BUDGET = 30_000_000
 """Edges m·|M|·|Σ| of the residue graphs one decision may build, summed over the moduli it tries
 (the stable modulus s first, then 1, 2, … for the least period); beyond it ``LimitExceeded``
 (``orbit_work``) is raised before the work."""
@@ -251,8 +251,9 @@ class OrbitEngine:
     def _residue_table(cayley: np.ndarray, modulus: int) -> np.ndarray:
         """``[|M|·m, |Σ|]``: node x·m + r → (cayley[x, a])·m + (r+1 mod m)."""
         m, k = cayley.shape
-        nxt_r = (np.arange(modulus) + 1) % modulus  # [mod]
-        tab = cayley.astype(np.int64)[:, None, :] * modulus + nxt_r[None, :, None]  # [m, mod, k]
+        dt = np.int32 if m * modulus < 2**31 else np.int64
+        nxt_r = ((np.arange(modulus) + 1) % modulus).astype(dt)  # [mod]
+        tab = cayley.astype(dt)[:, None, :] * dt(modulus) + nxt_r[None, :, None]  # [m, mod, k]
         return tab.reshape(m * modulus, k)
 
     def kernel(self, modulus: int, *, left: bool = False) -> Kernel:
