@@ -201,3 +201,17 @@ def test_new_classes_sit_in_the_lattice():
         check_consistency({"ltl_p_y_mod": False}, period_y_mod=2)
     check_consistency({"ltl_p_mod": True, "ltl_p_y_mod": True, "ltl_p_y": False, "ltl_p": False}, period=2,
                       period_y_mod=2)
+
+
+def test_the_docs_example_runs():
+    import doctest
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "temporal.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+    assert blocks
+    for body in blocks:
+        test = doctest.DocTestParser().get_doctest(body, {}, "docs/temporal.md", "docs/temporal.md", 0)
+        result = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS).run(test)
+        assert result.failed == 0
