@@ -131,10 +131,12 @@ class Kernel:
         mask: boolean ``[|M|]``: x ∈ K_m.
         pred: ``int64 [|M|·m]``: breadth-first-tree parent of node x·m + r from (1, 0) (``-1`` at
             the root and at unreached nodes).
-        table: ``int64 [|M|·m, |Σ|]``: the right residue graph (node x·m + r → (x·a)·m + r+1 mod m).
+        table: ``[|M|·m, |Σ|]``: the right residue graph (node x·m + r → (x·a)·m + r+1 mod m).
         right_scc / left_scc: ``int64 [|M|]``: component of (x, 0) in the right / left residue
             graph (x R y in K_m ⇔ equal right_scc, for x, y ∈ K_m; dually L; ``left_scc`` is
             computed only when asked for).
+        letter: the letter of each node's tree edge when known (K_1: the monoid's own BFS tree), else
+            ``None`` (read off ``table``).
     """
 
     modulus: int
@@ -143,6 +145,7 @@ class Kernel:
     table: np.ndarray
     right_scc: np.ndarray
     left_scc: np.ndarray | None
+    letter: np.ndarray | None = None
 
     def word(self, x: int) -> tuple[int, ...]:
         """Letter indices of a shortest word of length ≡ 0 (mod m) whose image is x.
@@ -157,7 +160,7 @@ class Kernel:
         out: list[int] = []
         while node != 0:
             u = int(self.pred[node])
-            out.append(int(np.flatnonzero(self.table[u] == node)[0]))
+            out.append(int(self.letter[node]) if self.letter is not None else int(np.flatnonzero(self.table[u] == node)[0]))
             node = u
         out.reverse()
         return tuple(out)
@@ -270,7 +273,7 @@ class OrbitEngine:
         size = M.size
         if ker is None and modulus == 1:  # K_1 = M: the monoid's own BFS tree and R-classes
             ker = Kernel(1, np.ones(size, dtype=bool), M.parent.astype(np.int64), M.right.astype(np.int64),
-                         M.green["R"], M.green["L"])
+                         M.green["R"], M.green["L"], M.last_letter)
         if ker is None:
             self._charge(modulus)
             self._check("orbits: kernel")
@@ -283,7 +286,8 @@ class OrbitEngine:
             self._charge(modulus)
             self._check("orbits: left components")
             _, lscc = _bfs_and_components(self._residue_table(M.left, modulus), bfs=False)
-            ker = Kernel(ker.modulus, ker.mask, ker.pred, ker.table, ker.right_scc, lscc.reshape(size, modulus)[:, 0].copy())
+            ker = Kernel(ker.modulus, ker.mask, ker.pred, ker.table, ker.right_scc, lscc.reshape(size, modulus)[:, 0].copy(),
+                         ker.letter)
         self._kernels[modulus] = ker
         return ker
 
