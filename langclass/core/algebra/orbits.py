@@ -386,11 +386,7 @@ class OrbitEngine:
         if side not in SIDES:
             raise InputError(f"unknown side {side!r}; expected one of {', '.join(SIDES)}", field="side")
         s = self.M.stability_index if gap in ("MOD", "MOD+") else 1
-        if s > 1:
-            size_k = self.M.size * int(self.M.right.shape[1])
-            if (s * size_k) * (2 if side == "future" else 1) > self.work_budget - self._work:
-                self._charge(s * (2 if side == "future" else 1))  # raises, naming the limit
-        orbits, viol, ker = self.check(gap, side, s)
+        orbits, viol, ker = self.check(gap, side, s)  # each residue graph is charged before it is built
         if viol is not None:
             return UnaryTemporal(gap, side, False, None, s, orbits, viol, ker, s)
         for m in range(1, s):
