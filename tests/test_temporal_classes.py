@@ -201,3 +201,40 @@ def test_new_classes_sit_in_the_lattice():
         check_consistency({"ltl_p_y_mod": False}, period_y_mod=2)
     check_consistency({"ltl_p_mod": True, "ltl_p_y_mod": True, "ltl_p_y": False, "ltl_p": False}, period=2,
                       period_y_mod=2)
+
+
+def test_the_docs_example_runs():
+    import doctest
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "temporal.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+    assert blocks
+    for body in blocks:
+        test = doctest.DocTestParser().get_doctest(body, {}, "docs/temporal.md", "docs/temporal.md", 0)
+        result = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS).run(test)
+        assert result.failed == 0
+
+
+def test_the_cli_reports_the_issue_examples():
+    from typer.testing import CliRunner
+
+    from langclass.app.cli.commands import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["classify", "--regex", "((a|b)(a|b))*(a|b)a", "--alphabet", "ab", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    c = d["classes"]
+    assert c["ltl_p_y_mod"]["member"] is True and c["ltl_p_y_mod"]["period"] == 2
+    assert c["ltl_p_y"]["member"] is False and c["ltl_p_mod"]["member"] is False
+    assert d["encodings"]["soft"]["name"] == "periodic RoPE with period 2 + recency heads, all lengths"
+    r = runner.invoke(app, ["classify", "--regex", "(a|b|c)*ac*", "--alphabet", "abc", "--json"])
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.output)["classes"]["ltl_p_y_mod"]
+    assert rec["member"] is False
+    replay(parse_regex("(a|b|c)*ac*", list("abc")), rec)
+    r = runner.invoke(app, ["classify", "--regex", "((a|b)(a|b))*(a|b)a", "--alphabet", "ab"])
+    assert r.exit_code == 0 and "LTL[P,Y,MOD]" in r.output and "yes m=2" in r.output
+    assert "soft: periodic RoPE with period 2 + recency heads, all lengths [all lengths]" in r.output

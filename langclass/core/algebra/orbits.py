@@ -76,7 +76,10 @@ import numpy as np
 
 from langclass.core.base.errors import InputError, LimitExceeded
 from langclass.core.base.limits import Deadline
-from .monoid.lookup import table_components
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+from langclass.core.automata.smallgraph import SMALL_GRAPH_EDGES, strong_labels
 
 __all__ = [
     "GAPS",
@@ -113,7 +116,7 @@ CLASS_OF: dict[str, tuple[str, str]] = {
 }
 """Class key → (gap, side): PL(ST) = LTL[P], …, TL(MOD⁺) = FO²[<,+1,MOD], FL(MOD⁺) = LTL[F,X,MOD]."""
 
-ORBIT_WORK_BUDGET = 50_000_000
+ORBIT_WORK_BUDGET = 30_000_000
 """Edges m·|M|·|Σ| of the residue graphs one decision may build, summed over the moduli it tries
 (the stable modulus s first, then 1, 2, … for the least period); beyond it ``LimitExceeded``
 (``orbit_work``) is raised before the work."""
@@ -126,21 +129,26 @@ class Kernel:
     Attributes:
         modulus: m ≥ 1.
         mask: boolean ``[|M|]``: x ∈ K_m.
-        pred: ``int64 [|M|·m]``: BFS-tree parent of node x·m + r (``-1`` at the root and unreached).
-        letter: ``int64 [|M|·m]``: letter index of the tree edge into the node.
+        pred: ``int64 [|M|·m]``: breadth-first-tree parent of node x·m + r from (1, 0) (``-1`` at
+            the root and at unreached nodes).
+        table: ``[|M|·m, |Σ|]``: the right residue graph (node x·m + r → (x·a)·m + r+1 mod m).
         right_scc / left_scc: ``int64 [|M|]``: component of (x, 0) in the right / left residue
-            graph (x R y in K_m ⇔ equal right_scc, for x, y ∈ K_m; dually L), computed on demand.
+            graph (x R y in K_m ⇔ equal right_scc, for x, y ∈ K_m; dually L; ``left_scc`` is
+            computed only when asked for).
+        letter: the letter of each node's tree edge when known (K_1: the monoid's own BFS tree), else
+            ``None`` (read off ``table``).
     """
 
     modulus: int
     mask: np.ndarray
     pred: np.ndarray
-    letter: np.ndarray
+    table: np.ndarray
     right_scc: np.ndarray
     left_scc: np.ndarray | None
+    letter: np.ndarray | None = None
 
     def word(self, x: int) -> tuple[int, ...]:
-        """Letter indices of a word of length ≡ 0 (mod m) whose image is x (x ∈ K_m; shortest such).
+        """Letter indices of a shortest word of length ≡ 0 (mod m) whose image is x.
 
         Raises:
             ValueError: x is not in K_m.
@@ -151,8 +159,9 @@ class Kernel:
         node = x * self.modulus
         out: list[int] = []
         while node != 0:
-            out.append(int(self.letter[node]))
-            node = int(self.pred[node])
+            u = int(self.pred[node])
+            out.append(int(self.letter[node]) if self.letter is not None else int(np.flatnonzero(self.table[u] == node)[0]))
+            node = u
         out.reverse()
         return tuple(out)
 
@@ -245,12 +254,13 @@ class OrbitEngine:
     def _residue_table(cayley: np.ndarray, modulus: int) -> np.ndarray:
         """``[|M|·m, |Σ|]``: node x·m + r → (cayley[x, a])·m + (r+1 mod m)."""
         m, k = cayley.shape
-        nxt_r = (np.arange(modulus) + 1) % modulus  # [mod]
-        tab = cayley.astype(np.int64)[:, None, :] * modulus + nxt_r[None, :, None]  # [m, mod, k]
+        dt = np.int32 if m * modulus < 2**31 else np.int64
+        nxt_r = ((np.arange(modulus) + 1) % modulus).astype(dt)  # [mod]
+        tab = cayley.astype(dt)[:, None, :] * dt(modulus) + nxt_r[None, :, None]  # [m, mod, k]
         return tab.reshape(m * modulus, k)
 
     def kernel(self, modulus: int, *, left: bool = False) -> Kernel:
-        """K_m with its BFS words and the right (and, with ``left``, left) residue components.
+        """K_m with its breadth-first tree and the right (and, with ``left``, left) residue components.
 
         Raises:
             LimitExceeded: ``orbit_work`` (before the work).
@@ -261,36 +271,23 @@ class OrbitEngine:
             return ker
         M = self.M
         size = M.size
+        if ker is None and modulus == 1:  # K_1 = M: the monoid's own BFS tree and R-classes
+            ker = Kernel(1, np.ones(size, dtype=bool), M.parent.astype(np.int64), M.right.astype(np.int64),
+                         M.green["R"], M.green["L"], M.last_letter)
         if ker is None:
             self._charge(modulus)
             self._check("orbits: kernel")
             tab = self._residue_table(M.right, modulus)
-            nodes = size * modulus
-            pred = np.full(nodes, -1, dtype=np.int64)
-            letter = np.full(nodes, -1, dtype=np.int64)
-            seen = np.zeros(nodes, dtype=bool)
-            seen[0] = True
-            frontier = np.array([0], dtype=np.int64)
-            k = tab.shape[1]
-            while frontier.size:
-                cand = tab[frontier].ravel()
-                src = np.repeat(frontier, k)
-                lets = np.tile(np.arange(k), frontier.size)
-                fresh = ~seen[cand]
-                cand, src, lets = cand[fresh], src[fresh], lets[fresh]
-                uniq, first = np.unique(cand, return_index=True)  # the first (least source, letter) edge
-                seen[uniq] = True
-                pred[uniq] = src[first]
-                letter[uniq] = lets[first]
-                frontier = uniq
-            mask = seen.reshape(size, modulus)[:, 0].copy()
-            rscc = table_components(tab).reshape(size, modulus)[:, 0].copy()
-            ker = Kernel(modulus, mask, pred, letter, rscc, None)
+            pred, rscc = _bfs_and_components(tab)
+            mask = (pred.reshape(size, modulus)[:, 0] >= 0)
+            mask[0] = True
+            ker = Kernel(modulus, mask, pred, tab, rscc.reshape(size, modulus)[:, 0].copy(), None)
         if left:
             self._charge(modulus)
             self._check("orbits: left components")
-            lscc = table_components(self._residue_table(M.left, modulus)).reshape(size, modulus)[:, 0].copy()
-            ker = Kernel(ker.modulus, ker.mask, ker.pred, ker.letter, ker.right_scc, lscc)
+            _, lscc = _bfs_and_components(self._residue_table(M.left, modulus), bfs=False)
+            ker = Kernel(ker.modulus, ker.mask, ker.pred, ker.table, ker.right_scc, lscc.reshape(size, modulus)[:, 0].copy(),
+                         ker.letter)
         self._kernels[modulus] = ker
         return ker
 
@@ -355,7 +352,7 @@ class OrbitEngine:
                 return None
             x, y = int(O[order[dup[0]]]), int(O[order[dup[0] + 1]])
             rel = "R" if side == "past" else "L"
-            return OrbitViolation(e, rel, x, y, self._step(e, x, y, ker, rel), self._step(e, y, x, ker, rel))
+            return OrbitViolation(e, rel, x, y, self._step(x, y, O, rel), self._step(y, x, O, rel))
         # DA: an R-class of O holding an idempotent and a non-idempotent
         io = idem[O]
         for c in np.unique(labs).tolist():
@@ -363,7 +360,7 @@ class OrbitEngine:
             if io[sel].any() and not io[sel].all():
                 z = int(O[sel & ~io][0])
                 f = int(O[sel & io][0])
-                t = self._step(e, z, f, ker, "R")  # z·t = f, t ∈ O
+                t = self._step(z, f, O, "R")  # z·t = f, t ∈ O
                 M = self.M
                 assert M.multiply(z, t) == f
                 lhs = M.product(f, z, f)
@@ -371,39 +368,15 @@ class OrbitEngine:
                 return OrbitViolation(e, "DA", z, t, f, lhs)
         return None
 
-    def _step(self, e: int, x: int, y: int, ker: Kernel, rel: str) -> int:
-        """An element t of e·K_m·e with x·t = y (``rel`` "R") or t·x = y ("L"), x, y ∈ e·K_m·e in one class:
-        a path (x, 0) → (y, 0) of the residue graph gives a word w ∈ (Σ^m)*, and t = e·η(w)·e."""
+    def _step(self, x: int, y: int, O: np.ndarray, rel: str) -> int:
+        """The least t of the orbit O with x·t = y (``rel`` "R") or t·x = y ("L"); x, y ∈ O in one
+        R- (L-) class of O, so one exists (R of O is R of K_m restricted, see the module docstring)."""
         M = self.M
-        cay = M.right if rel == "R" else M.left
-        mod = ker.modulus
-        tab = self._residue_table(cay, mod)
-        src, dst = x * mod, y * mod
-        prev = {src: None}
-        dq = deque([src])
-        while dq and dst not in prev:
-            u = dq.popleft()
-            for a, v in enumerate(tab[u].tolist()):
-                if v not in prev:
-                    prev[v] = (u, a)
-                    dq.append(v)
-        assert dst in prev, "x and y lie in one strong component"
-        w = 0
-        lets: list[int] = []
-        node = dst
-        while prev[node] is not None:
-            node, a = prev[node]
-            lets.append(a)
-        lets.reverse()
-        if rel == "R":
-            for a in lets:
-                w = int(M.right[w, a])
-        else:  # the left graph reads letters from the right end of the word: a_k … a_1 · x
-            for a in lets:
-                w = int(M.left[w, a])
-        t = M.product(e, w, e)
-        assert (M.multiply(x, t) if rel == "R" else M.multiply(t, x)) == y
-        return t
+        xs = np.full(O.size, x, dtype=np.int64)
+        prods = M.multiply_many(xs, O) if rel == "R" else M.multiply_many(O, xs)
+        hit = np.flatnonzero(prods == y)
+        assert hit.size, "x and y are equivalent inside the orbit"
+        return int(O[hit[0]])
 
     # ------------------------------------------------------------------ decision
     def decide(self, gap: str, side: str) -> UnaryTemporal:
@@ -413,11 +386,7 @@ class OrbitEngine:
         if side not in SIDES:
             raise InputError(f"unknown side {side!r}; expected one of {', '.join(SIDES)}", field="side")
         s = self.M.stability_index if gap in ("MOD", "MOD+") else 1
-        if s > 1:
-            size_k = self.M.size * int(self.M.right.shape[1])
-            if (s * size_k) * (2 if side == "future" else 1) > self.work_budget - self._work:
-                self._charge(s * (2 if side == "future" else 1))  # raises, naming the limit
-        orbits, viol, ker = self.check(gap, side, s)
+        orbits, viol, ker = self.check(gap, side, s)  # each residue graph is charged before it is built
         if viol is not None:
             return UnaryTemporal(gap, side, False, None, s, orbits, viol, ker, s)
         for m in range(1, s):
@@ -426,6 +395,40 @@ class OrbitEngine:
             if v2 is None:
                 return UnaryTemporal(gap, side, True, m, m, o2, None, k2, s)
         return UnaryTemporal(gap, side, True, s, s, orbits, None, ker, s)
+
+
+def _bfs_and_components(tab: np.ndarray, *, bfs: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
+    """``(pred, labels)`` of the graph node → tab[node, a]: the breadth-first-tree parents from node 0
+    (``-1`` at the root and unreached nodes; ``None`` without ``bfs``) and strong-component labels.
+    Plain Python up to :data:`~langclass.core.automata.smallgraph.SMALL_GRAPH_EDGES` edges, scipy above."""
+    n, k = tab.shape
+    if n * k <= SMALL_GRAPH_EDGES:
+        tl = tab.tolist()
+        labels = np.asarray(strong_labels(tl), dtype=np.int64)
+        if not bfs:
+            return None, labels
+        pred = [-1] * n
+        seen = [False] * n
+        seen[0] = True
+        dq = deque([0])
+        while dq:
+            u = dq.popleft()
+            for v in tl[u]:
+                if not seen[v]:
+                    seen[v] = True
+                    pred[v] = u
+                    dq.append(v)
+        return np.asarray(pred, dtype=np.int64), labels
+    index_type = np.int32 if n * max(k, 1) < 2**31 else np.int64
+    indptr = np.arange(0, n * k + 1, k, dtype=index_type)
+    g = csr_matrix((np.ones(n * k, dtype=np.int8), tab.ravel().astype(index_type), indptr), shape=(n, n))
+    _, labels = connected_components(g, directed=True, connection="strong")
+    if not bfs:
+        return None, labels.astype(np.int64)
+    _, p = breadth_first_order(g, 0, directed=True, return_predecessors=True)
+    p = p.astype(np.int64)
+    p[p < 0] = -1
+    return p, labels.astype(np.int64)
 
 
 def unary_temporal(monoid: Any, gap: str, side: str, *, deadline: Deadline | None = None,

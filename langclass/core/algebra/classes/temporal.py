@@ -190,19 +190,15 @@ def decide_unary_temporal(ctx: Context, key: str) -> ClassResult:
 # ============================================================================ replay
 
 
-def _length_sets(chk: Checker, upto: int) -> list[frozenset[bytes]]:
-    """η(Σ^j) for j = 1..upto as sets of transformation bytes (on the DFA)."""
+def _length_sets(chk: Checker, upto: int) -> list[bytes]:
+    """η(Σ^j) for j = 1..upto, each as the bytes of its sorted distinct transformations (on the DFA)."""
     A = chk.A
-    cur = {A.transitions[:, a].astype(np.int64).tobytes() for a in range(A.num_letters)}
-    out = [frozenset(cur)]
+    tr = A.transitions.astype(np.int64)  # [n, k]
+    cur = np.unique(tr.T, axis=0)  # [p, n]: the letters' transformations
+    out = [cur.tobytes()]
     for _ in range(upto - 1):
-        nxt = set()
-        for t in cur:
-            x = np.frombuffer(t, dtype=np.int64)
-            for a in range(A.num_letters):
-                nxt.add(A.transitions[x, a].astype(np.int64).tobytes())
-        cur = nxt
-        out.append(frozenset(cur))
+        cur = np.unique(tr[cur].transpose(0, 2, 1).reshape(-1, A.num_states), axis=0)  # x·a for every x, a
+        out.append(cur.tobytes())
     return out
 
 
