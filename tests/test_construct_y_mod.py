@@ -9,8 +9,10 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import langclass
+from _local_brute import small_dfas
 from langclass.core.base.errors import UnsupportedError
 from langclass.core.ingest.parse import parse_regex
 from langclass.core.synthesis.marked_y_mod import ltl_p_y_mod_search
@@ -100,3 +102,28 @@ def test_exact_on_words_longer_than_2000(regex):
     r = run_construction({"regex": regex, "alphabet": ["a", "b"], "random_words": 4, "random_max_length": 2600})
     assert r["exact"] and r["agrees_with_dfa"] and r["random_words_up_to"] == 2600 and r["all_words_up_to"] == 12
     assert r["encoding"] == "rope_periodic+alibi" and r["n_max"] is None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_dfas(n_max=4, k_max=2))
+def test_random_ltl_p_y_mod_dfas_build_and_verify(A):
+    """Random DFAs: every LTL[P,Y,MOD] language outside LTL[P,Y] ∪ LTL[P,MOD] builds on this route with
+    periodic RoPE + recency heads, exact on all words ≤ 5 and a random word; the others keep their route."""
+    from langclass.core.synthesis.synthesis import synthesize
+
+    try:
+        synthesize(A)
+        return  # LTL[P], LTL[P,MOD] or LTL[P,Y]: the earlier routes (tests of their own)
+    except UnsupportedError:
+        pass
+    search = ltl_p_y_mod_search(A)
+    spec = {"dfa": A.to_canonical_dict(), "all_words_up_to": 5, "random_words": 1, "random_max_length": 30,
+            "attention": "soft"}
+    if search.modulus is None:
+        with pytest.raises(UnsupportedError, match="outside LTL\\[P,Y,MOD\\]"):
+            run_construction(spec)
+        return
+    r = run_construction(spec)
+    assert r["synthesis"]["method"] == MARKED_METHOD and r["encoding"] == "rope_periodic+alibi"
+    assert r["exact"] and r["agrees_with_dfa"], r["first_failure"]
+    assert r["synthesis"]["notes"][0].startswith(f"modulus m = {search.modulus} ")
