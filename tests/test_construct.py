@@ -160,8 +160,8 @@ def test_partially_ordered_ground_truth_compiles_to_exact_nope(entry):
 
 # --------------------------------------------------------------- errors, cancellation, CLI
 def test_unsupported_and_bad_specs():
-    with pytest.raises(UnsupportedError, match="LTL\\[P,MOD\\].*LTL\\[P,Y\\]"):
-        run_construction({"regex": "((a|b)(a|b))*a", "alphabet": ["a", "b"], "attention": "soft"})  # neither class
+    with pytest.raises(UnsupportedError, match="LTL\\[P,MOD\\].*LTL\\[P,Y\\].*LTL\\[P,Y,MOD\\]"):
+        run_construction({"regex": "(a|b|c)*ac*", "alphabet": ["a", "b", "c"], "attention": "soft"})  # none of them
     with pytest.raises(InputError):
         run_construction({"alphabet": ["a"]})
     with pytest.raises(InputError):

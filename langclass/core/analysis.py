@@ -201,7 +201,8 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
         results[key] = implied_result(key, val, results[by], error=results[key].error)
     members = {k: results[k].member for k in CLASS_KEYS}
     period = results["ltl_p_mod"].period
-    check_consistency(members, period=period, monoid_size=monoid.size if monoid is not None else None)
+    check_consistency(members, period=period, monoid_size=monoid.size if monoid is not None else None,
+                      period_y_mod=results["ltl_p_y_mod"].period)
     if monoid is not None and "r_trivial" in extra:
         # independent tests must agree: automaton vs algebra
         if extra["r_trivial"] != members["ltl_p"]:
@@ -241,9 +242,15 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
             least_mod = least_modulus(A, monoid).modulus
         except LimitExceeded:
             least_mod = None  # the answer falls back to the stability index
+    y_mod = results["ltl_p_y_mod"]
+    period_y_mod = y_mod.period
+    if period_y_mod is None and y_mod.member is True:  # implied through the lattice: 1 from LTL[P,Y], else k
+        period_y_mod = 1 if members["ltl_p_y"] is True else period
+    outside = ({"reason": y_mod.reason, "witness": y_mod.witness.to_dict() if y_mod.witness is not None else None}
+               if y_mod.member is False else None)
     encodings = choose_encodings(members, period=period, delay=delay,
                                  stability_index=monoid.stability_index if monoid is not None else None,
-                                 modulus=least_mod, params=params)
+                                 modulus=least_mod, params=params, period_y_mod=period_y_mod, outside_y_mod=outside)
     timings["encodings"] = (time.perf_counter() - t0) * 1e3
 
     beyond = None
@@ -304,6 +311,8 @@ def format_table(analysis: Analysis) -> str:
         name = CLASS_INFO[key].name
         if key == "ltl_p_mod" and r.period:
             mem = f"yes k={r.period}"
+        if key == "ltl_p_y_mod" and r.period:
+            mem = f"yes m={r.period}"
         lines.append(f"{name:<{w1}}{mem:<8}{r.reason}")
         ev = render(r)
         if ev:

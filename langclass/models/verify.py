@@ -46,6 +46,7 @@ from .construct_choice import MASK_CHOICES, by_class as _by_class, language_clas
 from .construct_choice import nonstrict as _nonstrict, plan_model as _plan
 from .construct.route import ROUTES, choose_hard_route, local_divisor_synthesis
 from .construct_options import _OPTION_KEYS, _float_opt, _int_opt, _lengths, _options  # noqa: F401 (_OPTION_KEYS re-exported)
+from .construct.route_marked import default_y_mode
 from .tokens import BOS, EOS, NUM_SPECIAL
 from .verify_stream import CHUNK_ENTRIES, CancellableLimits as _CancellableLimits, ConstructionCancelled
 from .verify_stream import Guard as _Guard, all_words as _all_words, query_block as _query_block, word_chunks as _word_chunks
@@ -368,7 +369,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
             if synthesis is not None:
                 formula = synthesis.formula
     elif "regex" in spec or "dfa" in spec:
-        from langclass.core.synthesis.synthesis import synthesize
+        from .construct.route_marked import synthesize_soft  # synthesize(), then the LTL[P,Y,MOD] route
 
         source_input = "regex" if "regex" in spec else "dfa"
         dfa = parse_source(source_from_mapping({k: spec[k] for k in ("regex", "dfa", "alphabet") if k in spec}
@@ -376,7 +377,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                            limits).dfa
         from_fo_mod = False
         try:
-            synthesis = synthesize(dfa, limits)
+            synthesis = synthesize_soft(dfa, limits, attention)
         except UnsupportedError as soft_err:
             if attention == "soft":
                 raise
@@ -389,7 +390,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                     f"no construction from this automaton. Soft attention: {soft_err.detail}. Hard attention: the "
                     f"language is neither star-free nor in FO[<,MOD] ({hard_err.detail})",
                     certificate=soft_err.extra.get("certificate"), source=hard_err.extra.get("source"),
-                    missing_classes=["LTL[P,MOD]", "LTL[P,Y]", "star-free", "FO[<,MOD]"],
+                    missing_classes=["LTL[P,MOD]", "LTL[P,Y]", "LTL[P,Y,MOD]", "star-free", "FO[<,MOD]"],
                 ) from None
             attention = "hard"
             from_fo_mod = True
@@ -444,7 +445,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         copt = ConstructionOptions(
             dtype=dtype, g=_float_opt(opts, "g", 1.0), target_length=_int_opt(opts, "target_length", 300, 1, 1_000_000),
             C_y=_float_opt(opts, "C_y", None), C_p=_float_opt(opts, "C_p", None),
-            mod_safety=_float_opt(opts, "mod_safety", 1.25), y_mode=opts.get("y_mode", "rope"),
+            mod_safety=_float_opt(opts, "mod_safety", 1.25), y_mode=opts.get("y_mode", default_y_mode(synthesis)),
             n_max_cap=_int_opt(opts, "n_max_cap", min(max(random_max, n_all, 1), 4000), 1, MAX_RANDOM_LENGTH),
         )
     elif dtype not in ("float32", "float64", "bfloat16", "float16"):

@@ -11,7 +11,7 @@ Input (one language per row):
 Output: one flat row per input row (``.jsonl`` or ``.csv``, chosen by the output's suffix):
 ``row`` (1-based index of the input row), ``name``, ``tags``, ``status`` (``ok`` / ``error``),
 ``id`` (fingerprint), ``kind``, ``num_states``, ``monoid_size``, one column per class key
-(``true``/``false``/empty when undecided), ``period`` (of LTL[P,MOD]), ``soft_encoding``,
+(``true``/``false``/empty when undecided), ``period`` (of LTL[P,MOD]), ``period_y_mod`` (the least m of LTL[P,Y,MOD]), ``soft_encoding``,
 ``hard_encoding``, and for errors ``error_code``, ``error_field``, ``error_detail``. A bad row
 becomes an error row; the batch never aborts on one.
 
@@ -45,7 +45,7 @@ MAX_ROW_BYTES = 1_000_000
 
 COLUMNS: tuple[str, ...] = (
     "row", "name", "tags", "status", "id", "kind", "num_states", "monoid_size", *CLASS_KEYS,
-    "period", "soft_encoding", "hard_encoding", "error_code", "error_field", "error_detail",
+    "period", "period_y_mod", "soft_encoding", "hard_encoding", "error_code", "error_field", "error_detail",
 )
 """The output columns, in order."""
 
@@ -135,6 +135,7 @@ def classify_row(i: int, row: Mapping[str, Any], limits: Limits) -> dict[str, An
                kind=parsed.source["kind"], num_states=parsed.dfa.num_states,
                monoid_size=analysis.monoid.size if analysis.monoid is not None else None,
                period=analysis.classes["ltl_p_mod"].period,
+               period_y_mod=analysis.classes["ltl_p_y_mod"].period,
                soft_encoding=analysis.encodings["soft"].get("encoding"),
                hard_encoding=analysis.encodings["hard"].get("encoding"))
     for key, res in analysis.classes.items():

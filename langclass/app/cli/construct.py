@@ -85,7 +85,7 @@ def construct(
     random_words: Annotated[int, typer.Option(help="random words (half accepted, half rejected)")] = 32,
     random_max_length: Annotated[int, typer.Option(help="longest random word")] = 2000,
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
-    y_mode: Annotated[str, typer.Option("--y-mode", help="Y heads: rope (conventional RoPE, exact up to N_max) | recency (ALiBi slope ≥ f_large, exact at every length)")] = "rope",
+    y_mode: Annotated[Optional[str], typer.Option("--y-mode", help="Y heads: rope (conventional RoPE, exact up to N_max) | recency (ALiBi slope ≥ f_large, exact at every length); default recency for an LTL[P,Y,MOD] formula synthesized through the marked alphabet, else rope")] = None,
     g: Annotated[float, typer.Option(help="RoPE angle of the Y^k heads (radians per position)")] = 1.0,
     c_y: Annotated[Optional[float], typer.Option("--c-y", help="score scale of the Y^k heads (overrides --target-length)")] = None,
     target_length: Annotated[int, typer.Option(help="length the Y^k scale C_Y is chosen to certify")] = 300,

@@ -220,7 +220,8 @@ class ClassResult(BaseModel):
         "langclass.core.algebra.classes.replay checks on the DFA alone; a non-member's repeats the witness")
     witness: EvidenceModel | None = Field(None, description="a non-member's counterexample as data (words, states)")
     source: str | None = Field(None, description="paper title and theorem")
-    period: int | None = Field(None, description="for ltl_p_mod: the period k of the periodic encoding")
+    period: int | None = Field(None, description="for ltl_p_mod: the period k of the periodic encoding; for ltl_p_y_mod: "
+                               "the least m (periodic RoPE of period m plus recency heads)")
 
 
 _CLASSIFICATION_EXAMPLE = {

@@ -9,7 +9,11 @@ unknown answers that the known ones imply.
 Sources: the inclusions of the theory brief §1 — LTL[P] ⊂ LTL[P,MOD] ⊂ FO[<,MOD]; LTL[P] ⊂ LTL[P,Y]
 ⊂ star-free ⊂ FO[<,MOD]; LTL[P] ⊂ DA ⊂ star-free; QR ⊂ QDA ⊂ quasi-aperiodic — plus the classical
 ones J ⊂ R (Simon 1975), LJ₁ ⊆ LTT ⊆ LR (Brzozowski–Simon 1973, Beauquier–Pin 1989: ACom ⊆ J ⊆ R),
-LTT ⊆ aperiodic, DA ⊆ QDA, R ⊆ DA.
+LTT ⊆ aperiodic, DA ⊆ QDA, R ⊆ DA — and the unary temporal family PL/FL/TL(C) for C ∈ {ST, DD, MOD,
+MOD⁺} (Place & Zeitoun, "A generic characterization of generalized unary temporal logic and two-variable
+first-order logic"): ST ⊆ DD, ST ⊆ MOD ⊆ MOD⁺ and DD ⊆ MOD⁺ give PL(C) ⊆ PL(C') (likewise FL, TL), and
+PL(C), FL(C) ⊆ TL(C) (a past or future formula is a formula of both); J-trivial ⊆ L-trivial; LTT, closed
+under reversal, lies in LTL[F,X] as in LTL[P,Y].
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ class ClassInfo:
 
 
 _RoPE = "Disentangling the Expressivity of RoPE"
+_PZ = ("Place & Zeitoun, A generic characterization of generalized unary temporal logic and two-variable "
+       "first-order logic (CSL 2024), main theorems")
 
 CLASS_INFO: dict[str, ClassInfo] = {
     info.key: info
@@ -91,6 +97,26 @@ CLASS_INFO: dict[str, ClassInfo] = {
                   "Thomas 1982 (FO[+1] = LTT); Beauquier & Pin 1989 (Factors of words); Thérien & Weiss 1985 (Graph congruences and wreath products)"),
         ClassInfo("group", "group language", "—", "the syntactic monoid is a group (every letter permutes the states of the minimal DFA)",
                   "classical (Pin, Mathematical Foundations of Automata Theory, ch. XI)"),
+        ClassInfo("ltl_p_y_mod", "LTL[P,Y,MOD]", "LTL[P,Y,MOD] = PL(MOD⁺)",
+                  "every MOD⁺-orbit e·K_m·e (K_m: elements with an antecedent of length ≡ 0 mod m) is R-trivial, for some m; "
+                  "period = the least such m",
+                  f"{_PZ}: L ∈ PL(C) ⇔ every C-orbit is R-trivial, for C = MOD⁺"),
+        ClassInfo("fo2_succ", "FO²[<,+1]", "FO²[<,+1] = TL(DD) = LTL[P,F,Y,X]",
+                  "every DD-orbit e·M·e is in DA (LDA)",
+                  f"{_PZ}: L ∈ TL(C) ⇔ every C-orbit is in DA, for C = DD; Thérien & Wilke 1998 (FO²[<,+1] = LDA)"),
+        ClassInfo("fo2_succ_mod", "FO²[<,+1,MOD]", "FO²[<,+1,MOD] = TL(MOD⁺)",
+                  "every MOD⁺-orbit e·K_m·e is in DA, for some m (QLDA)",
+                  f"{_PZ}: L ∈ TL(C) ⇔ every C-orbit is in DA, for C = MOD⁺; Dartois & Paperman 2013 (QLDA)"),
+        ClassInfo("ltl_f", "LTL[F]", "LTL[F] = FL(ST) (pure future)", "L-trivial syntactic monoid",
+                  f"{_PZ}: L ∈ FL(C) ⇔ every C-orbit is L-trivial, for C = ST (the orbit of 1 is the monoid)"),
+        ClassInfo("ltl_f_x", "LTL[F,X]", "LTL[F,X] = FL(DD)", "every DD-orbit e·M·e is L-trivial (locally L-trivial)",
+                  f"{_PZ}: L ∈ FL(C) ⇔ every C-orbit is L-trivial, for C = DD; Cohen, Perrin & Pin 1993 (TL[X,F] ⇔ locally L-trivial)"),
+        ClassInfo("ltl_f_mod", "LTL[F,MOD]", "LTL[F,MOD] = FL(MOD)",
+                  "the MOD-kernel K_m (elements with an antecedent of length ≡ 0 mod m) is L-trivial, for some m",
+                  f"{_PZ}: L ∈ FL(C) ⇔ every C-orbit is L-trivial, for C = MOD"),
+        ClassInfo("ltl_f_x_mod", "LTL[F,X,MOD]", "LTL[F,X,MOD] = FL(MOD⁺)",
+                  "every MOD⁺-orbit e·K_m·e is L-trivial, for some m",
+                  f"{_PZ}: L ∈ FL(C) ⇔ every C-orbit is L-trivial, for C = MOD⁺"),
     ]
 }
 
@@ -111,6 +137,26 @@ INCLUSIONS: tuple[tuple[str, str], ...] = (
     ("locally_testable", "locally_threshold_testable"),
     ("locally_threshold_testable", "ltl_p_y"),
     ("locally_threshold_testable", "star_free"),
+    # the unary temporal family (PL/FL/TL over ST ⊆ DD, MOD ⊆ MOD⁺; PL, FL ⊆ TL)
+    ("ltl_p_y", "ltl_p_y_mod"),
+    ("ltl_p_mod", "ltl_p_y_mod"),
+    ("ltl_p_y_mod", "fo2_succ_mod"),
+    ("ltl_p_y", "fo2_succ"),
+    ("fo2", "fo2_succ"),
+    ("fo2_succ", "star_free"),
+    ("fo2_succ", "fo2_succ_mod"),
+    ("fo2_mod", "fo2_succ_mod"),
+    ("fo2_succ_mod", "fo_mod"),
+    ("ltl_f", "fo2"),
+    ("ltl_f", "ltl_f_x"),
+    ("ltl_f", "ltl_f_mod"),
+    ("ltl_f_x", "ltl_f_x_mod"),
+    ("ltl_f_mod", "ltl_f_x_mod"),
+    ("ltl_f_x", "fo2_succ"),
+    ("ltl_f_mod", "fo2_mod"),
+    ("ltl_f_x_mod", "fo2_succ_mod"),
+    ("piecewise_testable", "ltl_f"),
+    ("locally_threshold_testable", "ltl_f_x"),
 )
 """Pairs (sub, sup): every language in ``sub`` is in ``sup``."""
 
@@ -142,13 +188,17 @@ def _closure(key: str, *, upward: bool) -> list[str]:
     return out
 
 
-def check_consistency(members: Mapping[str, bool | None], *, period: int | None = None, monoid_size: int | None = None) -> None:
+def check_consistency(members: Mapping[str, bool | None], *, period: int | None = None, monoid_size: int | None = None,
+                      period_y_mod: int | None = None) -> None:
     """Assert every inclusion on decided answers, plus the side facts below.
 
     Args:
         members: class key → ``True`` / ``False`` / ``None`` (unknown, skipped).
         period: the least k of LTL[P,MOD] (``None`` when not a member): must be 1 iff LTL[P].
         monoid_size: |M| when known: a star-free group language has the trivial monoid.
+        period_y_mod: the least m of LTL[P,Y,MOD] when its decider gave one (``None`` otherwise, e.g.
+            a membership implied through the lattice): must be 1 iff LTL[P,Y], and at most the k of
+            LTL[P,MOD] (PL(MOD_k) ⊆ PL(MOD_k⁺)).
 
     Raises:
         LatticeViolation: a decided subclass is ``True`` while a superclass is ``False``, or a side
@@ -165,6 +215,13 @@ def check_consistency(members: Mapping[str, bool | None], *, period: int | None 
             raise LatticeViolation(f"LTL[P] must hold exactly when the least k of LTL[P,MOD] is 1 (k = {period})")
     if qr is False and period is not None:
         raise LatticeViolation("a period was reported for a language outside LTL[P,MOD]")
+    if period_y_mod is not None:
+        if members.get("ltl_p_y_mod") is not True or period_y_mod < 1:
+            raise LatticeViolation("a period m ≥ 1 of LTL[P,Y,MOD] belongs to a member of LTL[P,Y,MOD]")
+        if members.get("ltl_p_y") is not None and (period_y_mod == 1) != members["ltl_p_y"]:
+            raise LatticeViolation(f"LTL[P,Y] must hold exactly when the least m of LTL[P,Y,MOD] is 1 (m = {period_y_mod})")
+        if qr is True and period is not None and period_y_mod > period:
+            raise LatticeViolation(f"the least m of LTL[P,Y,MOD] ({period_y_mod}) exceeds the least k of LTL[P,MOD] ({period})")
     if members.get("group") is True and members.get("star_free") is True and monoid_size not in (None, 1):
         raise LatticeViolation("an aperiodic group is trivial, but the monoid has more than one element")
 

@@ -11,6 +11,9 @@ LTL[P]                      soft, strict future mask, BOS, NoPE             Dise
 LTL[P,MOD], period k        soft + periodic RoPE (table indexed by i mod k) ibid. Thm 3.1 (periodic sinusoidal: Thm 3.2)
 LTL[P,Y], Y-offsets ≤ k     soft + conventional RoPE (irrational angle g)   ibid. Cor 4.1, Eq. 9–10 (only up to N_max)
                             or soft + recency heads (ALiBi slope ≥ f_large) all lengths: docs/recency.md
+LTL[P,Y,MOD], least m       soft + periodic RoPE of period m (MOD atoms)    ibid. Thm 3.1 / Lemma 3.2 with the
+                            + recency heads (ALiBi slope ≥ f_large, Y)      recency proof (docs/recency.md): all
+                            (conventional RoPE for Y: length-bounded)       lengths
 star-free ∩ stutter-inv.    hard, non-strict mask, NoPE                     Masked Hard-Attention … Thm 18
 star-free                   hard, strict future mask, rightmost, NoPE       ibid. Thm 17
 FO[<,MOD] (AC⁰)             hard + position marks i mod m (``mod_onehot``,  ibid. Thm 19, Cor 20
@@ -21,7 +24,13 @@ The encoding names are members of :class:`~langclass.core.precision.encoding_fam
 families of ``langclass.models.encodings.make_encoding`` (``"nope"``, ``"rope_periodic"``,
 ``"sinusoidal_periodic"``, ``"rope"``, ``"alibi"``, ``"mod_onehot"``), and every answer and
 catalogue entry carries ``build``: the ``make_encoding`` arguments of one instance (the model's
-d_model / d_head / n_heads added by the caller), so every named encoding exists.
+d_model / d_head / n_heads added by the caller), so every named encoding exists; a composite name
+(``"rope_periodic+alibi"``: periodic RoPE in the first layer, recency heads for Y) has ``build`` with
+one ``parts`` entry per family.
+
+A quasi-aperiodic language outside LTL[P,Y,MOD] (decided on its MOD⁺-orbits,
+:mod:`langclass.core.algebra.orbits`) gets the soft answer "none known" with the non-member's reason and
+witness (``outside``): no encoding of this catalogue is known to recognize it with soft attention.
 """
 
 from __future__ import annotations
@@ -122,9 +131,12 @@ def _entry(encoding: str | None, name: str, cls: str | None, parameters: dict[st
 
 
 def _build(encoding: str | None, parameters: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``make_encoding`` arguments of one instance of an answer's encoding (None for no encoding)."""
+    """``make_encoding`` arguments of one instance of an answer's encoding (None for no encoding); a
+    composite name (``a+b``) gets ``{"name": "a+b", "parts": [build of a, build of b]}``."""
     if encoding is None:
         return None
+    if "+" in encoding:
+        return {"name": encoding, "parts": [_build(part, parameters) for part in encoding.split("+")]}
     if encoding == _MOD_ONEHOT:
         return {"name": _MOD_ONEHOT, "period": int(parameters.get("period") or parameters.get("modulus") or 1)}
     if encoding in (_ROPE_PERIODIC, _SINUSOIDAL_PERIODIC):
@@ -138,7 +150,8 @@ def _build(encoding: str | None, parameters: Mapping[str, Any]) -> dict[str, Any
 
 def choose_encodings(members: Mapping[str, bool | None], *, period: int | None = None, delay: int | None = None,
                      stability_index: int | None = None, modulus: int | None = None,
-                     params: EncodingParams = DEFAULT_PARAMS) -> dict[str, dict[str, Any]]:
+                     params: EncodingParams = DEFAULT_PARAMS, period_y_mod: int | None = None,
+                     outside_y_mod: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """The least sufficient encoding for soft and for hard attention.
 
     Args:
@@ -149,6 +162,10 @@ def choose_encodings(members: Mapping[str, bool | None], *, period: int | None =
         modulus: the least m with L ∈ FO[<,MOD_m] (:func:`langclass.core.synthesis.fo_mod.least_modulus`); the
             FO[<,MOD] answer uses it (else s).
         params: angle g, scale C, dtype and max_length of the conventional-RoPE certificate.
+        period_y_mod: least m of LTL[P,Y,MOD] (when a member; ``None`` when the membership was only
+            implied through the lattice, then the period of LTL[P,MOD] or 1 from LTL[P,Y] is used).
+        outside_y_mod: for a non-member of LTL[P,Y,MOD], its ``reason`` and ``witness`` (the class
+            result's record), quoted by the soft answer.
 
     Returns:
         ``{"soft": {...}, "hard": {...}}``, each with ``encoding`` (catalogue name or ``None``),
@@ -156,10 +173,12 @@ def choose_encodings(members: Mapping[str, bool | None], *, period: int | None =
         ``alternatives``. When a needed class is undecided (``None``) the entry says so
         (``encoding`` ``None``, ``undecided`` true).
     """
-    return {"soft": _soft(members, period, delay, params), "hard": _hard(members, stability_index, modulus)}
+    return {"soft": _soft(members, period, delay, params, period_y_mod, outside_y_mod),
+            "hard": _hard(members, stability_index, modulus)}
 
 
-def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, params: EncodingParams) -> dict[str, Any]:
+def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, params: EncodingParams,
+          period_y_mod: int | None = None, outside_y_mod: Mapping[str, Any] | None = None) -> dict[str, Any]:
     if m.get("ltl_p") is True:
         return _entry(_NOPE, "NoPE (soft attention, strict future mask, BOS)", "ltl_p", {}, "all lengths",
                       f"{_RoPE}, §2.2 (softmax transformers without PE recognize exactly LTL[P]; Li & Cotterell)",
@@ -203,13 +222,56 @@ def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, p
     if undecided:
         return _entry(None, "undecided", None, {}, "—", None,
                       "a limit left LTL[P], LTL[P,MOD] or LTL[P,Y] undecided, so the least encoding is unknown", undecided=True)
+    if m.get("ltl_p_y_mod") is True:
+        return _y_mod_entry(period_y_mod, params)
     reason = ("the language is outside LTL[P,MOD] and LTL[P,Y]: no soft-attention encoding of this catalogue is "
               "known to recognize it exactly at all lengths")
-    if m.get("fo_mod"):  # quasi-aperiodic: a formula mixing Y and MOD may exist; membership is not decided here
-        reason += ("; the classifier does not decide LTL[P,Y,MOD] (Y and MOD in one formula) — when you can write such a "
-                   "formula, `langclass construct -f FORMULA --y-mode recency` builds periodic RoPE plus recency heads "
-                   "and verifies it at all lengths (docs/recency.md)")
-    return _entry(None, "none known", None, {}, "—", None, reason)
+    if m.get("ltl_p_y_mod") is None:
+        if m.get("fo_mod"):
+            reason += "; a limit left LTL[P,Y,MOD] (Y and MOD in one formula) undecided"
+        return _entry(None, "none known", None, {}, "—", None, reason)
+    reason = ("the language is outside LTL[P,Y,MOD] (past LTL with P, Y and MOD atoms, which periodic RoPE plus recency "
+              "heads recognize at all lengths), so no soft-attention encoding of this catalogue is known to recognize "
+              "it exactly")
+    extra: dict[str, Any] = {}
+    if outside_y_mod is not None:
+        why = outside_y_mod.get("reason")
+        if why:
+            reason += f": {why}"
+        extra["outside"] = {"class": "ltl_p_y_mod", "reason": why, "witness": outside_y_mod.get("witness")}
+    if m.get("star_free"):
+        reason += "; it is star-free, so unique hard attention recognizes it without a positional encoding (the hard answer)"
+    elif m.get("fo_mod"):
+        reason += ("; it is quasi-aperiodic (in FO[<,MOD] = regular ∩ AC⁰), so unique hard attention with position marks "
+                   "recognizes it (the hard answer)")
+    return _entry(None, "none known", None, {}, "—", None, reason, **extra)
+
+
+def _y_mod_entry(period_y_mod: int | None, params: EncodingParams) -> dict[str, Any]:
+    """Periodic RoPE of period m for the MOD atoms plus recency heads for Y: LTL[P,Y,MOD] at all lengths."""
+    k = int(period_y_mod) if period_y_mod else None
+    label = f"period {k}" if k else "the least period m"
+    parameters: dict[str, Any] = {
+        "period": k,
+        "table": f"T(r) = round_F(Rot_(2π/{k}, r)) for 0 ≤ r < {k}, indexed by i mod {k}" if k else None,
+        "bos_anchor": True, "unrotated_pairs_for_P": True,
+        "slope": RECENCY_SLOPE_FLOAT32, "dtype": "float32",
+        "y_heads": "slope s ≥ f_large on each Y head (Y^k = k stacked heads), 0 on the P heads",
+    }
+    bounded = {"encoding": f"{_ROPE_PERIODIC}+{_ROPE}",
+               "name": f"periodic RoPE with {label} + conventional RoPE for Y (length-bounded)",
+               "parameters": dict(params.to_dict(), period=k, k=None, n_max=None),
+               "length_guarantee": "lengths n ≤ N_max^(k)(g, C, F) for the formula's Y-offsets k (Eq. 10)",
+               "theorem": f"{_RoPE}, Thm 3.1 (MOD) and Cor 4.1, App. D (Y^k via C·cos(g(i−k−j)), certified by Eq. 10)"}
+    return _entry(f"{_ROPE_PERIODIC}+{_ALIBI}", f"periodic RoPE with {label} + recency heads, all lengths", "ltl_p_y_mod",
+                  parameters, "all lengths",
+                  f"{_RoPE}, Thm 3.1 and Lemma 3.2 / App. C.3 (periodic RoPE simulates the MOD atoms), with the {_RECENCY}; "
+                  "docs/recency.md: the same margin argument covers LTL[P,Y,MOD]",
+                  (f"the language is in LTL[P,Y,MOD] with least period m = {k} (every MOD⁺-orbit of its syntactic morphism "
+                   "is R-trivial at m" if k else "the language is in LTL[P,Y,MOD] (implied through the lattice") +
+                  ") but in neither LTL[P,MOD] nor LTL[P,Y]: periodic RoPE alone misses Y, conventional RoPE alone is "
+                  "length-bounded and misses MOD, so the MOD atoms take periodic RoPE and Y takes recency heads",
+                  [bounded])
 
 
 def _recency_alternative(k: int | None) -> dict[str, Any]:
@@ -298,4 +360,9 @@ _CATALOGUE: list[dict[str, Any]] = [
         {"encoding": _ALIBI, "attention": "soft", "mask": "strict", "class": "ltl_p_y", "captures": "LTL[P,Y] at all lengths",
          "parameters": ["slope s ≥ f_large(dtype) on the Y heads, 0 on the P heads"], "length_guarantee": "all lengths",
          "source": _RECENCY},
+        {"encoding": f"{_ROPE_PERIODIC}+{_ALIBI}", "attention": "soft", "mask": "strict", "class": "ltl_p_y_mod",
+         "captures": "LTL[P,Y,MOD] at all lengths",
+         "parameters": ["period m (rotation table, i mod m) for the MOD atoms",
+                        "slope s ≥ f_large(dtype) on the Y heads, 0 on the P heads"],
+         "length_guarantee": "all lengths", "source": f"{_RoPE}, Thm 3.1 and Lemma 3.2, with the {_RECENCY}"},
     ]

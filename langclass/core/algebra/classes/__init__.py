@@ -17,6 +17,8 @@ The families (one module each):
 * :mod:`.da` — FO²[<] (DA), FO²[<,MOD] (QDA), piecewise testable (J-trivial; Simon 1975).
 * :mod:`.local` — LTL[P,Y] (locally R-trivial), locally testable (Brzozowski–Simon 1973,
   McNaughton 1974), locally threshold testable (Beauquier–Pin 1989, Thérien–Weiss 1985).
+* :mod:`.temporal` — LTL[P,Y,MOD], FO²[<,+1], FO²[<,+1,MOD], LTL[F], LTL[F,X], LTL[F,MOD],
+  LTL[F,X,MOD] on the C-orbits (Place & Zeitoun; :mod:`langclass.core.algebra.orbits`).
 * :mod:`.delay` — the Y-offset of an LTL[P,Y] language; :mod:`.extras` — further algebraic facts;
   :mod:`.implied` — answers implied through the lattice, carrying the implying class's evidence.
 
@@ -44,6 +46,7 @@ from .local import (
 )
 from .delay import ltl_p_y_delay
 from .extras import monoid_extras
+from .temporal import TEMPORAL_KEYS, decide_unary_temporal, orbit_engine
 from .implied import Implied, ImpliedWitness, implied_result, replay_implied
 from .replaykit import Checker, ReplayError, describe_failed_check
 from langclass.core.base.wording import count_noun
@@ -69,6 +72,9 @@ __all__ = [
     "decide_locally_testable",
     "decide_locally_threshold_testable",
     "decide_group",
+    "decide_unary_temporal",
+    "orbit_engine",
+    "TEMPORAL_KEYS",
     "find_counter_dfa",
     "implied_result",
     "qr_witness_words",
@@ -89,7 +95,7 @@ __all__ = [
 ]
 
 _ORDER = ("ltl_p", "ltl_p_mod", "ltl_p_y", "star_free", "stutter_invariant", "fo2", "fo2_mod", "fo_mod",
-          "piecewise_testable", "locally_testable", "locally_threshold_testable", "group")
+          "piecewise_testable", "locally_testable", "locally_threshold_testable", "group") + TEMPORAL_KEYS
 assert set(_ORDER) == set(REGISTRY), "every class of the lattice has exactly one registered decider"
 
 DECIDERS: dict[str, Callable[[Context], ClassResult]] = {k: REGISTRY[k].decide for k in _ORDER}
@@ -138,6 +144,8 @@ def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None) -
         elif member:
             if key == "ltl_p_mod" and d.get("period") != ev.k:
                 raise ReplayError("the period is the certificate's k")
+            if key == "ltl_p_y_mod" and d.get("period") != ev.period:
+                raise ReplayError("the period is the certificate's period")
             dec.replay_yes(chk, ev)
         else:
             dec.replay_no(chk, ev)

@@ -198,7 +198,8 @@ class ClassResult:
         witness: the counterexample when ``member`` is ``False``, else ``None``.
         source: paper/theorem of the characterization used.
         method: ``"automaton"``, ``"monoid"``, ``"lattice"`` (implied by another answer) or ``"none"``.
-        period: least k for ``ltl_p_mod`` members, else ``None``.
+        period: least k for ``ltl_p_mod`` members, least m for ``ltl_p_y_mod`` members (``None``
+            when the membership is implied through the lattice), else ``None``.
         error: the limit error (``LangclassError.to_dict()``) when ``member`` is ``None``.
     """
 
@@ -226,7 +227,7 @@ class ClassResult:
             "source": self.source,
             "method": self.method,
         }
-        if self.key == "ltl_p_mod":
+        if self.key in ("ltl_p_mod", "ltl_p_y_mod"):
             out["period"] = self.period
         if self.error is not None:
             out["error"] = self.error

@@ -1,0 +1,461 @@
+"""Unary temporal logic over a class C of gap languages, decided on the C-orbits of the syntactic morphism.
+
+For a class C of "gap" languages, PL(C), FL(C) and TL(C) are the languages of unary temporal logic
+whose past (P_K φ: φ held at an earlier position j and the infix strictly between j and now is in
+K ∈ C), future (F_K) or both modalities range over C. T. Place & M. Zeitoun ("A generic
+characterization of generalized unary temporal logic and two-variable first-order logic", CSL 2024,
+the main theorems for TL(C), PL(C) and FL(C)) decide them on the **C-orbits** of the syntactic
+morphism η: Σ* → M: for an idempotent e, the C-orbit of e is {e·t·e : (e, t) is a C-pair}, and
+
+* L ∈ PL(C) ⇔ every C-orbit is R-trivial,
+* L ∈ FL(C) ⇔ every C-orbit is L-trivial,
+* L ∈ TL(C) ⇔ every C-orbit is in DA
+
+(Green's relations and DA taken inside the orbit, a monoid with identity e). This module computes
+the orbits for the four gap classes
+
+==========  =========================================  =====================================
+gap         C                                          the C-orbit of an idempotent e
+==========  =========================================  =====================================
+``ST``      {∅, Σ*}                                    e·M·e
+``DD``      ST⁺ = {∅, {ε}, Σ⁺, Σ*}                     e·M·e, but {1} when only ε maps to 1
+``MOD``     length modulo m                            e·K_m·e
+``MOD+``    MOD⁺: length modulo m, ε apart             e·K_m·e, but {1} when only ε maps to 1
+==========  =========================================  =====================================
+
+where K_m = η((Σ^m)*) is the MOD_m-kernel: the elements with an antecedent of length ≡ 0 (mod m).
+Why these are the orbits: an idempotent e = η(u) has antecedents u^j of every length j·|u|, so for
+t ∈ K_m, (e, t) is never separated by a length class mod m; conversely if some u ∈ η⁻¹(e),
+v ∈ η⁻¹(t) have |u| ≡ |v| (mod m), then e·t·e = η(u^{m-1}·v·u^m)·… lies in e·K_m·e (the word
+u^{m-1}v has length ≡ m|u| ≡ 0). With ε apart (DD, MOD⁺) the pairs are the same between nonempty
+words, and only (1, 1) pairs with the empty word — so the orbit of 1 is {1} unless 1 has a
+nonempty antecedent.
+
+This gives, with one algorithm: PL(ST) = LTL[P], PL(DD) = LTL[P,Y], PL(MOD) = LTL[P,MOD],
+PL(MOD⁺) = LTL[P,Y,MOD]; TL(ST) = FO²[<], TL(DD) = FO²[<,+1], TL(MOD) = FO²[<,MOD],
+TL(MOD⁺) = FO²[<,+1,MOD]; FL(ST) = LTL[F], FL(DD) = LTL[F,X], FL(MOD) = LTL[F,MOD],
+FL(MOD⁺) = LTL[F,X,MOD]. For MOD and MOD⁺ the union over m is decided through the **stable
+modulus** s (the stability index, least s ≥ 1 with η(Σ^s) = η(Σ^{2s})): η(Σ^s) is then an
+idempotent set, so K_s = {1} ∪ η(Σ^s) ⊆ K_m for every m (a word of length j·s maps into η(Σ^s) =
+η(Σ^{m·s}), and m·s ≡ 0 mod m). Orbits only shrink as K_m does, so L is in the union iff the
+orbits at m = s have the property, and the **period** — the least m whose orbits all have it,
+i.e. the least m with L in PL(MOD_m⁺) (resp. FL, TL, without ⁺) — is at most s.
+
+How it is computed, for one modulus m, in O(m·|M|·|Σ|): the graph on M × Z_m with edges
+(x, r) → (x·a, r+1 mod m). Its nodes reachable from (1, 0) with r = 0 are K_m (with a word of
+length ≡ 0 mod m for each, from the BFS tree); for x, y ∈ K_m, x·K_m = y·K_m iff (x, 0) and (y, 0)
+lie in one strong component, so R of the monoid K_m is read off the components; L likewise on the
+left Cayley graph. Inside an orbit O = e·K_m·e, R of O is R of K_m restricted (x = y·t with t ∈ K_m
+gives x = y·(e t e)), so O is R-trivial iff no two of its elements share a component; it is in DA
+iff in every R-class of O that holds an idempotent every element is idempotent (an element is
+regular iff its R-class holds an idempotent). The orbits of idempotents in one D-class are
+isomorphic (s ↦ ā·s·a for e = a·ā, f = ā·a, with a padded by powers of ā·a to keep lengths ≡ 0
+mod m) and e' ≤ e gives e'·K_m·e' ⊆ e·K_m·e, so one idempotent per D-class is checked; without ⁺
+the orbit of 1, K_m itself, contains every other.
+
+Public interface::
+
+    unary_temporal(monoid, gap: str, side: str, *, deadline=None, engine=None) -> UnaryTemporal
+
+``gap`` ∈ :data:`GAPS` (``"ST"``, ``"DD"``, ``"MOD"``, ``"MOD+"``), ``side`` ∈ :data:`SIDES`
+(``"past"`` = PL, R-trivial; ``"future"`` = FL, L-trivial; ``"both"`` = TL, DA). The verdict has
+``.member``, ``.period`` (least m; 1 for ST and DD; ``None`` for a non-member), ``.modulus`` (the m
+of ``.orbits`` and ``.witness``: the period of a member, the stable modulus of a non-member),
+``.orbits`` (the checked orbits at that modulus) and ``.witness`` (an :class:`OrbitViolation`, or
+``None``). :class:`OrbitEngine` caches kernels and components across calls on one monoid;
+:data:`CLASS_OF` maps each of the twelve logics to its (gap, side).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from langclass.core.base.errors import InputError, LimitExceeded
+from langclass.core.base.limits import Deadline
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+from langclass.core.automata.smallgraph import SMALL_GRAPH_EDGES, strong_labels
+
+__all__ = [
+    "GAPS",
+    "SIDES",
+    "CLASS_OF",
+    "ORBIT_WORK_BUDGET",
+    "Kernel",
+    "Orbit",
+    "OrbitViolation",
+    "UnaryTemporal",
+    "OrbitEngine",
+    "unary_temporal",
+]
+
+GAPS: tuple[str, ...] = ("ST", "DD", "MOD", "MOD+")
+"""The gap classes: trivial, ε apart (ST⁺), length modulo m, length modulo m with ε apart."""
+
+SIDES: tuple[str, ...] = ("past", "future", "both")
+"""PL(C) (R-trivial orbits), FL(C) (L-trivial orbits), TL(C) (orbits in DA)."""
+
+CLASS_OF: dict[str, tuple[str, str]] = {
+    "ltl_p": ("ST", "past"),
+    "ltl_p_y": ("DD", "past"),
+    "ltl_p_mod": ("MOD", "past"),
+    "ltl_p_y_mod": ("MOD+", "past"),
+    "fo2": ("ST", "both"),
+    "fo2_succ": ("DD", "both"),
+    "fo2_mod": ("MOD", "both"),
+    "fo2_succ_mod": ("MOD+", "both"),
+    "ltl_f": ("ST", "future"),
+    "ltl_f_x": ("DD", "future"),
+    "ltl_f_mod": ("MOD", "future"),
+    "ltl_f_x_mod": ("MOD+", "future"),
+}
+"""Class key → (gap, side): PL(ST) = LTL[P], …, TL(MOD⁺) = FO²[<,+1,MOD], FL(MOD⁺) = LTL[F,X,MOD]."""
+
+ORBIT_WORK_BUDGET = 30_000_000
+"""Edges m·|M|·|Σ| of the residue graphs one decision may build, summed over the moduli it tries
+(the stable modulus s first, then 1, 2, … for the least period); beyond it ``LimitExceeded``
+(``orbit_work``) is raised before the work."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """The MOD_m-kernel K_m = η((Σ^m)*) with its residue-graph facts, for one modulus m.
+
+    Attributes:
+        modulus: m ≥ 1.
+        mask: boolean ``[|M|]``: x ∈ K_m.
+        pred: ``int64 [|M|·m]``: breadth-first-tree parent of node x·m + r from (1, 0) (``-1`` at
+            the root and at unreached nodes).
+        table: ``[|M|·m, |Σ|]``: the right residue graph (node x·m + r → (x·a)·m + r+1 mod m).
+        right_scc / left_scc: ``int64 [|M|]``: component of (x, 0) in the right / left residue
+            graph (x R y in K_m ⇔ equal right_scc, for x, y ∈ K_m; dually L; ``left_scc`` is
+            computed only when asked for).
+        letter: the letter of each node's tree edge when known (K_1: the monoid's own BFS tree), else
+            ``None`` (read off ``table``).
+    """
+
+    modulus: int
+    mask: np.ndarray
+    pred: np.ndarray
+    table: np.ndarray
+    right_scc: np.ndarray
+    left_scc: np.ndarray | None
+    letter: np.ndarray | None = None
+
+    def word(self, x: int) -> tuple[int, ...]:
+        """Letter indices of a shortest word of length ≡ 0 (mod m) whose image is x.
+
+        Raises:
+            ValueError: x is not in K_m.
+        """
+        x = int(x)
+        if not self.mask[x]:
+            raise ValueError(f"element {x} is not in the MOD_{self.modulus}-kernel")
+        node = x * self.modulus
+        out: list[int] = []
+        while node != 0:
+            u = int(self.pred[node])
+            out.append(int(self.letter[node]) if self.letter is not None else int(np.flatnonzero(self.table[u] == node)[0]))
+            node = u
+        out.reverse()
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class Orbit:
+    """The C-orbit e·K·e of an idempotent e: ``elements`` sorted element ids (e among them)."""
+
+    idempotent: int
+    elements: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class OrbitViolation:
+    """Elements of one C-orbit that break the property, all in the orbit of ``idempotent``.
+
+    ``relation`` ``"R"``: x ≠ y with x·u = y and y·v = x; ``"L"``: x ≠ y with u·x = y and
+    v·y = x; ``"DA"``: (x·y)^ω·x·(x·y)^ω ≠ (x·y)^ω, with u = (x·y)^ω and v = the left side.
+    x, y, u, v all lie in the orbit.
+    """
+
+    idempotent: int
+    relation: str
+    x: int
+    y: int
+    u: int
+    v: int
+
+
+@dataclass(frozen=True)
+class UnaryTemporal:
+    """The verdict of :func:`unary_temporal`.
+
+    Attributes:
+        gap, side: as asked.
+        member: every C-orbit has the property.
+        period: the least modulus m whose orbits all have it (1 for ST, DD); ``None`` when not a member.
+        modulus: the m of ``orbits`` and ``witness``: the period (member) or the stable modulus
+            (non-member; 1 for ST, DD).
+        orbits: the orbits checked at ``modulus`` (one idempotent per D-class of the idempotents
+            concerned; the trivial orbit {1} of a morphism where only ε maps to 1 is not listed).
+        witness: the violation (non-members), else ``None``.
+        kernel: the kernel K_modulus (words of length ≡ 0 mod m for its elements: :meth:`Kernel.word`).
+        stable_modulus: the stable modulus s (1 for ST, DD).
+    """
+
+    gap: str
+    side: str
+    member: bool
+    period: int | None
+    modulus: int
+    orbits: tuple[Orbit, ...]
+    witness: OrbitViolation | None
+    kernel: Kernel
+    stable_modulus: int
+
+
+class OrbitEngine:
+    """Kernels, residue-graph components and orbits of one transition monoid, cached across decisions.
+
+    Args:
+        monoid: a :class:`~langclass.core.algebra.monoid.TransitionMonoid` (the syntactic monoid).
+        deadline: checked between moduli and orbits.
+        work_budget: see :data:`ORBIT_WORK_BUDGET`.
+    """
+
+    def __init__(self, monoid: Any, deadline: Deadline | None = None, work_budget: int = ORBIT_WORK_BUDGET) -> None:
+        self.M = monoid
+        self.deadline = deadline
+        self.work_budget = work_budget
+        self._work = 0
+        self._kernels: dict[int, Kernel] = {}
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._reps: dict[bool, tuple[int, ...]] = {}
+
+    # ------------------------------------------------------------------ pieces
+    def _check(self, step: str) -> None:
+        if self.deadline is not None:
+            self.deadline.check(step)
+
+    def _charge(self, modulus: int) -> None:
+        cost = modulus * self.M.size * int(self.M.right.shape[1])
+        if self._work + cost > self.work_budget:
+            raise LimitExceeded("orbit_work", self.work_budget,
+                                f"the residue graphs of the orbit computation need {self._work + cost} edges "
+                                f"(modulus {modulus}, {self.M.size} elements), over orbit_work={self.work_budget}")
+        self._work += cost
+
+    @staticmethod
+    def _residue_table(cayley: np.ndarray, modulus: int) -> np.ndarray:
+        """``[|M|·m, |Σ|]``: node x·m + r → (cayley[x, a])·m + (r+1 mod m)."""
+        m, k = cayley.shape
+        dt = np.int32 if m * modulus < 2**31 else np.int64
+        nxt_r = ((np.arange(modulus) + 1) % modulus).astype(dt)  # [mod]
+        tab = cayley.astype(dt)[:, None, :] * dt(modulus) + nxt_r[None, :, None]  # [m, mod, k]
+        return tab.reshape(m * modulus, k)
+
+    def kernel(self, modulus: int, *, left: bool = False) -> Kernel:
+        """K_m with its breadth-first tree and the right (and, with ``left``, left) residue components.
+
+        Raises:
+            LimitExceeded: ``orbit_work`` (before the work).
+            TimeLimitExceeded: the deadline passed.
+        """
+        ker = self._kernels.get(modulus)
+        if ker is not None and (not left or ker.left_scc is not None):
+            return ker
+        M = self.M
+        size = M.size
+        if ker is None and modulus == 1:  # K_1 = M: the monoid's own BFS tree and R-classes
+            ker = Kernel(1, np.ones(size, dtype=bool), M.parent.astype(np.int64), M.right.astype(np.int64),
+                         M.green["R"], M.green["L"], M.last_letter)
+        if ker is None:
+            self._charge(modulus)
+            self._check("orbits: kernel")
+            tab = self._residue_table(M.right, modulus)
+            pred, rscc = _bfs_and_components(tab)
+            mask = (pred.reshape(size, modulus)[:, 0] >= 0)
+            mask[0] = True
+            ker = Kernel(modulus, mask, pred, tab, rscc.reshape(size, modulus)[:, 0].copy(), None)
+        if left:
+            self._charge(modulus)
+            self._check("orbits: left components")
+            _, lscc = _bfs_and_components(self._residue_table(M.left, modulus), bfs=False)
+            ker = Kernel(ker.modulus, ker.mask, ker.pred, ker.table, ker.right_scc, lscc.reshape(size, modulus)[:, 0].copy(),
+                         ker.letter)
+        self._kernels[modulus] = ker
+        return ker
+
+    def _fixes(self, e: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(e·y for every y, y·e for every y)`` as ``int64 [|M|]`` arrays (Cayley graphs, no lookup)."""
+        got = self._rows.get(e)
+        if got is None:
+            M = self.M
+            got = (M.left_multiples([e], self.deadline)[0], M.right_multiples([e], self.deadline)[:, 0])
+            self._rows[e] = got
+        return got
+
+    def idempotent_reps(self, plus: bool) -> tuple[int, ...]:
+        """The idempotents whose orbits are checked: without ⁺, or when 1 has a nonempty antecedent,
+        the identity alone (its orbit K_m contains every other); else one idempotent ≠ 1 per D-class."""
+        got = self._reps.get(plus)
+        if got is None:
+            M = self.M
+            if not plus or M.identity_in_semigroup:
+                got = (0,)
+            else:
+                J = M.green["J"]
+                idem = np.flatnonzero(M.idempotent)
+                idem = idem[idem != 0]
+                _, first = np.unique(J[idem], return_index=True)
+                got = tuple(int(e) for e in idem[np.sort(first)])
+            self._reps[plus] = got
+        return got
+
+    def orbit(self, e: int, ker: Kernel) -> np.ndarray:
+        """Sorted ids of e·K_m·e."""
+        if e == 0:
+            return np.flatnonzero(ker.mask)
+        ey, ye = self._fixes(e)
+        return np.unique(ye[ey[np.flatnonzero(ker.mask)]])
+
+    # ------------------------------------------------------------------ one modulus
+    def check(self, gap: str, side: str, modulus: int) -> tuple[tuple[Orbit, ...], OrbitViolation | None, Kernel]:
+        """The orbits at one modulus and the first violation found (``None`` when all have the property)."""
+        plus = gap in ("DD", "MOD+")
+        ker = self.kernel(modulus, left=side == "future")
+        M = self.M
+        idem = M.idempotent
+        orbits: list[Orbit] = []
+        for e in self.idempotent_reps(plus):
+            self._check("orbits")
+            O = self.orbit(e, ker)
+            orbits.append(Orbit(e, tuple(int(x) for x in O)))
+            viol = self._violation(e, O, ker, side, idem)
+            if viol is not None:
+                return tuple(orbits), viol, ker
+        return tuple(orbits), None, ker
+
+    def _violation(self, e: int, O: np.ndarray, ker: Kernel, side: str, idem: np.ndarray) -> OrbitViolation | None:
+        lab = ker.left_scc if side == "future" else ker.right_scc
+        labs = lab[O]
+        order = np.argsort(labs, kind="stable")
+        sl = labs[order]
+        if side in ("past", "future"):
+            dup = np.flatnonzero(sl[1:] == sl[:-1])
+            if dup.size == 0:
+                return None
+            x, y = int(O[order[dup[0]]]), int(O[order[dup[0] + 1]])
+            rel = "R" if side == "past" else "L"
+            return OrbitViolation(e, rel, x, y, self._step(x, y, O, rel), self._step(y, x, O, rel))
+        # DA: an R-class of O holding an idempotent and a non-idempotent
+        io = idem[O]
+        for c in np.unique(labs).tolist():
+            sel = labs == c
+            if io[sel].any() and not io[sel].all():
+                z = int(O[sel & ~io][0])
+                f = int(O[sel & io][0])
+                t = self._step(z, f, O, "R")  # z·t = f, t ∈ O
+                M = self.M
+                assert M.multiply(z, t) == f
+                lhs = M.product(f, z, f)
+                assert lhs != f
+                return OrbitViolation(e, "DA", z, t, f, lhs)
+        return None
+
+    def _step(self, x: int, y: int, O: np.ndarray, rel: str) -> int:
+        """The least t of the orbit O with x·t = y (``rel`` "R") or t·x = y ("L"); x, y ∈ O in one
+        R- (L-) class of O, so one exists (R of O is R of K_m restricted, see the module docstring)."""
+        M = self.M
+        xs = np.full(O.size, x, dtype=np.int64)
+        prods = M.multiply_many(xs, O) if rel == "R" else M.multiply_many(O, xs)
+        hit = np.flatnonzero(prods == y)
+        assert hit.size, "x and y are equivalent inside the orbit"
+        return int(O[hit[0]])
+
+    # ------------------------------------------------------------------ decision
+    def decide(self, gap: str, side: str) -> UnaryTemporal:
+        """See :func:`unary_temporal`."""
+        if gap not in GAPS:
+            raise InputError(f"unknown gap class {gap!r}; expected one of {', '.join(GAPS)}", field="gap")
+        if side not in SIDES:
+            raise InputError(f"unknown side {side!r}; expected one of {', '.join(SIDES)}", field="side")
+        s = self.M.stability_index if gap in ("MOD", "MOD+") else 1
+        orbits, viol, ker = self.check(gap, side, s)  # each residue graph is charged before it is built
+        if viol is not None:
+            return UnaryTemporal(gap, side, False, None, s, orbits, viol, ker, s)
+        for m in range(1, s):
+            self._check("orbits: least period")
+            o2, v2, k2 = self.check(gap, side, m)
+            if v2 is None:
+                return UnaryTemporal(gap, side, True, m, m, o2, None, k2, s)
+        return UnaryTemporal(gap, side, True, s, s, orbits, None, ker, s)
+
+
+def _bfs_and_components(tab: np.ndarray, *, bfs: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
+    """``(pred, labels)`` of the graph node → tab[node, a]: the breadth-first-tree parents from node 0
+    (``-1`` at the root and unreached nodes; ``None`` without ``bfs``) and strong-component labels.
+    Plain Python up to :data:`~langclass.core.automata.smallgraph.SMALL_GRAPH_EDGES` edges, scipy above."""
+    n, k = tab.shape
+    if n * k <= SMALL_GRAPH_EDGES:
+        tl = tab.tolist()
+        labels = np.asarray(strong_labels(tl), dtype=np.int64)
+        if not bfs:
+            return None, labels
+        pred = [-1] * n
+        seen = [False] * n
+        seen[0] = True
+        dq = deque([0])
+        while dq:
+            u = dq.popleft()
+            for v in tl[u]:
+                if not seen[v]:
+                    seen[v] = True
+                    pred[v] = u
+                    dq.append(v)
+        return np.asarray(pred, dtype=np.int64), labels
+    index_type = np.int32 if n * max(k, 1) < 2**31 else np.int64
+    indptr = np.arange(0, n * k + 1, k, dtype=index_type)
+    g = csr_matrix((np.ones(n * k, dtype=np.int8), tab.ravel().astype(index_type), indptr), shape=(n, n))
+    _, labels = connected_components(g, directed=True, connection="strong")
+    if not bfs:
+        return None, labels.astype(np.int64)
+    _, p = breadth_first_order(g, 0, directed=True, return_predecessors=True)
+    p = p.astype(np.int64)
+    p[p < 0] = -1
+    return p, labels.astype(np.int64)
+
+
+def unary_temporal(monoid: Any, gap: str, side: str, *, deadline: Deadline | None = None,
+                   engine: OrbitEngine | None = None) -> UnaryTemporal:
+    """Decide PL(C), FL(C) or TL(C) for the gap class C on the C-orbits of a syntactic monoid.
+
+    Args:
+        monoid: the :class:`~langclass.core.algebra.monoid.TransitionMonoid` of a minimal DFA.
+        gap: ``"ST"``, ``"DD"``, ``"MOD"`` or ``"MOD+"`` (:data:`GAPS`).
+        side: ``"past"`` (PL: R-trivial orbits), ``"future"`` (FL: L-trivial), ``"both"`` (TL: DA).
+        deadline: checked between moduli and orbits.
+        engine: an :class:`OrbitEngine` of the same monoid to share kernels with other decisions.
+
+    Returns:
+        :class:`UnaryTemporal` (``member``, ``period``, ``modulus``, ``orbits``, ``witness``).
+
+    Raises:
+        InputError: an unknown gap or side.
+        LimitExceeded: ``orbit_work`` (the residue graphs exceed :data:`ORBIT_WORK_BUDGET`), before the work.
+        TimeLimitExceeded: the deadline passed.
+
+    Source: T. Place & M. Zeitoun, "A generic characterization of generalized unary temporal logic
+    and two-variable first-order logic" (CSL 2024): L ∈ TL(C) ⇔ every C-orbit is in DA, L ∈ PL(C) ⇔
+    every C-orbit is R-trivial, L ∈ FL(C) ⇔ every C-orbit is L-trivial (C a prevariety; MOD_m and
+    MOD_m⁺ are, for each m); the orbits for the gap classes are derived in the module docstring.
+    """
+    eng = engine if engine is not None else OrbitEngine(monoid, deadline)
+    if eng.M is not monoid:
+        raise ValueError("the engine belongs to another monoid")
+    return eng.decide(gap, side)
