@@ -29,6 +29,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import UnknownSymbolError
+from langclass.core.base.limits import DEFAULT_LIMITS, Limits
 from .base import CERT_LIST_MAX, REGISTRY, ClassResult, Decider, Evidence, parse_evidence, show
 from .context import MULT_TABLE_MAX_ENTRIES, Context
 from .evidence import CERT_MONOID_MAX, Counter, MonoidWords, Separation
@@ -99,15 +101,23 @@ AUTOMATON_KEYS: tuple[str, ...] = tuple(k for k in _ORDER if REGISTRY[k].on_auto
 """The classes decided on the minimal DFA alone (answered even when the monoid is over its cap)."""
 
 
-def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None) -> None:
+def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None, *,
+           limits: Limits = DEFAULT_LIMITS) -> None:
     """Re-check a result's certificate (member) or witness (non-member) on the DFA alone.
 
     Args:
         dfa: the language's DFA (any complete DFA; minimized here).
         result: a :class:`ClassResult` or its ``to_dict()`` record (as the API returns it).
         monoid: unused (kept for callers that pass it); the replay never reads the decider's monoid.
+        limits: bounds of the replay's own enumeration of the monoid (``max_monoid_size``,
+            ``max_monoid_entries``) and its deadline (``time_limit_s``).
+
+    Every stated figure is recomputed on the DFA (the stability index, |η(Σ^s)|, counts, the Hasse
+    diagram of A_k, group orders and names), also for certificates without the monoid's words.
 
     Raises:
+        LimitExceeded / TimeLimitExceeded: the replay itself is over a bound (the evidence is neither
+            confirmed nor refuted); the error names the bound.
         ReplayError: (an ``AssertionError``) the evidence is malformed or does not hold on the DFA;
             the message names the class key, the evidence kind and the check that failed.
     """
@@ -132,7 +142,7 @@ def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None) -
         raise ReplayError(f"{key}: malformed evidence: {err}") from None
     # every check below raises ReplayError explicitly (no ``assert``: ``python -O`` must not skip one)
     try:
-        chk = Checker(dfa)
+        chk = Checker(dfa, limits)
         if lattice:
             replay_implied(chk, key, bool(member), ev)
         elif member:
@@ -143,6 +153,10 @@ def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None) -
             dec.replay_no(chk, ev)
     except AssertionError as err:  # a ReplayError of a check, or an assert of a helper the replay calls
         raise ReplayError(f"{key}: the {kind} does not replay: {str(err) or describe_failed_check(err)}") from None
+    except UnknownSymbolError as err:  # a word of the evidence uses a symbol outside Σ
+        raise ReplayError(f"{key}: the {kind} does not replay: {err}") from None
+    except (IndexError, KeyError) as err:  # a state or element id out of range, an element that is not one
+        raise ReplayError(f"{key}: the {kind} does not replay: an id out of range or not an element ({err})") from None
 
 
 _HIDDEN = frozenset({"check", "context", "truncated", "group", "hasse", "loops", "maximal_idempotents", "branch",
