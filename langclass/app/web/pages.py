@@ -36,6 +36,7 @@ from fastapi import APIRouter, Path as PathParam, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from langclass.core.algebra.classes.base import STATE_FIELDS, with_state_names
 from langclass.core.drawing import dfa_svg, eggbox_html, eggbox_of, lattice_svg, user_state_names, word_text
 from langclass.core.base.errors import LangclassError
 from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS
@@ -68,14 +69,20 @@ def _is_word(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(s, str) for s in v)
 
 
-def evidence_items(d: Any) -> list[tuple[str, str]]:
+def evidence_items(d: Any, state_names: Any = None) -> list[tuple[str, str]]:
     """A certificate or witness as (label, text) pairs: lists of symbols shown as words (ε for the
-    empty word), nested data as compact JSON; fields that are ``None`` (not applicable) are left out."""
+    empty word), nested data as compact JSON; fields that are ``None`` (not applicable) are left out.
+    With ``state_names`` (``{canonical state: user names}`` of a DFA input) states are shown in the
+    user's names with the canonical number alongside (``4 (canonical 0)``)."""
     if not isinstance(d, dict):
         return []
     out = []
-    for k, v in d.items():
+    for k, v in with_state_names(d, state_names).items():
         if v is None:
+            continue
+        if state_names and k in STATE_FIELDS and isinstance(v, (str, list)):
+            text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+            out.append((str(k), text if len(text) <= 400 else text[:399] + "…"))
             continue
         if _is_word(v):
             text = word_text(v)

@@ -44,6 +44,7 @@ from langclass.app.usecases.service import (
     monoid_page,
     parse_language,
     predicted_light,
+    state_names_record,
 )
 from langclass.app.settings import Settings
 from langclass.app.usecases.export_csv import csv_rows, export_row
@@ -347,8 +348,18 @@ def _csv_page(request: Request, page: dict[str, Any]) -> Response:
     responses=problem_responses(404, 422),
 )
 async def get_language(language_id: LanguageId, request: Request) -> dict[str, Any]:
-    """The stored Language resource."""
-    return await anyio.to_thread.run_sync(_load, _db(request), language_id)
+    """The stored Language resource; for a language stored from a DFA with ``state_names``
+    (canonical state → the input's names, as in ``POST /v1/classify``)."""
+    db, limits = _db(request), _settings(request).limits()
+
+    def load() -> dict[str, Any]:
+        resource = _load(db, language_id)
+        source = resource.get("source")
+        if isinstance(source, dict) and source.get("kind") == "dfa" and isinstance(source.get("dfa"), dict):
+            resource["state_names"] = state_names_record(source["dfa"], dfa_from_record(resource["dfa"], limits))
+        return resource
+
+    return await anyio.to_thread.run_sync(load)
 
 
 @router.get(

@@ -26,12 +26,14 @@ view the analysis runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import UnknownSymbolError
 from langclass.core.base.limits import DEFAULT_LIMITS, Limits
-from .base import CERT_LIST_MAX, REGISTRY, ClassResult, Decider, Evidence, parse_evidence, show
+from .base import (CERT_LIST_MAX, REGISTRY, STATE_FIELDS, ClassResult, Decider, Evidence, parse_evidence, show,
+                   state_label, with_state_names)
 from .context import MULT_TABLE_MAX_ENTRIES, Context
 from .evidence import CERT_MONOID_MAX, Counter, MonoidWords, Separation
 from .ordered import HASSE_MAX_STATES, decide_ltl_p, decide_ltl_p_mod, qr_witness_words
@@ -76,6 +78,9 @@ __all__ = [
     "qr_witness_words",
     "replay",
     "render",
+    "state_label",
+    "with_state_names",
+    "STATE_FIELDS",
     "ltl_p_y_delay",
     "monoid_extras",
     "Counter",
@@ -163,16 +168,18 @@ _HIDDEN = frozenset({"check", "context", "truncated", "group", "hasse", "loops",
                      "witness", "certificate", "monoid", "cycles"})
 
 
-def render(result: ClassResult, width: int = 110) -> str:
+def render(result: ClassResult, width: int = 110, state_names: Mapping[int, Sequence[str]] | None = None) -> str:
     """The evidence of one answer in one line for a text table (``""`` when there is none).
 
     Scalars and words are shown (words as letters, ε when empty); long structures (the monoid's
-    words, contexts, loops, groups) are left to ``--json``."""
+    words, contexts, loops, groups) are left to ``--json``. With ``state_names`` (``{canonical
+    state: user names}`` of a DFA input) states are shown in the user's names with the canonical
+    number alongside (:func:`~langclass.core.algebra.classes.base.state_label`)."""
     ev = result.witness if result.member is False else result.certificate
     if ev is None:
         return ""
     parts = []
-    for k, v in ev.to_dict().items():
+    for k, v in with_state_names(ev.to_dict(), state_names).items():
         if k in ("maximal_idempotents", "cycles") and isinstance(v, list):
             parts.append(f"{k}: {len(v)} listed")
             continue
@@ -181,7 +188,9 @@ def render(result: ClassResult, width: int = 110) -> str:
             continue
         if k in _HIDDEN:
             continue
-        if isinstance(v, list) and v and all(isinstance(s, str) for s in v):
+        if state_names and k in STATE_FIELDS:
+            parts.append(f"{k}={v}" if not isinstance(v, list) else f"{k}=[{', '.join(map(str, v))}]")
+        elif isinstance(v, list) and v and all(isinstance(s, str) for s in v):
             parts.append(f"{k}={show(v)}")
         elif isinstance(v, list) and not v:
             parts.append(f"{k}=ε")
@@ -193,7 +202,7 @@ def render(result: ClassResult, width: int = 110) -> str:
         inner = ev.certificate if isinstance(ev, Implied) else ev.witness
         if inner is not None:
             sub = render(ClassResult(ev.implied_by, result.member, "", inner, inner if result.member is False else None,
-                                     "", ""), width)
+                                     "", ""), width, state_names)
             if sub:
                 parts.append(f"[{ev.implied_by}: {sub}]")
     s = ", ".join(parts)
