@@ -119,7 +119,7 @@ def test_csv_in_and_out(tmp_path: Path) -> None:
     with out.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0]) == list(COLUMNS)
-    assert rows[0]["tags"] == "x;y" and rows[0]["ltl_p_mod"] == "true" and rows[0]["ltl_p"] == "false"
+    assert json.loads(rows[0]["tags"]) == ["x", "y"] and rows[0]["ltl_p_mod"] == "true" and rows[0]["ltl_p"] == "false"
     assert rows[1]["num_states"] == "1" and rows[1]["group"] == "true"
     assert run_batch(src, out, limits=Limits())["skipped"] == 2
 

@@ -13,6 +13,18 @@ BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 KEY = "page-key-0123456789"
 
 
+def _csrf(api: Any) -> str:
+    """The sign-in form's token (GET /login also sets the matching cookie in the client)."""
+    import re
+
+    page = api.get("/login").text
+    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+
+def login(api: Any, key: str, next: str = "/languages", **headers: str) -> Any:
+    return api.post("/login", data={"key": key, "next": next, "csrf": _csrf(api)}, headers=headers, follow_redirects=False)
+
+
 def test_a_browser_navigation_gets_an_html_error_page(make_client: Any, sqlite_url: str) -> None:
     upgrade(sqlite_url)
     api = make_client(sqlite_url, worker_slots=0)
@@ -40,11 +52,11 @@ def test_signing_in_lets_the_pages_write_and_only_them(make_client: Any, sqlite_
     r = api.get("/languages")
     assert r.status_code == 200 and 'id="sign-in"' in r.text
     assert api.post("/v1/languages", json=body, headers=page).status_code == 401
-    r = api.post("/login", data={"key": "not-the-key-at-all", "next": "/languages"}, follow_redirects=False)
+    r = login(api, "not-the-key-at-all")
     assert r.status_code == 401 and "not one of this service" in r.text and SESSION_COOKIE not in r.headers.get("set-cookie", "")
-    r = api.post("/login", data={"key": KEY, "next": "https://elsewhere.example/"}, follow_redirects=False)
+    r = login(api, KEY, "https://elsewhere.example/")
     assert r.status_code == 303 and r.headers["location"] == "/languages"  # never redirects off the site
-    cookie = r.headers["set-cookie"]
+    cookie = next(c for c in r.headers.get_list("set-cookie") if c.startswith(SESSION_COOKIE))
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict") and KEY not in cookie
     assert 'class="signed-in"' in api.get("/languages").text
     # the cookie counts with the pages' header …
@@ -64,10 +76,11 @@ def test_signing_in_lets_the_pages_write_and_only_them(make_client: Any, sqlite_
 
 
 def test_a_cookie_from_a_removed_key_is_void(make_client: Any, sqlite_url: str) -> None:
-    from langclass.app.web.security import session_token
-
     upgrade(sqlite_url)
+    api = make_client(sqlite_url, worker_slots=0, api_keys=KEY, require_key_for_writes=True)
+    assert login(api, KEY).status_code == 303
+    cookie = api.cookies.get(SESSION_COOKIE)
     api = make_client(sqlite_url, worker_slots=0, api_keys="another-key-98765", require_key_for_writes=True)
-    api.cookies.set(SESSION_COOKIE, session_token(KEY))
+    api.cookies.set(SESSION_COOKIE, cookie)
     r = api.post("/v1/languages", json={"regex": "a*", "alphabet": ["a"]}, headers={PAGE_HEADER: "1"})
     assert r.status_code == 401

@@ -34,7 +34,7 @@ from langclass.app.web.problems import HeadAsGetMiddleware, PayloadTooLarge, ins
 from langclass.app.web.routes import ROUTERS
 from langclass.app.web.body import refuse_nul_parameters
 from langclass.app.execution.runner import ClassifyRunner, LightLane
-from langclass.app.web.security import install_access_log_redaction
+from langclass.app.web.security import SecurityHeadersMiddleware, install_access_log_redaction
 from langclass.app.usecases.service import code_version, warm_predictor
 from .settings import Settings, get_settings
 
@@ -291,6 +291,7 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
     install_problem_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes, read_timeout_s=settings.body_read_timeout_s)
     app.add_middleware(HeadAsGetMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware)  # CSP, X-Frame-Options, nosniff (web.security)
     app.add_middleware(ArrivalMiddleware)  # added last = outermost: the stamp is taken first
     for router in ROUTERS:
         app.include_router(router)

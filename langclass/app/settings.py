@@ -175,6 +175,8 @@ class Settings(BaseSettings):
     job_max_eval_per_length: int = Field(1_000_000, ge=1)
     job_max_seed: int = Field(2**32 - 1, ge=0, le=2**63 - 1)
     job_max_encoding_param: float = Field(1e9, gt=0, allow_inf_nan=False)
+    job_max_parameters: int = Field(100_000_000, ge=1)
+    job_max_memory_bytes: int = Field(8 * 2**30, ge=1)
     job_time_limit_s: float = Field(86_400.0, gt=0, allow_inf_nan=False)
 
     def __init__(self, **values: Any) -> None:

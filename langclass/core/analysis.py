@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -290,10 +291,18 @@ def _w(word) -> str:
     return "".join(word) if all(len(s) == 1 for s in word) else "·".join(word)
 
 
-def format_table(analysis: Analysis) -> str:
-    """A plain-text table of the classes (member, reason, certificate or witness) and the encoding answer."""
+def format_table(analysis: Analysis, state_names: Mapping[int, Sequence[str]] | None = None) -> str:
+    """A plain-text table of the classes (member, reason, certificate or witness) and the encoding answer.
+
+    ``state_names``: ``{canonical state: user names}`` of a DFA input
+    (:func:`langclass.core.drawing.user_state_names`); then the table says which canonical state each
+    name became and shows the evidence's states in the user's names, the canonical number alongside
+    (reasons keep the canonical numbers)."""
     a = analysis
     lines = [f"minimal DFA: {count_noun(a.dfa.num_states, 'state')} over {{{', '.join(a.dfa.alphabet)}}}"]
+    if state_names:
+        lines.append("your state names: " + "; ".join(f"{', '.join(ns)} → canonical {q}"
+                                                       for q, ns in sorted(state_names.items())))
     ms = a.monoid_summary
     if "error" in ms:
         lines.append(f"syntactic monoid: not enumerated ({ms['error'].get('detail')})")
@@ -314,7 +323,7 @@ def format_table(analysis: Analysis) -> str:
         if key == "ltl_p_y_mod" and r.period:
             mem = f"yes m={r.period}"
         lines.append(f"{name:<{w1}}{mem:<8}{r.reason}")
-        ev = render(r)
+        ev = render(r, state_names=state_names)
         if ev:
             lines.append(f"{'':<{w1}}{'':<8}{'certificate' if r.member else 'witness'}: {ev}")
     lines.append("")

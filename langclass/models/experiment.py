@@ -323,7 +323,8 @@ def validate_spec(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMIT
         InputError (and subclasses): a malformed spec, naming the field.
         LimitExceeded: any :class:`~langclass.models.specs.JobLimits` limit (``max_runs``,
             ``max_test_length``, ``max_eval_strings``, ``job_max_steps``, …), checked before any
-            list of lengths or model is built.
+            list of lengths or model is built; ``job_max_parameters`` and ``job_max_memory_bytes``
+            on the estimate of :func:`langclass.models.footprint.footprint` (in the error's ``extra``).
     """
     norm = _normalize(spec, limits)
     settings = norm["settings"]
@@ -339,6 +340,11 @@ def validate_spec(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMIT
         except InputError as err:
             sub = (err.field or "").split(".")[-1]
             raise type(err)(err.detail, field=f"encodings[{i}].params.{sub}" if sub and sub not in ("encoding", "params", "name") else f"encodings[{i}]") from None
+    from .footprint import check_footprint, footprint
+
+    for cfg in model_configs.values():  # the whole model and one training step, before anything is built
+        check_footprint(limits, footprint(cfg, batch_size=settings["batch_size"], max_train_length=max(settings["train_lengths"]),
+                                          precision=settings["precision"]))
     # the training settings are checked by TrainConfig itself
     TrainConfig(
         learning_rate=norm["learning_rates"][0], max_steps=settings["max_steps"], batch_size=settings["batch_size"],

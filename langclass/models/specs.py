@@ -83,6 +83,10 @@ class JobLimits:
         job_max_seed: largest seed (training seeds and ``eval_seed``).
         job_max_encoding_param: largest magnitude of a number in an encoding's ``params``
             (a RoPE base, a period, a slope).
+        job_max_parameters: parameters of one run's model, all dimensions together
+            (:func:`langclass.models.footprint.footprint`).
+        job_max_memory_bytes: estimated memory of one training step of one run: weights,
+            gradients, AdamW state and the activations kept for the backward pass.
         job_time_limit_s: wall-clock seconds a job may run (enforced by the worker, which stops
             the run and records ``limit-exceeded``).
     """
@@ -99,6 +103,8 @@ class JobLimits:
     job_max_eval_per_length: int = 1_000_000
     job_max_seed: int = 2**32 - 1
     job_max_encoding_param: float = 1e9
+    job_max_parameters: int = 100_000_000
+    job_max_memory_bytes: int = 8 * 2**30
     job_time_limit_s: float = 86_400.0
 
     @classmethod

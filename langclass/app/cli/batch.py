@@ -8,12 +8,15 @@ Input (one language per row):
 * ``.csv``: a header row naming the columns ``regex``, ``dfa`` (DFA JSON text), ``formula``,
   ``alphabet`` (as on the command line), ``name``, ``tags`` (separated by ``;``); empty cells are absent.
 
-Output: one flat row per input row (``.jsonl`` or ``.csv``, chosen by the output's suffix):
-``row`` (1-based index of the input row), ``name``, ``tags``, ``status`` (``ok`` / ``error``),
-``id`` (fingerprint), ``kind``, ``num_states``, ``monoid_size``, one column per class key
-(``true``/``false``/empty when undecided), ``period`` (of LTL[P,MOD]), ``period_y_mod`` (the least m of LTL[P,Y,MOD]), ``soft_encoding``,
-``hard_encoding``, and for errors ``error_code``, ``error_field``, ``error_detail``. A bad row
-becomes an error row; the batch never aborts on one.
+Output: one flat row per input row (``.jsonl`` or ``.csv``, chosen by the output's suffix), with
+the columns of ``GET /v1/languages?format=csv`` (one writer, :mod:`langclass.app.usecases.export_csv`):
+``row`` (1-based index of the input row), ``status`` (``ok`` / ``error``), ``id`` (fingerprint),
+``name``, ``tags``, ``kind``, ``source`` (regex, formula, or the DFA as JSON), ``alphabet``,
+``num_states``, ``monoid_size``, one column per class key (``true``/``false``/empty when undecided),
+``period`` (of LTL[P,MOD]), ``period_y_mod`` (the least m of LTL[P,Y,MOD]), ``soft_encoding``, ``hard_encoding``, ``created_at`` (empty here), and for
+errors ``error_code``, ``error_field``, ``error_detail``. In the CSV, lists are JSON arrays and cells
+that a spreadsheet would take for a formula start with ``'``. A bad row becomes an error row; the
+batch never aborts on one.
 
 Rows are written in input order (also with ``jobs`` > 1 worker processes: a finished row waits
 for the rows before it, at most 4·jobs rows in flight) and flushed one by one, so an interrupted
@@ -25,7 +28,6 @@ left by a kill is cut off before resuming.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 from collections import deque
@@ -37,16 +39,16 @@ from typing import Any
 from langclass.core.base.errors import InputError, LangclassError
 from langclass.core.algebra.lattice import CLASS_KEYS
 from langclass.core.base.limits import Limits
+from langclass.app.usecases.export_csv import CSV_COLUMNS
+from langclass.app.usecases.export_csv import csv_header as _csv_header
+from langclass.app.usecases.export_csv import csv_row as _csv_row
 
 __all__ = ["COLUMNS", "read_rows", "classify_row", "done_rows", "run_batch", "MAX_ROW_BYTES"]
 
 MAX_ROW_BYTES = 1_000_000
 """Longest input line (bytes) read as one language; a longer one becomes an error row."""
 
-COLUMNS: tuple[str, ...] = (
-    "row", "name", "tags", "status", "id", "kind", "num_states", "monoid_size", *CLASS_KEYS,
-    "period", "period_y_mod", "soft_encoding", "hard_encoding", "error_code", "error_field", "error_detail",
-)
+COLUMNS: tuple[str, ...] = CSV_COLUMNS
 """The output columns, in order."""
 
 
@@ -114,6 +116,7 @@ def _error_row(i: int, row: Mapping[str, Any] | None, err: Mapping[str, Any]) ->
 def classify_row(i: int, row: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
     """The output row of input row ``i`` (never raises for bad input: that is an error row)."""
     from langclass.core.analysis import analyze
+    from langclass.app.usecases.export_csv import source_text
     from langclass.app.usecases.service import parse_language
 
     try:
@@ -132,7 +135,8 @@ def classify_row(i: int, row: Mapping[str, Any], limits: Limits) -> dict[str, An
         return _error_row(i, row, {"code": "internal-error", "field": None, "detail": f"{type(exc).__name__}: {exc}"})
     out = {c: None for c in COLUMNS}
     out.update(row=i, name=row.get("name"), tags=row.get("tags"), status="ok", id=parsed.fingerprint,
-               kind=parsed.source["kind"], num_states=parsed.dfa.num_states,
+               kind=parsed.source["kind"], source=source_text(parsed.source), alphabet=list(parsed.dfa.alphabet),
+               num_states=parsed.dfa.num_states,
                monoid_size=analysis.monoid.size if analysis.monoid is not None else None,
                period=analysis.classes["ltl_p_mod"].period,
                period_y_mod=analysis.classes["ltl_p_y_mod"].period,
@@ -187,29 +191,30 @@ def done_rows(path: Path) -> set[int]:
     return done
 
 
-def _csv_cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return ";".join(map(str, value))
-    return value
-
-
 def format_row(row: Mapping[str, Any], fmt: str) -> str:
-    """One output row as a JSON line or a CSV line (with its newline)."""
+    """One output row as a JSON line or a CSV line (with its newline; the shared CSV writer of
+    :mod:`langclass.app.usecases.export_csv`)."""
     if fmt == "jsonl":
         return json.dumps({c: row.get(c) for c in COLUMNS}, ensure_ascii=False) + "\n"
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow([_csv_cell(row.get(c)) for c in COLUMNS])
-    return buf.getvalue()
+    return _csv_row(row)
 
 
 def csv_header() -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(COLUMNS)
-    return buf.getvalue()
+    return _csv_header()
+
+
+def _check_csv_header(path: Path) -> None:
+    """An existing CSV output must have today's columns (a rerun appends to it).
+
+    Raises:
+        InputError: its header names other columns."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open(encoding="utf-8", newline="") as fh:
+        header = next(csv.reader(fh), None)
+    if header is not None and tuple(header) != COLUMNS:
+        raise InputError(f"{path.name} was written with other columns ({len(header)}, not {len(COLUMNS)}); "
+                         "write to a new file", field="output")
 
 
 def _worker_init(parent_pid: int) -> None:
@@ -244,6 +249,8 @@ def run_batch(source: Path, output: Path, *, limits: Limits, jobs: int = 1,
     fmt = output.suffix.lower().lstrip(".")
     if fmt not in ("jsonl", "csv"):
         raise InputError(f"batch output must end in .jsonl or .csv, not {output.name!r}", field="output")
+    if fmt == "csv":
+        _check_csv_header(output)
     skip = done_rows(output)
     todo = [(i, r) for i, r in read_rows(source) if i not in skip]
     if on_total:

@@ -197,7 +197,10 @@ def classify(
     typer.echo(f"language {parsed.fingerprint}")
     for note in parsed.source.get("notes", ()):
         typer.echo(f"note: {note}")
-    typer.echo(format_table(analysis))
+    from langclass.core.drawing import user_state_names
+
+    names = user_state_names(parsed.document, parsed.dfa) if parsed.document is not None else None
+    typer.echo(format_table(analysis, state_names=names))
 
 
 def _classify_batch(source: Path, output: Path | None, jobs: int, progress: bool, limits, **single) -> None:

@@ -9,6 +9,8 @@
 
 ``jobs``              one row per long computation (train / construct) on a stored language, with
                       its life cycle; written only by :mod:`langclass.app.store.jobs`.
+``page_sessions``     one row per signed-in browser (``/login``), deleted by ``/logout``; written only
+                      by :mod:`langclass.app.store.sessions`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, CheckConstraint, DateTime, ForeignKey, Index, Integer, String, TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-__all__ = ["Base", "LanguageRow", "LanguageClassRow", "JobRow", "UTCDateTime", "utcnow"]
+__all__ = ["Base", "LanguageRow", "LanguageClassRow", "JobRow", "PageSessionRow", "UTCDateTime", "utcnow"]
 
 
 def utcnow() -> datetime:
@@ -160,3 +162,23 @@ class JobRow(Base):
         Index("ix_jobs_created_at_id", "created_at", "id"),
         Index("ix_jobs_status_lease", "status", "lease_expires_at"),
     )
+
+
+class PageSessionRow(Base):
+    """A browser signed in at ``/login`` (see :mod:`langclass.app.web.security`).
+
+    Columns:
+        id: SHA-256 hex of the session's random nonce (the cookie holds the nonce, signed; a read of
+            this table does not give a usable cookie).
+        key_id: :func:`~langclass.app.web.security.key_id` of the key it signed in with.
+        created_at / expires_at: UTC.
+    """
+
+    __tablename__ = "page_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key_id: Mapped[str] = mapped_column(String(16), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+    __table_args__ = (Index("ix_page_sessions_expires_at", "expires_at"),)

@@ -273,6 +273,9 @@ class Classification(BaseModel):
     beyond: Beyond | None = Field(None, description="only for languages outside AC⁰; see Beyond")
     encodings: dict[str, Any] = Field(description="which positional encoding suffices, per attention family")
     code_version: str
+    state_names: dict[str, list[str]] | None = Field(
+        None, description="DFA input only: canonical state (as in `dfa` and every certificate and witness) → the "
+                          "input's names of the states merged into it")
 
 
 class _ServedClassResult(ClassResult):

@@ -37,6 +37,7 @@ __all__ = [
     "analyze_language",
     "classification_record",
     "classification_json",
+    "state_names_record",
     "ClassifiedJson",
     "limits_hit",
     "analysis_limits_hit",
@@ -367,7 +368,8 @@ class ClassificationCache:
 
 
 def classification_record(parsed: ParsedLanguage, analysis: Mapping[str, Any], version: str) -> dict[str, Any]:
-    """The Classification resource: ``id``, ``alphabet``, ``source``, ``dfa`` and the analysis fields."""
+    """The Classification resource: ``id``, ``alphabet``, ``source``, ``dfa`` and the analysis fields,
+    and for a DFA input ``state_names`` (:func:`state_names_record`)."""
     record: dict[str, Any] = {
         "id": parsed.fingerprint,
         "alphabet": list(parsed.dfa.alphabet),
@@ -377,7 +379,18 @@ def classification_record(parsed: ParsedLanguage, analysis: Mapping[str, Any], v
     record.update(analysis)
     record.setdefault("num_states", parsed.dfa.num_states)
     record["code_version"] = version
+    if parsed.document is not None:  # a DFA with the user's own state names
+        record["state_names"] = state_names_record(parsed.document, parsed.dfa)
     return record
+
+
+def state_names_record(document: Mapping[str, Any], dfa: DFA) -> dict[str, list[str]]:
+    """``{canonical state (as a string): [the user's names of the states merged into it]}`` for a DFA
+    input: evidence and ``dfa`` use the canonical numbers; this maps them back to the input's names
+    (:func:`langclass.core.drawing.user_state_names`)."""
+    from langclass.core.drawing import user_state_names
+
+    return {str(q): list(ns) for q, ns in user_state_names(document, dfa).items()}
 
 
 _CLASSIFICATION_ADAPTER: Any = None

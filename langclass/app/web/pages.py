@@ -27,6 +27,7 @@ monoid is enumerated in the classification runner under the service's limits.
 
 from __future__ import annotations
 
+import hmac
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -36,13 +37,15 @@ from fastapi import APIRouter, Path as PathParam, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from langclass.core.algebra.classes.base import STATE_FIELDS, with_state_names
 from langclass.core.drawing import dfa_svg, eggbox_html, eggbox_of, lattice_svg, user_state_names, word_text
 from langclass.core.base.errors import LangclassError
 from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS
 from langclass.app.store import jobs as jobrepo
 from langclass.app.store import repository as repo
 from .problems import NotFoundError
-from .security import SESSION_COOKIE, SESSION_MAX_AGE_S, session_key_id, session_token
+from .security import (CSRF_COOKIE, SESSION_COOKIE, SESSION_MAX_AGE_S, LoginThrottle, key_id, new_nonce,
+                       parse_session_token, same_origin, session_key_id, session_token)
 from langclass.app.usecases.service import dfa_from_record
 
 __all__ = ["router", "STATIC_DIR", "TEMPLATE_DIR", "D_CLASSES_PER_PAGE"]
@@ -68,14 +71,20 @@ def _is_word(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(s, str) for s in v)
 
 
-def evidence_items(d: Any) -> list[tuple[str, str]]:
+def evidence_items(d: Any, state_names: Any = None) -> list[tuple[str, str]]:
     """A certificate or witness as (label, text) pairs: lists of symbols shown as words (ε for the
-    empty word), nested data as compact JSON; fields that are ``None`` (not applicable) are left out."""
+    empty word), nested data as compact JSON; fields that are ``None`` (not applicable) are left out.
+    With ``state_names`` (``{canonical state: user names}`` of a DFA input) states are shown in the
+    user's names with the canonical number alongside (``4 (canonical 0)``)."""
     if not isinstance(d, dict):
         return []
     out = []
-    for k, v in d.items():
+    for k, v in with_state_names(d, state_names).items():
         if v is None:
+            continue
+        if state_names and k in STATE_FIELDS and isinstance(v, (str, list)):
+            text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+            out.append((str(k), text if len(text) <= 400 else text[:399] + "…"))
             continue
         if _is_word(v):
             text = word_text(v)
@@ -271,16 +280,43 @@ def _local_path(target: str | None) -> str:
 
 @router.get("/login", response_class=HTMLResponse)
 async def login_page(request: Request, next: Annotated[str | None, Query(max_length=1000)] = None) -> HTMLResponse:
-    """The sign-in form (a password field for one of ``LANGCLASS_API_KEYS``)."""
-    return templates.TemplateResponse(request, "login.html", {"next": _local_path(next), "problem": None})
+    """The sign-in form (a password field for one of ``LANGCLASS_API_KEYS``), with a fresh
+    double-submit token in the form and the ``langclass_csrf`` cookie (see :mod:`.security`)."""
+    return _login_form(request, _local_path(next), None, 200)
+
+
+def _login_form(request: Request, target: str, problem: str | None, status: int,
+                headers: dict[str, str] | None = None) -> HTMLResponse:
+    csrf = new_nonce()
+    response = templates.TemplateResponse(request, "login.html", {"next": target, "problem": problem, "csrf": csrf},
+                                          status_code=status, headers=headers)
+    response.set_cookie(CSRF_COOKIE, csrf, max_age=3600, path="/login", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+    return response
+
+
+def _throttle(request: Request) -> LoginThrottle:
+    throttle = getattr(request.app.state, "login_throttle", None)
+    if throttle is None:
+        throttle = request.app.state.login_throttle = LoginThrottle()
+    return throttle
+
+
+def _forbidden(detail: str) -> HTMLResponse:
+    return HTMLResponse(f"<!doctype html><title>403 Forbidden</title><h1>403 Forbidden</h1><p>{detail}</p>", status_code=403)
 
 
 @router.post("/login", response_class=HTMLResponse)
 async def login(request: Request) -> Response:
-    """Check the key of the form (``application/x-www-form-urlencoded``: ``key``, ``next``); on
-    success set the session cookie and go back to ``next`` (303), else the form again with 401.
-    Without configured keys there is nothing to sign in to: straight back (303)."""
+    """Check the key of the form (``application/x-www-form-urlencoded``: ``key``, ``next``,
+    ``csrf``); on success start a session, set its cookie and go back to ``next`` (303), else the
+    form again with 401. Refused: another site's ``Origin``/``Referer`` or a ``csrf`` field that is
+    not the ``langclass_csrf`` cookie (403, login CSRF), and a client address over its failed
+    sign-ins (429 with ``Retry-After``). Without configured keys there is nothing to sign in to:
+    straight back (303)."""
     from urllib.parse import parse_qs
+
+    from langclass.app.store.sessions import create_session
 
     settings = request.app.state.settings
     body = await request.body()
@@ -289,19 +325,57 @@ async def login(request: Request) -> Response:
     target = _local_path((form.get("next") or [None])[0])
     if not settings.api_keys:
         return RedirectResponse(target, status_code=303)
-    token = session_token(key) if key else None
-    if session_key_id(settings, token) is None:
+    if not same_origin(request):
+        return _forbidden("sign-in forms are accepted only from this site's own pages")
+    token = (form.get("csrf") or [""])[0]
+    cookie = request.cookies.get(CSRF_COOKIE) or ""
+    if not token or not cookie or not hmac.compare_digest(token.encode("utf-8", "replace"), cookie.encode("utf-8", "replace")):
+        return _forbidden("the sign-in form has expired or was not sent from this site: <a href=\"/login\">reload it</a>")
+    client = request.client.host if request.client else "unknown"
+    throttle = _throttle(request)
+    wait = throttle.retry_after(client)
+    if wait is not None:
+        return _login_form(request, target, f"too many failed sign-ins from your address: try again in {int(wait) + 1} s",
+                           429, {"Retry-After": str(int(wait) + 1)})
+    kid = None
+    if key:
+        for candidate in settings.api_keys:  # every key compared, no early exit
+            if hmac.compare_digest(key.encode("utf-8"), candidate.encode("utf-8")):
+                kid = key_id(candidate)
+    if kid is None:
+        throttle.failed(client)
         problem = "that is not one of this service's API keys" if key else "enter an API key"
-        return templates.TemplateResponse(request, "login.html", {"next": target, "problem": problem}, status_code=401)
+        return _login_form(request, target, problem, 401)
+    throttle.succeeded(client)
+    nonce = new_nonce()
+
+    def store() -> None:
+        with request.app.state.db.session_scope() as session:
+            create_session(session, nonce, kid, SESSION_MAX_AGE_S)
+
+    await anyio.to_thread.run_sync(store)
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(SESSION_COOKIE, token or "", max_age=SESSION_MAX_AGE_S, path="/", httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https")
+    response.set_cookie(SESSION_COOKIE, session_token(key, nonce), max_age=SESSION_MAX_AGE_S, path="/", httponly=True,
+                        samesite="strict", secure=request.url.scheme == "https")
+    response.delete_cookie(CSRF_COOKIE, path="/login")
     return response
 
 
 @router.post("/logout")
 async def logout(request: Request) -> Response:
-    """Forget the session cookie and go to the languages page (303)."""
+    """End the session (deleted from the database: a copy of the cookie stops working too), forget
+    the cookie and go to the languages page (303); another site's ``Origin``/``Referer`` gets 403."""
+    from langclass.app.store.sessions import delete_session
+
+    if not same_origin(request):
+        return _forbidden("signing out is accepted only from this site's own pages")
+    parsed = parse_session_token(request.app.state.settings, request.cookies.get(SESSION_COOKIE))
+    if parsed is not None:
+        def end() -> None:
+            with request.app.state.db.session_scope() as session:
+                delete_session(session, parsed[1])
+
+        await anyio.to_thread.run_sync(end)
     response = RedirectResponse("/languages", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
     return response

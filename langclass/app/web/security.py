@@ -11,12 +11,27 @@ Policy (documented in the README):
 
 Browsers: the web pages (reads) are open like every GET. For their writes (adding a language,
 launching or cancelling a job) a person signs in once at ``/login`` with one of the keys; the
-service answers with an ``HttpOnly``, ``SameSite=Strict`` cookie (``Secure`` over HTTPS) holding a
-*session token* derived from the key (SHA-256 of a fixed prefix and the key — not the key itself,
-and void as soon as the key is removed from ``LANGCLASS_API_KEYS``). The cookie counts only on
-requests that also carry the header ``X-Langclass-Page: 1`` (the pages' script sets it): a custom
-header cannot be sent cross-site without a CORS preflight the service never grants, so another site
-cannot make a signed-in browser write (CSRF), even where ``SameSite`` is not enforced.
+service starts a *session* — a random nonce stored (as its SHA-256) in the ``page_sessions`` table
+with the key's id and an expiry — and answers with an ``HttpOnly``, ``SameSite=Strict`` cookie
+(``Secure`` over HTTPS) holding ``<key id>.<nonce>.<HMAC-SHA256 of the nonce under the key>``: not
+the key, not derivable from it, different for every sign-in. ``/logout`` deletes the session, so a
+copied cookie stops working at once; so does removing the key from ``LANGCLASS_API_KEYS`` (the
+HMAC no longer verifies). The cookie counts only on requests that also carry the header
+``X-Langclass-Page: 1`` (the pages' script sets it): a custom header cannot be sent cross-site
+without a CORS preflight the service never grants, so another site cannot make a signed-in browser
+write (CSRF), even where ``SameSite`` is not enforced.
+
+Signing in itself is protected against login CSRF (another site signing a browser in with *its*
+key): ``POST /login`` and ``POST /logout`` refuse (403) a request whose ``Origin`` (or, without
+one, ``Referer``) is another site, and ``POST /login`` needs the form's ``csrf`` field to equal the
+``langclass_csrf`` cookie set by ``GET /login`` (``SameSite=Strict``: a cross-site post does not
+carry it). Failed sign-ins are throttled per client address (:class:`LoginThrottle`: after
+:data:`LOGIN_MAX_FAILURES` failures within :data:`LOGIN_WINDOW_S` seconds, 429 with
+``Retry-After``; at most :data:`LOGIN_MAX_CLIENTS` addresses are remembered per process).
+
+Every HTML page is sent with ``Content-Security-Policy`` (scripts only from this site, no framing,
+no plugins), ``X-Frame-Options: DENY`` and ``X-Content-Type-Options: nosniff``
+(:class:`SecurityHeadersMiddleware`; every other response gets ``nosniff``).
 
 Keys are compared in constant time (:func:`hmac.compare_digest`, against every configured key
 without early exit) and never logged; :func:`key_id` gives a short non-reversible label for logs.
@@ -24,12 +39,18 @@ without early exit) and never logged; :func:`key_id` gives a short non-reversibl
 
 from __future__ import annotations
 
-import logging
-
-import re
-
 import hashlib
 import hmac
+import logging
+import re
+import secrets
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from typing import Any
+
+import anyio
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -39,11 +60,12 @@ from langclass.app.settings import Settings
 
 __all__ = [
     "bearer_scheme", "require_api_key", "require_write_key", "check_key", "key_id",
-    "SESSION_COOKIE", "PAGE_HEADER", "session_token", "check_session", "session_key_id",
+    "SESSION_COOKIE", "PAGE_HEADER", "CSRF_COOKIE", "session_token", "new_nonce", "parse_session_token", "check_session",
+    "session_key_id", "LoginThrottle", "same_origin", "SecurityHeadersMiddleware", "CONTENT_SECURITY_POLICY",
 ]
 
 SESSION_COOKIE = "langclass_session"
-"""The cookie of a browser signed in at ``/login`` (holds :func:`session_token` of the key)."""
+"""The cookie of a browser signed in at ``/login`` (holds :func:`session_token`)."""
 
 PAGE_HEADER = "X-Langclass-Page"
 """The header (value ``1``) the pages' script sends; the session cookie counts only with it."""
@@ -91,39 +113,174 @@ def check_key(settings: Settings, presented: str | None) -> str | None:
     return key_id(presented)
 
 
-def session_token(key: str) -> str:
-    """The session token of ``key`` (64 hex digits): what the ``/login`` cookie holds instead of the
-    key itself (a leaked cookie does not reveal a key usable with ``Authorization: Bearer``)."""
-    return hashlib.sha256(b"langclass-page-session\x00" + key.encode("utf-8")).hexdigest()
+def session_token(key: str, nonce: str) -> str:
+    """The cookie of a session: ``<key id>.<nonce>.<HMAC-SHA256(key, nonce) hex>`` (no part reveals the key)."""
+    sig = hmac.new(key.encode("utf-8"), b"langclass-page-session\x00" + nonce.encode("utf-8"), hashlib.sha256).hexdigest()
+    return f"{key_id(key)}.{nonce}.{sig}"
+
+
+def new_nonce() -> str:
+    """A fresh session nonce (256 random bits, URL-safe)."""
+    return secrets.token_urlsafe(32)
+
+
+def parse_session_token(settings: Settings, token: str | None) -> tuple[str, str] | None:
+    """``(key id, nonce)`` of a cookie whose HMAC verifies under a configured key (compared in
+    constant time against every key), else None. Says nothing about revocation (see
+    :func:`check_session`)."""
+    if not token or not settings.api_keys or len(token) > 300:
+        return None
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    kid, nonce, _ = parts
+    found: tuple[str, str] | None = None
+    for key in settings.api_keys:
+        if hmac.compare_digest(token.encode("ascii", "replace"), session_token(key, nonce).encode("ascii")):
+            found = (kid, nonce)
+    return found
 
 
 def session_key_id(settings: Settings, token: str | None) -> str | None:
-    """The :func:`key_id` of the configured key whose :func:`session_token` is ``token``, else None
-    (compared in constant time against every key)."""
-    if not token or not settings.api_keys:
-        return None
-    given = token.encode("ascii", "replace")
-    found: str | None = None
-    for key in settings.api_keys:
-        if hmac.compare_digest(given, session_token(key).encode("ascii")):
-            found = key_id(key)
-    return found
+    """The key id of a cookie whose signature verifies (no database read: for the page header's
+    "signed in"; writes also need :func:`check_session`)."""
+    parsed = parse_session_token(settings, token)
+    return parsed[0] if parsed else None
 
 
 def check_session(settings: Settings, request: Request) -> str | None:
     """The key id of a page request signed in by cookie, or None: the cookie counts only with the
-    :data:`PAGE_HEADER` header (see the module docstring: no cross-site writes)."""
+    :data:`PAGE_HEADER` header (see the module docstring: no cross-site writes), a valid signature
+    and a live session in the database (not logged out, not expired). Blocking: call it off the
+    event loop."""
     if request.headers.get(PAGE_HEADER) != "1":
         return None
-    return session_key_id(settings, request.cookies.get(SESSION_COOKIE))
+    parsed = parse_session_token(settings, request.cookies.get(SESSION_COOKIE))
+    if parsed is None:
+        return None
+    from langclass.app.store.sessions import session_key
+
+    with request.app.state.db.session_scope() as session:
+        live = session_key(session, parsed[1])
+    return parsed[0] if live == parsed[0] else None
 
 
-def _authenticate(request: Request, credentials: HTTPAuthorizationCredentials | None) -> str | None:
+CSRF_COOKIE = "langclass_csrf"
+"""The sign-in form's double-submit token (set by ``GET /login``, echoed in the form's ``csrf`` field)."""
+
+LOGIN_MAX_FAILURES = 10
+"""Failed sign-ins per client address within :data:`LOGIN_WINDOW_S` before ``POST /login`` answers 429."""
+
+LOGIN_WINDOW_S = 300.0
+"""The window of :data:`LOGIN_MAX_FAILURES` (seconds)."""
+
+LOGIN_MAX_CLIENTS = 10_000
+"""Client addresses :class:`LoginThrottle` remembers (the least recently failed are forgotten first)."""
+
+
+class LoginThrottle:
+    """Failed sign-ins per client address in a sliding window, in bounded memory (one process).
+
+    Args:
+        max_failures / window_s / max_clients: see :data:`LOGIN_MAX_FAILURES`,
+            :data:`LOGIN_WINDOW_S`, :data:`LOGIN_MAX_CLIENTS`.
+        clock: seconds (``time.monotonic``; tests pass their own).
+    """
+
+    def __init__(self, max_failures: int = LOGIN_MAX_FAILURES, window_s: float = LOGIN_WINDOW_S,
+                 max_clients: int = LOGIN_MAX_CLIENTS, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_failures, self.window_s, self.max_clients, self.clock = max_failures, window_s, max_clients, clock
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def retry_after(self, client: str) -> float | None:
+        """Seconds until ``client`` may try again, or None when it may now."""
+        now = self.clock()
+        with self._lock:
+            times = self._failures.get(client)
+            if times is None:
+                return None
+            while times and times[0] <= now - self.window_s:
+                times.popleft()
+            if len(times) < self.max_failures:
+                return None
+            return max(0.0, times[0] + self.window_s - now)
+
+    def failed(self, client: str) -> None:
+        """Record a failed sign-in of ``client``."""
+        now = self.clock()
+        with self._lock:
+            times = self._failures.pop(client, None) or deque(maxlen=self.max_failures)
+            times.append(now)
+            self._failures[client] = times  # most recent last
+            while len(self._failures) > self.max_clients:
+                self._failures.popitem(last=False)
+
+    def succeeded(self, client: str) -> None:
+        with self._lock:
+            self._failures.pop(client, None)
+
+    def __len__(self) -> int:
+        return len(self._failures)
+
+
+def same_origin(request: Request) -> bool:
+    """The request's ``Origin`` (or, without one, ``Referer``) is this site — or neither is sent (not
+    a browser's cross-site form: browsers send ``Origin`` on every cross-site POST)."""
+    own = f"{request.url.scheme}://{request.url.netloc}"
+    origin = request.headers.get("origin")
+    if origin is not None:
+        return origin == own
+    referer = request.headers.get("referer")
+    if referer is not None:
+        return referer == own or referer.startswith(own + "/")
+    return True
+
+
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+                           "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+"""The pages' CSP: scripts and styles from this site (style attributes allowed: the SVG drawings
+use them), no plugins, no framing, forms only to this site."""
+
+
+class SecurityHeadersMiddleware:
+    """ASGI middleware: ``X-Content-Type-Options: nosniff`` on every response; on HTML responses
+    also ``X-Frame-Options: DENY`` and, except for the API documentation (``/docs``, ``/redoc``,
+    whose bundled UIs use inline scripts), :data:`CONTENT_SECURITY_POLICY`."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {k.lower() for k, _ in headers}
+                ctype = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+                if b"x-content-type-options" not in names:
+                    headers.append((b"x-content-type-options", b"nosniff"))
+                if ctype.startswith(b"text/html"):
+                    if b"x-frame-options" not in names:
+                        headers.append((b"x-frame-options", b"DENY"))
+                    if not path.startswith(("/docs", "/redoc")) and b"content-security-policy" not in names:
+                        headers.append((b"content-security-policy", CONTENT_SECURITY_POLICY.encode("ascii")))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+async def _authenticate(request: Request, credentials: HTTPAuthorizationCredentials | None) -> str | None:
     settings: Settings = request.app.state.settings
     if not settings.api_keys:
         return None
-    if credentials is None:
-        signed_in = check_session(settings, request)
+    if credentials is None and request.headers.get(PAGE_HEADER) == "1" and request.cookies.get(SESSION_COOKIE):
+        signed_in = await anyio.to_thread.run_sync(check_session, settings, request)  # a database read
         if signed_in is not None:
             return signed_in
     return check_key(settings, credentials.credentials if credentials else None)
@@ -140,7 +297,7 @@ async def require_api_key(
     Raises:
         AuthenticationError: 401 with a ``WWW-Authenticate: Bearer`` challenge.
     """
-    return _authenticate(request, credentials)
+    return await _authenticate(request, credentials)
 
 
 async def require_write_key(
@@ -151,7 +308,7 @@ async def require_write_key(
     settings: Settings = request.app.state.settings
     if not settings.require_key_for_writes:
         return None
-    return _authenticate(request, credentials)
+    return await _authenticate(request, credentials)
 
 
 SECRET_QUERY_PARAMETERS = ("api_key", "apikey", "key", "token", "access_token")

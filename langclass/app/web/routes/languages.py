@@ -45,8 +45,10 @@ from langclass.app.usecases.service import (
     monoid_page,
     parse_language,
     predicted_light,
+    state_names_record,
 )
 from langclass.app.settings import Settings
+from langclass.app.usecases.export_csv import csv_rows, export_row
 
 router = APIRouter(prefix="/v1", route_class=JsonBodyRoute)
 
@@ -309,8 +311,9 @@ async def list_languages(
     format: Annotated[Literal["json", "csv"], Query(description="json (a page object) or csv (export)")] = "json",
 ) -> Any:
     """Stored languages in a stable order (creation time, then id), filtered and paginated by cursor.
-    ``format=csv`` exports the page as CSV (columns ``id, name, tags, kind, source, alphabet,
-    num_states, monoid_size``, one per class key, ``created_at``; the next page in ``Link``)."""
+    ``format=csv`` exports the page as CSV with the columns of the batch CSV
+    (:data:`~langclass.app.usecases.export_csv.CSV_COLUMNS`: lists as JSON, the DFA source as JSON,
+    period and encodings; formula-like cells prefixed with ``'``); the next page in ``Link``."""
     if member is not None and class_key is None:
         raise InputError("'member' needs 'class' (which class to test membership of)", field="member")
     for label, value in (("name", name), ("tag", tag)):
@@ -337,6 +340,12 @@ async def list_languages(
                 name=name,
                 tag=tag,
             )
+            if format == "csv":
+                items = [export_row(source=r.source, analysis=r.analysis, status="ok", id=r.id, name=r.name,
+                                    tags=list(r.tags or []), alphabet=list(r.alphabet), num_states=r.num_states,
+                                    monoid_size=repo.language_summary(r)["monoid_size"], created_at=r.created_at)
+                         for r in rows]
+                return {"items": items, "next_cursor": next_cursor, "limit": limit}
             return {"items": [repo.language_summary(r) for r in rows], "next_cursor": next_cursor, "limit": limit}
 
     page = await anyio.to_thread.run_sync(query)
@@ -345,34 +354,16 @@ async def list_languages(
     return page
 
 
-def _iso(value: Any) -> str:
-    return value.isoformat() if hasattr(value, "isoformat") else ("" if value is None else str(value))
-
-
 def _csv_page(request: Request, page: dict[str, Any]) -> Response:
-    """A page of language summaries as CSV (booleans as true/false, undecided empty; lists joined by ';'
-    except the alphabet, whose symbols are joined by spaces)."""
-    import csv
-    import io
+    """A page of languages as CSV, by the writer the batch CSV uses too
+    (:mod:`langclass.app.usecases.export_csv`: the same columns, formula-like cells neutralized)."""
     from urllib.parse import urlencode
 
-    from langclass.core.algebra.lattice import CLASS_KEYS
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["id", "name", "tags", "kind", "source", "alphabet", "num_states", "monoid_size", *CLASS_KEYS, "created_at"])
-    cell = {True: "true", False: "false", None: ""}
-    for it in page["items"]:
-        src = it.get("source") or {}
-        w.writerow([it["id"], it.get("name") or "", ";".join(it.get("tags") or []), src.get("kind", ""),
-                    src.get("regex") or src.get("formula") or "", " ".join(it["alphabet"]), it["num_states"],
-                    "" if it.get("monoid_size") is None else it["monoid_size"],
-                    *(cell[(it.get("classes") or {}).get(k)] for k in CLASS_KEYS), _iso(it.get("created_at"))])
     headers = {}
     if page["next_cursor"]:
         query = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor"] + [("cursor", page["next_cursor"])]
         headers["Link"] = f'<{request.url.path}?{urlencode(query)}>; rel="next"'
-    return Response(buf.getvalue(), media_type="text/csv; charset=utf-8", headers=headers)
+    return Response(csv_rows(page["items"]), media_type="text/csv; charset=utf-8", headers=headers)
 
 
 @router.get(
@@ -383,8 +374,18 @@ def _csv_page(request: Request, page: dict[str, Any]) -> Response:
     responses=problem_responses(404, 422),
 )
 async def get_language(language_id: LanguageId, request: Request) -> dict[str, Any]:
-    """The stored Language resource."""
-    return await anyio.to_thread.run_sync(_load, _db(request), language_id)
+    """The stored Language resource; for a language stored from a DFA with ``state_names``
+    (canonical state → the input's names, as in ``POST /v1/classify``)."""
+    db, limits = _db(request), _settings(request).limits()
+
+    def load() -> dict[str, Any]:
+        resource = _load(db, language_id)
+        source = resource.get("source")
+        if isinstance(source, dict) and source.get("kind") == "dfa" and isinstance(source.get("dfa"), dict):
+            resource["state_names"] = state_names_record(source["dfa"], dfa_from_record(resource["dfa"], limits))
+        return resource
+
+    return await anyio.to_thread.run_sync(load)
 
 
 @router.get(

@@ -28,10 +28,14 @@ view the analysis runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 from langclass.core.automata.automaton import DFA
-from .base import CERT_LIST_MAX, REGISTRY, ClassResult, Decider, Evidence, parse_evidence, show
+from langclass.core.base.errors import UnknownSymbolError
+from langclass.core.base.limits import DEFAULT_LIMITS, Limits
+from .base import (CERT_LIST_MAX, REGISTRY, STATE_FIELDS, ClassResult, Decider, Evidence, parse_evidence, show,
+                   state_label, with_state_names)
 from .context import MULT_TABLE_MAX_ENTRIES, Context
 from .evidence import CERT_MONOID_MAX, Counter, MonoidWords, Separation
 from .ordered import HASSE_MAX_STATES, decide_ltl_p, decide_ltl_p_mod, qr_witness_words
@@ -80,6 +84,9 @@ __all__ = [
     "qr_witness_words",
     "replay",
     "render",
+    "state_label",
+    "with_state_names",
+    "STATE_FIELDS",
     "ltl_p_y_delay",
     "monoid_extras",
     "Counter",
@@ -105,15 +112,23 @@ AUTOMATON_KEYS: tuple[str, ...] = tuple(k for k in _ORDER if REGISTRY[k].on_auto
 """The classes decided on the minimal DFA alone (answered even when the monoid is over its cap)."""
 
 
-def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None) -> None:
+def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None, *,
+           limits: Limits = DEFAULT_LIMITS) -> None:
     """Re-check a result's certificate (member) or witness (non-member) on the DFA alone.
 
     Args:
         dfa: the language's DFA (any complete DFA; minimized here).
         result: a :class:`ClassResult` or its ``to_dict()`` record (as the API returns it).
         monoid: unused (kept for callers that pass it); the replay never reads the decider's monoid.
+        limits: bounds of the replay's own enumeration of the monoid (``max_monoid_size``,
+            ``max_monoid_entries``) and its deadline (``time_limit_s``).
+
+    Every stated figure is recomputed on the DFA (the stability index, |η(Σ^s)|, counts, the Hasse
+    diagram of A_k, group orders and names), also for certificates without the monoid's words.
 
     Raises:
+        LimitExceeded / TimeLimitExceeded: the replay itself is over a bound (the evidence is neither
+            confirmed nor refuted); the error names the bound.
         ReplayError: (an ``AssertionError``) the evidence is malformed or does not hold on the DFA;
             the message names the class key, the evidence kind and the check that failed.
     """
@@ -138,7 +153,7 @@ def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None) -
         raise ReplayError(f"{key}: malformed evidence: {err}") from None
     # every check below raises ReplayError explicitly (no ``assert``: ``python -O`` must not skip one)
     try:
-        chk = Checker(dfa)
+        chk = Checker(dfa, limits)
         if lattice:
             replay_implied(chk, key, bool(member), ev)
         elif member:
@@ -151,22 +166,28 @@ def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None) -
             dec.replay_no(chk, ev)
     except AssertionError as err:  # a ReplayError of a check, or an assert of a helper the replay calls
         raise ReplayError(f"{key}: the {kind} does not replay: {str(err) or describe_failed_check(err)}") from None
+    except UnknownSymbolError as err:  # a word of the evidence uses a symbol outside Σ
+        raise ReplayError(f"{key}: the {kind} does not replay: {err}") from None
+    except (IndexError, KeyError) as err:  # a state or element id out of range, an element that is not one
+        raise ReplayError(f"{key}: the {kind} does not replay: an id out of range or not an element ({err})") from None
 
 
 _HIDDEN = frozenset({"check", "context", "truncated", "group", "hasse", "loops", "maximal_idempotents", "branch",
                      "witness", "certificate", "monoid", "cycles"})
 
 
-def render(result: ClassResult, width: int = 110) -> str:
+def render(result: ClassResult, width: int = 110, state_names: Mapping[int, Sequence[str]] | None = None) -> str:
     """The evidence of one answer in one line for a text table (``""`` when there is none).
 
     Scalars and words are shown (words as letters, ε when empty); long structures (the monoid's
-    words, contexts, loops, groups) are left to ``--json``."""
+    words, contexts, loops, groups) are left to ``--json``. With ``state_names`` (``{canonical
+    state: user names}`` of a DFA input) states are shown in the user's names with the canonical
+    number alongside (:func:`~langclass.core.algebra.classes.base.state_label`)."""
     ev = result.witness if result.member is False else result.certificate
     if ev is None:
         return ""
     parts = []
-    for k, v in ev.to_dict().items():
+    for k, v in with_state_names(ev.to_dict(), state_names).items():
         if k in ("maximal_idempotents", "cycles") and isinstance(v, list):
             parts.append(f"{k}: {len(v)} listed")
             continue
@@ -175,7 +196,9 @@ def render(result: ClassResult, width: int = 110) -> str:
             continue
         if k in _HIDDEN:
             continue
-        if isinstance(v, list) and v and all(isinstance(s, str) for s in v):
+        if state_names and k in STATE_FIELDS:
+            parts.append(f"{k}={v}" if not isinstance(v, list) else f"{k}=[{', '.join(map(str, v))}]")
+        elif isinstance(v, list) and v and all(isinstance(s, str) for s in v):
             parts.append(f"{k}={show(v)}")
         elif isinstance(v, list) and not v:
             parts.append(f"{k}=ε")
@@ -187,7 +210,7 @@ def render(result: ClassResult, width: int = 110) -> str:
         inner = ev.certificate if isinstance(ev, Implied) else ev.witness
         if inner is not None:
             sub = render(ClassResult(ev.implied_by, result.member, "", inner, inner if result.member is False else None,
-                                     "", ""), width)
+                                     "", ""), width, state_names)
             if sub:
                 parts.append(f"[{ev.implied_by}: {sub}]")
     s = ", ".join(parts)

@@ -15,6 +15,7 @@ import types
 import typing
 from dataclasses import dataclass
 from functools import cache
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable, ClassVar, TypeVar
 
 from ..lattice import CLASS_INFO
@@ -31,6 +32,9 @@ __all__ = [
     "show",
     "words",
     "truncate",
+    "STATE_FIELDS",
+    "state_label",
+    "with_state_names",
 ]
 
 CERT_LIST_MAX = 1000
@@ -54,6 +58,46 @@ def show(word) -> str:
     if all(len(s) == 1 for s in word):
         return "".join(word)
     return "·".join(word)
+
+
+STATE_FIELDS = frozenset({"state", "p", "q", "cycle", "states", "topological_order", "successors", "image", "points",
+                          "hasse"})
+"""Evidence fields whose values are states of the canonical minimal DFA (an int, a list of ints, or
+``hasse``'s pairs) — shown with the user's state names where the input named its states."""
+
+
+def state_label(q: int, names: Mapping[int, Sequence[str]] | None) -> str:
+    """A canonical state for a reader: ``"4 (canonical 0)"`` when the user named it 4, else ``"0"``."""
+    given = names.get(int(q)) if names else None
+    if not given:
+        return str(q)
+    return f"{', '.join(given)} (canonical {q})"
+
+
+def with_state_names(d: Any, names: Mapping[int, Sequence[str]] | None) -> Any:
+    """An evidence record (``to_dict()``) with every state of :data:`STATE_FIELDS` — also inside
+    nested evidence — replaced by its :func:`state_label` (the record itself is not changed; without
+    names it is returned as it is)."""
+    if not names:
+        return d
+
+    def lab(v: Any) -> Any:
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, int):
+            return state_label(v, names)
+        if isinstance(v, list):
+            return [lab(x) for x in v]
+        return v
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: (lab(v) if k in STATE_FIELDS else walk(v)) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return x
+
+    return walk(d)
 
 
 def truncate(lst: list, limit: int = CERT_LIST_MAX) -> tuple[tuple, bool]:

@@ -112,25 +112,42 @@ def check_definite(dfa: DFA, cert: Definite) -> None:
     states it leads to).
 
     Raises:
-        AssertionError: the claim does not hold (or the side is unknown).
+        AssertionError: the claim does not hold (or the side is unknown), or k is not the least
+            on its side (raised explicitly, so ``python -O`` skips none).
     """
     A = dfa.canonical()
-    assert cert.side in ("suffix", "prefix"), f"unknown side {cert.side!r}"
-    assert isinstance(cert.k, int) and 0 <= cert.k <= max(A.num_states, 1), "k out of range"
+    if cert.side not in ("suffix", "prefix"):
+        raise AssertionError(f"unknown side {cert.side!r}")
+    if not (isinstance(cert.k, int) and 0 <= cert.k <= max(A.num_states, 1)):
+        raise AssertionError("k out of range")
+    if cert.k > 0:  # k is the least: the claim fails at k − 1
+        try:
+            _check_definite_at(A, cert.side, cert.k - 1)
+        except AssertionError:
+            pass
+        else:
+            raise AssertionError(f"the language is already {cert.k - 1}-definite on that side: k is not least")
+    _check_definite_at(A, cert.side, cert.k)
+
+
+def _check_definite_at(A: DFA, side: str, k: int) -> None:
+    """Raise AssertionError unless every word of length k does what ``side`` says (see :func:`check_definite`)."""
     t = A.transitions.astype(np.int64)
-    if cert.side == "prefix":
+    if side == "prefix":
         sink = (t == np.arange(A.num_states)[:, None]).all(axis=1)
         cur = np.array([A.initial], dtype=np.int64)
-        for _ in range(cert.k):
+        for _ in range(k):
             cur = np.unique(t[cur].ravel())
-        assert sink[cur].all(), "a word of length k leads the initial state to a state that is not a sink"
+        if not sink[cur].all():
+            raise AssertionError("a word of length k leads the initial state to a state that is not a sink")
         return
     level = {np.arange(A.num_states, dtype=np.int64).tobytes(): np.arange(A.num_states, dtype=np.int64)}
-    for _ in range(cert.k):
+    for _ in range(k):
         nxt: dict[bytes, np.ndarray] = {}
         for S in level.values():
             for a in range(t.shape[1]):
                 T = np.unique(t[S, a])
                 nxt.setdefault(T.tobytes(), T)
         level = nxt
-    assert all(S.size == 1 for S in level.values()), "some word of length k maps two states to different states"
+    if not all(S.size == 1 for S in level.values()):
+        raise AssertionError("some word of length k maps two states to different states")

@@ -78,6 +78,9 @@ def replay_implied(chk: Checker, key: str, member: bool, ev: Implied | ImpliedWi
             raise ReplayError(f"{ev.implied_by} ⊄ {key}")
         if ev.certificate is None:
             raise ReplayError("an implied answer carries the implying class's certificate")
+        want = f"{CLASS_INFO[ev.implied_by].name} ⊆ {CLASS_INFO[key].name}"
+        if ev.inclusion != want:
+            raise ReplayError(f"the inclusion is {want!r}, not {ev.inclusion!r}")
         d.replay_yes(chk, ev.certificate)
     else:
         if not (isinstance(ev, ImpliedWitness) and ev.implied_by in implied_by(key)):

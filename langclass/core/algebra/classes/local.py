@@ -28,18 +28,13 @@ from .replaykit import Checker, ReplayError, WordMonoid
 from langclass.core.base.wording import count_noun
 
 __all__ = ["decide_ltl_p_y", "decide_locally_testable", "decide_locally_threshold_testable", "LTT_WORK_BUDGET",
-           "REPLAY_LTT_WORK", "LocalMonoid", "LocalMonoids", "LocalRWitness", "LTWitness", "LTTCertificate",
+           "LocalMonoid", "LocalMonoids", "LocalRWitness", "LTWitness", "LTTCertificate",
            "LTTCounter", "LTTIdentity"]
 
 LTT_WORK_BUDGET = 400_000_000
 """Entries compared when checking the Beauquier–Pin identity (or commutativity of eSe) exhaustively
 (one per product with the multiplication table, n per product on transformations without it);
 beyond it the answer is unknown (``LimitExceeded``)."""
-
-REPLAY_LTT_WORK = 20_000_000
-"""A replay checks the Beauquier–Pin identity on every pair of idempotents by the definition while
-Σ |eSf|²·|fSe| is at most this; beyond it, it checks aperiodicity and the counts only."""
-
 
 def _sword(M, x: int) -> tuple[str, ...]:
     """A nonempty word for an element of the semigroup η(Σ⁺) (the identity's is ``identity_word_plus``)."""
@@ -97,8 +92,8 @@ class LTTCertificate(Evidence):
     """η(Σ⁺) is aperiodic and the identity holds on every pair of D-class representatives of the
     maximal idempotents (or, when 1 ∈ η(Σ⁺), the monoid is commutative)."""
 
-    CHECK = ("with the monoid's words: η(Σ⁺) is aperiodic and e x f y e z f = e z f y e x f for all idempotents "
-             "e, f of η(Σ⁺) (by the definition while the work is at most REPLAY_LTT_WORK)")
+    CHECK = ("on the monoid enumerated on the DFA: η(Σ⁺) is aperiodic and e x f y e z f = e z f y e x f for all "
+             "idempotents e, f of η(Σ⁺); the counts of maximal idempotents, D-classes and pairs are as stated")
     maximal_idempotents: int
     d_class_representatives: int
     pairs_checked: int
@@ -341,46 +336,64 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
 # ============================================================================ replay
 
 
-def _semigroup_idempotents(W: WordMonoid) -> np.ndarray:
-    return np.flatnonzero(W.idempotent & W.semigroup)
-
-
-def _check_listed(chk: Checker, W: WordMonoid | None, cert: LocalMonoids) -> None:
+def _check_listed(chk: Checker, W: WordMonoid, cert: LocalMonoids) -> None:
+    """The listed idempotents are one maximal idempotent of η(Σ⁺) per D-class of maximal idempotents
+    (all of them unless ``truncated``, which holds iff there are more than CERT_LIST_MAX), each
+    with its |eSe|."""
+    maximal = W.maximal_idempotents()
+    classes = W.j_labels[maximal]
+    want = np.unique(classes).size
+    if cert.truncated != (want > CERT_LIST_MAX):
+        raise ReplayError(f"there are {want} D-classes of maximal idempotents: truncated is {want > CERT_LIST_MAX}")
+    if len(cert.maximal_idempotents) != min(want, CERT_LIST_MAX):
+        raise ReplayError(f"{len(cert.maximal_idempotents)} idempotents listed; there are {want} D-classes of maximal idempotents")
+    seen = set()
     for lm in cert.maximal_idempotents:
         chk.idempotent_word(lm.e)
-        if W is not None:
-            e = W.element(lm.e)
-            if W.local(e).size != lm.eSe_size:
-                raise ReplayError("eSe has another size")
+        e = W.element(lm.e)
+        if e not in set(maximal.tolist()):
+            raise ReplayError(f"η({list(lm.e)}) is not a maximal idempotent of the syntactic semigroup")
+        if int(W.j_labels[e]) in seen:
+            raise ReplayError("two listed idempotents lie in one D-class")
+        seen.add(int(W.j_labels[e]))
+        if W.local(e).size != lm.eSe_size:
+            raise ReplayError(f"eSe has {W.local(e).size} elements, not {lm.eSe_size}")
 
 
 def _replay_ltl_p_y_yes(chk: Checker, cert: LocalMonoids) -> None:
-    W = chk.monoid(cert.monoid) if cert.monoid is not None else None
+    """Every local monoid eSe is R-trivial. Checked on the maximal idempotents: e' ≤ e gives
+    e'Se' = e'(eSe)e' ⊆ eSe, and two elements of eSe are R-equivalent in eSe iff in M (x = y·m ⇒
+    x = y·(e m e)), so an R-trivial eSe has R-trivial subsets; and one maximal idempotent per D-class
+    suffices (isomorphic local monoids, see
+    :meth:`~langclass.core.algebra.classes.replaykit.WordMonoid.maximal_idempotent_reps`)."""
+    W = chk.monoid(cert.monoid)
     _check_listed(chk, W, cert)
-    if W is None:
-        return
-    for e in _semigroup_idempotents(W).tolist():
+    R = W.r_labels
+    for e in W.maximal_idempotent_reps().tolist():
         ids = W.local(e)
-        ideals = {np.unique(W.T[np.ix_([x], ids)]).tobytes() for x in ids.tolist()}  # x·eSe
-        if len(ideals) != ids.size:
+        if np.unique(R[ids]).size != ids.size:
             raise ReplayError(f"the local monoid of idempotent {e} is not R-trivial")
 
 
 def _replay_lt_yes(chk: Checker, cert: LocalMonoids | Definite) -> None:
+    """Every local monoid eSe is idempotent and commutative (both pass to the subsets e'Se' ⊆ eSe of
+    e' ≤ e, so the maximal idempotents suffice, one per D-class)."""
     if isinstance(cert, Definite):  # found on the DFA alone (the monoid over its cap)
         check_definite(chk.A, cert)
         return
-    W = chk.monoid(cert.monoid) if cert.monoid is not None else None
+    W = chk.monoid(cert.monoid)
     _check_listed(chk, W, cert)
-    if W is None:
-        return
-    for e in _semigroup_idempotents(W).tolist():
+    for e in W.maximal_idempotent_reps().tolist():
         ids = W.local(e)
-        sub = W.T[np.ix_(ids, ids)]
-        if not (np.diag(sub) == ids).all():
+        if not W.idempotent[ids].all():
             raise ReplayError("eSe is not idempotent")
-        if not (sub == sub.T).all():
-            raise ReplayError("eSe is not commutative")
+        Xs = W.X[ids]
+        chk.spend(ids.size * ids.size * chk.n, "commutativity of eSe")
+        for i in range(ids.size):
+            xy = Xs[:, Xs[i]]  # x_i then y, for every y
+            yx = Xs[i][Xs]  # y then x_i
+            if not (xy == yx).all():
+                raise ReplayError("eSe is not commutative")
 
 
 def _replay_ltl_p_y_no(chk: Checker, wit: LocalRWitness) -> None:
@@ -396,6 +409,8 @@ def _replay_ltl_p_y_no(chk: Checker, wit: LocalRWitness) -> None:
 
 def _replay_lt_no(chk: Checker, wit: LTWitness) -> None:
     e, x, y = wit.e, wit.x, wit.y
+    if wit.kind == "not idempotent" and y is not None:
+        raise ReplayError("a \"not idempotent\" witness has no y")
     chk.idempotent_word(e)
     if not (chk.same(chk.cat(e, x), x) and chk.same(chk.cat(x, e), x)):
         raise ReplayError('check `chk.same(chk.cat(e, x), x) and chk.same(chk.cat(x, e), x)` in _replay_lt_no does not hold')
@@ -410,35 +425,45 @@ def _replay_lt_no(chk: Checker, wit: LTWitness) -> None:
 
 
 def _replay_ltt_yes(chk: Checker, cert: LTTCertificate) -> None:
-    if cert.monoid is None:
-        return
+    """η(Σ⁺) aperiodic and e x f y e z f = e z f y e x f for all idempotents e, f, checked as
+    a·b·c = c·b·a for a, c ∈ eSf, b ∈ fSe on the maximal idempotents (e' ≤ e, f' ≤ f give
+    e'Sf' = e·e'Sf'·f ⊆ eSf and f'Se' ⊆ fSe); with 1 ∈ η(Σ⁺) the identity at e = f = 1 is
+    commutativity, checked on the letters. The counts are recomputed."""
     W = chk.monoid(cert.monoid)
     S = np.flatnonzero(W.semigroup)
-    for x in S.tolist():
-        e = W.omega_idempotent(x)
-        if W.T[e, x] != e:
-            raise ReplayError("η(Σ⁺) is not aperiodic")
-    E = _semigroup_idempotents(W)
-    T = W.T
-    ar = np.arange(W.m)
-    eM = {e: set(np.flatnonzero(T[e] == ar).tolist()) for e in E.tolist()}  # e·x = x
-    Me = {e: set(np.flatnonzero(T[:, e] == ar).tolist()) for e in E.tolist()}  # x·e = x
-    Sset = set(S.tolist())
-    pairs = []
-    work = 0
-    for e in E.tolist():
-        for f in E.tolist():
-            A = np.array(sorted(eM[e] & Me[f] & Sset), dtype=np.int64)  # eSf
-            B = np.array(sorted(eM[f] & Me[e] & Sset), dtype=np.int64)  # fSe
-            work += A.size * A.size * B.size
-            pairs.append((A, B))
-    if work > REPLAY_LTT_WORK:
+    if not W.aperiodic(S).all():
+        raise ReplayError("η(Σ⁺) is not aperiodic")
+    one = bool(W.semigroup[0])
+    if cert.commutative != one:
+        raise ReplayError(f"commutative is the case 1 ∈ η(Σ⁺), which is {one}")
+    if one:
+        if (cert.maximal_idempotents, cert.d_class_representatives, cert.pairs_checked) != (1, 1, 1):
+            raise ReplayError("with 1 ∈ η(Σ⁺) the only maximal idempotent is 1: one pair")
+        L = W.letter_ids.tolist()
+        if any(W.product(a, b) != W.product(b, a) for a in L for b in L):
+            raise ReplayError("1 ∈ η(Σ⁺) and two letters do not commute")
         return
-    for A, B in pairs:
-        if A.size and B.size:
-            L = T[T[np.ix_(A, B)]][:, :, A]  # [a, b, c]: (a·b)·c
-            if not (L == L.transpose(2, 1, 0)).all():
-                raise ReplayError("e x f y e z f ≠ e z f y e x f for some idempotents e, f")
+    maximal = W.maximal_idempotents()
+    reps = W.maximal_idempotent_reps()
+    r = reps.size
+    if (cert.maximal_idempotents, cert.d_class_representatives, cert.pairs_checked) != (maximal.size, r, r * r):
+        raise ReplayError(f"there are {maximal.size} maximal idempotents in {r} D-classes ({r * r} pairs)")
+    Sm = W.semigroup
+    for e in reps.tolist():
+        for f in reps.tolist():
+            A = W.local(e, f)
+            A = A[Sm[A]]
+            B = W.local(f, e)
+            B = B[Sm[B]]
+            if A.size == 0 or B.size == 0:
+                continue
+            chk.spend(A.size * A.size * B.size * chk.n, "the Beauquier–Pin identity")
+            XA = W.X[A]
+            for b in B.tolist():
+                P = W.X[b][XA]  # a then b: [p, n]
+                L = XA[np.arange(A.size)[None, :, None], P[:, None, :]]  # [a, c, n]: a·b·c
+                if not (L == L.transpose(1, 0, 2)).all():
+                    raise ReplayError("e x f y e z f ≠ e z f y e x f for some idempotents e, f")
 
 
 def _replay_ltt_no(chk: Checker, wit: LTTCounter | LTTIdentity) -> None:
@@ -447,6 +472,8 @@ def _replay_ltt_no(chk: Checker, wit: LTTCounter | LTTIdentity) -> None:
             raise ReplayError('check `wit.kind == "not aperiodic"` in _replay_ltt_no does not hold')
         replay_counter(chk, wit)
         return
+    if wit.kind != "identity":
+        raise ReplayError(f"unknown witness kind {wit.kind!r}")
     e, f, x, y, z = wit.e, wit.f, wit.x, wit.y, wit.z
     chk.idempotent_word(e)
     chk.idempotent_word(f)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import ClassResult, Decider, Evidence, make_result, register, show, truncate, words
+from .base import CERT_LIST_MAX, ClassResult, Decider, Evidence, make_result, register, show, truncate, words
 from .context import Context
 from .replaykit import Checker, ReplayError
 
@@ -155,16 +155,24 @@ def _topological_order(ctx: Context) -> list[int]:
 
 
 def _replay_ltl_p_yes(chk: Checker, cert: TopologicalOrder) -> None:
-    if cert.truncated:
-        return
+    """The order lists distinct states, all of them unless ``truncated`` (which holds iff there are
+    more than CERT_LIST_MAX states: then the first CERT_LIST_MAX), and is a prefix of a topological
+    order: a transition p→q, p ≠ q, into a listed q comes from a state p listed before q."""
     order = cert.topological_order
-    if sorted(order) != list(range(chk.n)):
-        raise ReplayError("the order must list every state once")
-    pos = {q: i for i, q in enumerate(order)}
-    for q in range(chk.n):
-        for r in chk.A.transitions[q].tolist():
-            if not (r == q or pos[r] > pos[q]):
-                raise ReplayError(f"the transition {q}→{r} goes backwards")
+    if cert.truncated != (chk.n > CERT_LIST_MAX):
+        raise ReplayError(f"the DFA has {chk.n} states: truncated is {chk.n > CERT_LIST_MAX}")
+    if len(set(order)) != len(order) or len(order) != min(chk.n, CERT_LIST_MAX) or not all(0 <= q < chk.n for q in order):
+        raise ReplayError("the order must list every state once (the first CERT_LIST_MAX when truncated)")
+    pos = np.full(chk.n, -1, dtype=np.int64)
+    pos[list(order)] = np.arange(len(order))
+    t = chk.A.transitions.astype(np.int64)
+    src = np.repeat(np.arange(chk.n), t.shape[1])
+    dst = t.ravel()
+    edge = (src != dst) & (pos[dst] >= 0)
+    bad = edge & ((pos[src] < 0) | (pos[src] >= pos[dst]))
+    if bad.any():
+        q, r = int(src[bad][0]), int(dst[bad][0])
+        raise ReplayError(f"the transition {q}→{r} goes backwards")
 
 
 def _replay_mutual(chk: Checker, wit: MutualReach) -> None:
@@ -346,55 +354,103 @@ def _k_automaton_hasse(ctx: Context, k: int) -> tuple[tuple[int, int], ...]:
     return tuple((int(p), int(q)) for p, q in np.argwhere(cover).tolist())
 
 
+def _scc(t: np.ndarray) -> np.ndarray:
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n, k = t.shape
+    g = csr_matrix((np.ones(n * k, dtype=np.int8), (np.repeat(np.arange(n), k), t.ravel())), shape=(n, n))
+    return connected_components(g, directed=True, connection="strong")[1].astype(np.int64)
+
+
 def _replay_ltl_p_mod_yes(chk: Checker, cert: SimpleCycles) -> None:
+    """Every strong component of the minimal DFA (recomputed) is one state or a simple cycle, the
+    listed cycles are those components (the first CERT_LIST_MAX when ``truncated``, which holds iff
+    there are more), k is the lcm of all their lengths, and ``hasse`` is the covering relation of
+    A_k, recomputed on (state, length mod k) — present exactly when n ≤ HASSE_MAX_STATES and k·n ≤ 4096."""
     A = chk.A
-    k = cert.k
-    lcm = 1
-    label = np.arange(chk.n)  # contracted node of every state
+    t = A.transitions.astype(np.int64)
+    n = chk.n
+    comp = _scc(t)
+    sizes = np.bincount(comp)
+    inside = comp[t] == comp[:, None]
+    nxt_in = np.where(inside, t, -1)
+    big = sizes[comp] >= 2
+    for q in np.flatnonzero(big).tolist():
+        succ = set(nxt_in[q][nxt_in[q] >= 0].tolist())
+        if len(succ) != 1:
+            raise ReplayError(f"state {q} has {len(succ)} successors inside its strongly connected component: not a simple cycle")
+    lengths = sizes[np.unique(comp[big])] if big.any() else np.zeros(0, dtype=np.int64)
+    k = 1
+    for L in lengths.tolist():
+        k = k * L // math.gcd(k, L)
+    if cert.k != k:
+        raise ReplayError(f"k is the lcm of the cycle lengths, {k}, not {cert.k}")
+    if cert.truncated != (lengths.size > CERT_LIST_MAX):
+        raise ReplayError(f"the DFA has {lengths.size} cycles: truncated is {lengths.size > CERT_LIST_MAX}")
+    if len(cert.cycles) != min(lengths.size, CERT_LIST_MAX):
+        raise ReplayError(f"{len(cert.cycles)} cycles listed; the DFA has {lengths.size}")
+    seen = set()
     for c in cert.cycles:
         st = list(c.states)
-        if not (len(st) == c.length >= 2 and len(set(st)) == len(st)):
+        if not (len(st) == c.length >= 2 and len(set(st)) == len(st)) or not all(0 <= q < n for q in st):
             raise ReplayError("a cycle lists distinct states")
-        inside = set(st)
         for i, q in enumerate(st):
-            nxt = st[(i + 1) % len(st)]
-            succ_in = {r for r in A.transitions[q].tolist() if r in inside}
-            if succ_in != {nxt}:
-                raise ReplayError(f"state {q} must have exactly one successor ({nxt}) inside its cycle")
-        if k % c.length != 0:
-            raise ReplayError('check `k % c.length == 0` in _replay_ltl_p_mod_yes does not hold')
-        lcm = lcm * c.length // math.gcd(lcm, c.length)
-        label[st] = st[0]
-    if cert.truncated:
-        return
-    if lcm != k:
-        raise ReplayError("k must be the lcm of the cycle lengths")
-    # contracted graph acyclic (self-loops aside): every non-singleton SCC is one of the cycles
-    nodes = sorted(set(label.tolist()))
-    succ = {v: set() for v in nodes}
-    for q in range(chk.n):
-        for r in A.transitions[q].tolist():
-            if label[r] != label[q]:
-                succ[int(label[q])].add(int(label[r]))
-    indeg = {v: 0 for v in nodes}
-    for v in nodes:
-        for w in succ[v]:
-            indeg[w] += 1
-    ready = [v for v in nodes if indeg[v] == 0]
-    done = 0
-    while ready:
-        v = ready.pop()
-        done += 1
-        for w in succ[v]:
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                ready.append(w)
-    if done != len(nodes):
-        raise ReplayError("some cycle of the DFA is not among the listed simple cycles")
+            nx = st[(i + 1) % len(st)]
+            if set(nxt_in[q][nxt_in[q] >= 0].tolist()) != {nx} or comp[nx] != comp[q]:
+                raise ReplayError(f"state {q} must have exactly one successor ({nx}) inside its cycle")
+        if sizes[comp[st[0]]] != len(st) or int(comp[st[0]]) in seen:
+            raise ReplayError("a listed cycle is not a whole strongly connected component (or is listed twice)")
+        seen.add(int(comp[st[0]]))
+    want = _hasse(t, k) if n <= HASSE_MAX_STATES and k * n <= 4096 else None
+    got = None if cert.hasse is None else sorted(tuple(p) for p in cert.hasse)
+    if got != want:
+        raise ReplayError("hasse is not the covering relation of A_k" if want is not None else
+                          "hasse is given only for n ≤ HASSE_MAX_STATES and k·n ≤ 4096")
+
+
+def _hasse(t: np.ndarray, k: int) -> list[tuple[int, int]]:
+    """Sorted covering pairs (p, q) of the order of A_k: q reachable from p by a word of length ≡ 0
+    (mod k) — a breadth-first search on (state, length mod k) from every p, then the pairs with no
+    state strictly between."""
+    n = t.shape[0]
+    reach = np.zeros((n, n), dtype=bool)
+    for p in range(n):
+        seen = np.zeros((n, k), dtype=bool)
+        seen[p, 0] = True
+        frontier = [(p, 0)]
+        while frontier:
+            nxt = []
+            for q, r in frontier:
+                for s in set(t[q].tolist()):
+                    if not seen[s, (r + 1) % k]:
+                        seen[s, (r + 1) % k] = True
+                        nxt.append((s, (r + 1) % k))
+            frontier = nxt
+        reach[p] = seen[:, 0]
+    strict = reach & ~np.eye(n, dtype=bool)
+    if (strict & strict.T).any():
+        raise ReplayError("A_k is not partially ordered")
+    out = []
+    for p, q in np.argwhere(strict).tolist():
+        between = strict[p] & strict[:, q]
+        if not between.any():
+            out.append((int(p), int(q)))
+    return sorted(out)
 
 
 def _replay_ltl_p_mod_no(chk: Checker, wit: QRWitness) -> None:
     p, q, d_ = wit.p, wit.q, wit.period
+    b = wit.branch
+    if b is None:
+        raise ReplayError("the witness names the branching state")
+    if tuple(b.successors) != (p, q) or b.letters[0] == b.letters[1]:
+        raise ReplayError("the branch's successors are p and q, on two letters")
+    for a, s in zip(b.letters, b.successors):
+        if chk.run([a], b.state) != s:
+            raise ReplayError(f"letter {a} does not lead state {b.state} to {s}")
+    if _scc(chk.A.transitions.astype(np.int64))[b.state] != _scc(chk.A.transitions.astype(np.int64))[p]:
+        raise ReplayError("the branching state is not in the strongly connected component of p and q")
     if not (p != q and chk.run(wit.u, p) == q and chk.run(wit.v, q) == p):
         raise ReplayError('check `p != q and chk.run(wit.u, p) == q and chk.run(wit.v, q) == p` in _replay_ltl_p_mod_no does not hold')
     if not (len(wit.u) % d_ == 0 and len(wit.v) % d_ == 0):

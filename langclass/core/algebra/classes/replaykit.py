@@ -1,10 +1,18 @@
 """What a replay needs: words run on the minimal DFA, and the monoid rebuilt from a certificate's words.
 
-Nothing here reads :mod:`langclass.core.algebra.monoid`: element identities are decided by comparing the
-transformations of words on the DFA, and :class:`WordMonoid` rebuilds the syntactic monoid from a
-:class:`~langclass.core.algebra.classes.evidence.MonoidWords` certificate (checking that the words are all
-of it) and answers the algebraic definitions on it by brute force — an algorithm independent of
-the deciders' Green's relations, Cayley graphs and stable-semigroup levels.
+Nothing here reads :mod:`langclass.core.algebra.monoid`: element identities are decided by comparing
+the transformations of words on the DFA, and :class:`WordMonoid` is the syntactic monoid enumerated
+again on the DFA (:meth:`Checker.closure`: breadth-first, shortlex-least words, its own loop) — a
+certificate's :class:`~langclass.core.algebra.classes.evidence.MonoidWords` must be exactly that
+tree, and certificates without words (monoids over
+:data:`~langclass.core.algebra.classes.evidence.CERT_MONOID_MAX`) are checked on it all the same.
+Everything a certificate states (s, |η(Σ^s)|, counts of regular elements and classes) is recomputed
+here by the definitions: Green's R, L and J as strong components of the right, left and two-sided
+Cayley graphs, x regular iff its R-class holds an idempotent, the sets η(Σ^j) one after the other.
+Each replay is bounded: the closure by ``max_monoid_size``/``max_monoid_entries`` of its
+:class:`~langclass.core.base.limits.Limits`, the rest by :data:`REPLAY_WORK` and the deadline; a
+replay over a bound raises :class:`~langclass.core.base.errors.LimitExceeded` naming it (neither
+confirmed nor refuted).
 """
 
 from __future__ import annotations
@@ -14,11 +22,23 @@ import os
 from functools import cached_property
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 from langclass.core.automata.automaton import DFA
+from langclass.core.base.errors import LimitExceeded
+from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
 from .evidence import MonoidWords, Separation
 
-__all__ = ["Checker", "ReplayError", "WordMonoid"]
+__all__ = ["Checker", "ReplayError", "WordMonoid", "REPLAY_WORK", "REPLAY_TABLE_ENTRIES"]
+
+REPLAY_WORK = 400_000_000
+"""Transformation entries (or table entries) one replay may compute beyond the closure itself;
+past it the replay raises ``LimitExceeded("replay_work")``."""
+
+REPLAY_TABLE_ENTRIES = 16_000_000
+"""A replay tabulates the multiplication (m² entries) only up to this many; larger monoids are
+checked on transformations and Cayley graphs."""
 
 
 class ReplayError(AssertionError):
@@ -38,13 +58,50 @@ def describe_failed_check(err: AssertionError) -> str:
     return f"check `{source}` in {code.co_name} ({os.path.basename(code.co_filename)}:{tb.tb_lineno}) does not hold"
 
 
+def _scc_labels(succ: np.ndarray) -> np.ndarray:
+    """Strong-component label ``[m]`` of the graph with edges x → succ[x, j] (scipy's C routine)."""
+    m, k = succ.shape
+    if m == 0:
+        return np.zeros(0, dtype=np.int64)
+    g = csr_matrix((np.ones(m * k, dtype=np.int8), (np.repeat(np.arange(m), k), succ.ravel())), shape=(m, m))
+    _, lab = connected_components(g, directed=True, connection="strong")
+    return lab.astype(np.int64)
+
+
+def _compose(first: np.ndarray, then: np.ndarray) -> np.ndarray:
+    """Rows of transformations: ``first`` followed by ``then`` (q ↦ then[first[q]]), row by row."""
+    return np.take_along_axis(then, first, axis=1)
+
+
 class Checker:
     """Runs words on one canonical minimal DFA; a failed check raises :class:`ReplayError` (never a bare
-    ``assert``, which ``python -O`` would strip)."""
+    ``assert``, which ``python -O`` would strip).
 
-    def __init__(self, dfa: DFA) -> None:
+    Args:
+        dfa: any complete DFA (minimized here).
+        limits: bounds of the closure (``max_monoid_size``, ``max_monoid_entries``) and the deadline.
+        deadline: optional deadline checked by the long loops (default: one from ``limits``).
+    """
+
+    def __init__(self, dfa: DFA, limits: Limits = DEFAULT_LIMITS, deadline: Deadline | None = None) -> None:
         self.A = dfa.canonical()
         self.n = self.A.num_states
+        self.limits = limits
+        self.deadline = deadline if deadline is not None else limits.deadline()
+        self.work = 0
+        self._closure: WordMonoid | None = None
+
+    def spend(self, entries: int, step: str) -> None:
+        """Count ``entries`` computed towards :data:`REPLAY_WORK` and check the deadline.
+
+        Raises:
+            LimitExceeded: ``replay_work`` (past :data:`REPLAY_WORK`); TimeLimitExceeded: the deadline.
+        """
+        self.work += int(entries)
+        if self.work > REPLAY_WORK:
+            raise LimitExceeded("replay_work", REPLAY_WORK,
+                                f"replay_work={REPLAY_WORK} exceeded while {step} (needed at least {self.work})")
+        self.deadline.check(f"replay: {step}")
 
     def tr(self, word) -> np.ndarray:
         """The transformation ``[n]`` of a word (``q ↦ q·w``)."""
@@ -70,14 +127,18 @@ class Checker:
             out += list(w)
         return out
 
-    def omega(self, w) -> list[str]:
-        """w^p for the least p ≥ 1 with η(w)^p idempotent."""
+    def omega_exponent(self, w) -> int:
+        """The least p ≥ 1 with η(w)^p idempotent."""
         x = self.tr(w)
         p, y = 1, x
         while not np.array_equal(y[y], y):
             y = x[y]
             p += 1
-        return list(w) * p
+        return p
+
+    def omega(self, w) -> list[str]:
+        """w^p for the least p ≥ 1 with η(w)^p idempotent."""
+        return list(w) * self.omega_exponent(w)
 
     def check_context(self, sep: Separation, w1, w2) -> None:
         """Exactly one of prefix·w1·suffix, prefix·w2·suffix is accepted, the first iff ``first_accepted``."""
@@ -92,57 +153,132 @@ class Checker:
         if not (len(w) > 0 and self.same(self.cat(w, w), w)):
             raise ReplayError(f"{list(w)} is not a nonempty idempotent word")
 
-    def monoid(self, mw: MonoidWords) -> WordMonoid:
-        """The syntactic monoid rebuilt from a certificate's words (checked to be all of it)."""
-        return WordMonoid(self, mw)
+    def closure_words(self) -> MonoidWords:
+        """The transition monoid of the minimal DFA enumerated breadth-first (elements in the order
+        found, letters in alphabet order), so each element's word is its shortlex-least one — the
+        tree a :class:`MonoidWords` certificate lists (V. Froidure & J.-E. Pin, "Algorithms for
+        computing finite semigroups", 1997).
+
+        Raises:
+            LimitExceeded: ``max_monoid_size`` or ``max_monoid_entries`` of the checker's limits.
+        """
+        return self.closure().words
+
+    def closure(self) -> WordMonoid:
+        """The syntactic monoid as a :class:`WordMonoid`, enumerated on the DFA (cached); see
+        :meth:`closure_words`."""
+        if self._closure is None:
+            A, n = self.A, self.n
+            t = A.transitions.astype(np.int64)
+            k = t.shape[1]
+            cap = self.limits.max_monoid_size
+            entry_cap = self.limits.max_monoid_entries
+            rows = [np.arange(n, dtype=np.int64)]
+            index = {rows[0].tobytes(): 0}
+            parents: list[int] = []
+            letters: list[int] = []
+            start = 0
+            while start < len(rows):
+                end = len(rows)
+                self.deadline.check("replay: the monoid's closure")
+                F = np.stack(rows[start:end])  # [f, n]
+                cand = t[F].transpose(0, 2, 1)  # [f, k, n]: x then letter a
+                for i in range(end - start):
+                    for a in range(k):
+                        row = cand[i, a]
+                        key = row.tobytes()
+                        if key not in index:
+                            index[key] = len(rows)
+                            rows.append(row.copy())
+                            parents.append(start + i)
+                            letters.append(a)
+                            if (cap is not None and len(rows) > cap) or (entry_cap is not None and len(rows) * n > entry_cap):
+                                name = "max_monoid_size" if cap is not None and len(rows) > cap else "max_monoid_entries"
+                                bound = getattr(self.limits, name)
+                                raise LimitExceeded(name, bound, f"{name}={bound} exceeded while replaying "
+                                                    "(the replay enumerates the monoid on the DFA)")
+                start = end
+            mw = MonoidWords(tuple(parents), tuple(A.alphabet[a] for a in letters))
+            self._closure = WordMonoid(self, mw, np.stack(rows), index)
+        return self._closure
+
+    def monoid(self, mw: MonoidWords | None = None) -> WordMonoid:
+        """The syntactic monoid enumerated on the DFA; a certificate's words ``mw`` (when given) must be
+        exactly its shortlex tree (so they are all of it, each the least word of its element).
+
+        Raises:
+            ReplayError: ``mw`` is another tree; LimitExceeded: see :meth:`closure`.
+        """
+        W = self.closure()
+        if mw is not None:
+            if len(mw.parents) != len(mw.letters):
+                raise ReplayError("parents and letters differ in length")
+            if len(mw.parents) + 1 != W.m:
+                raise ReplayError(f"the certificate lists {len(mw.parents) + 1} elements; the monoid has {W.m}")
+            if tuple(mw.parents) != W.words.parents or tuple(mw.letters) != W.words.letters:
+                raise ReplayError("the certificate's words are not the monoid's shortlex-least words")
+        return W
 
 
 class WordMonoid:
-    """The transition monoid given by the words of a :class:`MonoidWords`, checked and tabulated.
-
-    Construction checks (raising :class:`ReplayError`) that the words' transformations are pairwise distinct, that element 0 is
-    the identity and that the set is closed under right multiplication by every letter — then it is
-    the transition monoid (it contains the letters' closure and lies inside it).
+    """The transition monoid of a :class:`Checker`'s DFA with its shortlex words, built by
+    :meth:`Checker.closure`, and the algebraic definitions answered on it.
 
     Attributes:
-        X: ``[m, n]`` transformations; T: ``[m, m]`` multiplication table (x·y at ``[x, y]``).
+        X: ``[m, n]`` transformations (element 0 the identity); right / left: ``[m, |Σ|]`` the right
+        and left Cayley graphs (x·a and a·x); words: the :class:`MonoidWords` tree; letter_ids: η(a).
     """
 
-    def __init__(self, chk: Checker, mw: MonoidWords) -> None:
+    def __init__(self, chk: Checker, mw: MonoidWords, X: np.ndarray, index: dict[bytes, int]) -> None:
         A = chk.A
-        m = len(mw.parents) + 1
-        if len(mw.letters) != m - 1:
-            raise ReplayError("parents and letters differ in length")
-        X = np.zeros((m, chk.n), dtype=np.int64)
-        X[0] = np.arange(chk.n)
-        for i, (p, a) in enumerate(zip(mw.parents, mw.letters), start=1):
-            if not (0 <= p < i):
-                raise ReplayError("a parent must come before its child")
-            X[i] = A.transitions[X[p], A.letter_index(a)]
-        index = {row.tobytes(): i for i, row in enumerate(X)}
-        if len(index) != m:
-            raise ReplayError("two words of the certificate have the same transformation")
-        right = np.empty((m, A.num_letters), dtype=np.int64)
-        for a in range(A.num_letters):
-            for x, row in enumerate(A.transitions[X, a].astype(np.int64)):
-                j = index.get(row.tobytes())
-                if j is None:
-                    raise ReplayError("the certificate's words are not closed under the letters")
-                right[x, a] = j
-        self.X, self.m, self.k, self.right = X, m, A.num_letters, right
-        self._chk, self._index = chk, index
+        self.X, self.m, self.k = X, X.shape[0], A.num_letters
+        self.words, self._chk, self._index = mw, chk, index
         self._parents = list(mw.parents)
         self._letters = [A.letter_index(a) for a in mw.letters]
-        self.letter_ids = right[0].copy()
+        chk.spend(self.m * max(1, self.k) * 2, "the Cayley graphs")
+        t = A.transitions.astype(np.int64)
+        self.right = np.empty((self.m, self.k), dtype=np.int64)
+        self.left = np.empty((self.m, self.k), dtype=np.int64)
+        step = max(1, 4_000_000 // max(1, self.k * chk.n))
+        for c0 in range(0, self.m, step):
+            chk.deadline.check("replay: the Cayley graphs")
+            Xc = X[c0:c0 + step]
+            self.right[c0:c0 + step] = self.ids(t[Xc].transpose(0, 2, 1).reshape(-1, chk.n)).reshape(-1, self.k)  # x·a
+            self.left[c0:c0 + step] = self.ids(Xc[:, t.T].reshape(-1, chk.n)).reshape(-1, self.k)  # a·x
+        self.letter_ids = self.right[0].copy()
+
+    def ids(self, rows: np.ndarray) -> np.ndarray:
+        """Element ids of transformation rows ``[r, n]`` (each must be an element)."""
+        get = self._index.get
+        out = np.fromiter((get(r.tobytes(), -1) for r in np.ascontiguousarray(rows, dtype=np.int64)),
+                          dtype=np.int64, count=rows.shape[0])
+        if (out < 0).any():
+            raise ReplayError("a product is not an element of the monoid")
+        return out
 
     def element(self, word) -> int:
-        """The id of η(word) among the certificate's elements."""
+        """The id of η(word)."""
         return self._index[self._chk.tr(word).tobytes()]
+
+    def product(self, *xs: int) -> int:
+        """The id of x₁·x₂·…"""
+        row = np.arange(self._chk.n)
+        for x in xs:
+            row = self.X[int(x)][row]
+        return self._index[row.tobytes()]
 
     @cached_property
     def T(self) -> np.ndarray:
-        """``[m, m]``: column y is column parent(y) read through the right Cayley graph on y's last
-        letter (x·(p·a) = (x·p)·a), so only the m·|Σ| right products are looked up."""
+        """``[m, m]`` multiplication table (x·y at ``[x, y]``), built only up to
+        :data:`REPLAY_TABLE_ENTRIES` entries: column y is column parent(y) read through the right
+        Cayley graph on y's last letter.
+
+        Raises:
+            LimitExceeded: ``replay_table_entries``."""
+        if self.m * self.m > REPLAY_TABLE_ENTRIES:
+            raise LimitExceeded("replay_table_entries", REPLAY_TABLE_ENTRIES,
+                                f"a replay tabulates at most {REPLAY_TABLE_ENTRIES} products (the monoid has {self.m} elements)")
+        self._chk.spend(self.m * self.m, "the multiplication table")
         R = self.right
         out = np.empty((self.m, self.m), dtype=np.int64)
         out[:, 0] = np.arange(self.m)
@@ -152,70 +288,113 @@ class WordMonoid:
 
     @cached_property
     def idempotent(self) -> np.ndarray:
-        ar = np.arange(self.m)
-        return self.T[ar, ar] == ar
+        """Boolean ``[m]``: x·x = x (on the transformations)."""
+        self._chk.spend(self.X.size, "idempotents")
+        return (_compose(self.X, self.X) == self.X).all(axis=1)
 
     @cached_property
     def semigroup(self) -> np.ndarray:
-        """Boolean ``[m]``: the elements of η(Σ⁺) (closure of the letters under products)."""
+        """Boolean ``[m]``: the elements of η(Σ⁺) (reached from the letters in the right Cayley graph)."""
         mask = np.zeros(self.m, dtype=bool)
         mask[self.letter_ids] = True
-        while True:
-            cur = np.flatnonzero(mask)
-            new = mask.copy()
-            new[self.T[np.ix_(cur, self.letter_ids)].ravel()] = True
-            if (new == mask).all():
-                return mask
-            mask = new
+        frontier = np.unique(self.letter_ids)
+        while frontier.size:
+            nxt = np.unique(self.right[frontier].ravel())
+            nxt = nxt[~mask[nxt]]
+            mask[nxt] = True
+            frontier = nxt
+        return mask
 
     def levels(self) -> tuple[int, np.ndarray]:
-        """``(s, T)``: the least s ≥ 1 with η(Σ^s) = η(Σ^{2s}) and the mask of η(Σ^s), by computing
-        the sets η(Σ^j) one after the other."""
-        sets = [None]
+        """``(s, T)``: the least s ≥ 1 with η(Σ^s) = η(Σ^{2s}) and the mask of η(Σ^s), the sets
+        η(Σ^j) computed one after the other on the right Cayley graph (η(Σ^{j+1}) = η(Σ^j)·Σ)."""
+        sets: list[np.ndarray | None] = [None]
         cur = np.zeros(self.m, dtype=bool)
         cur[self.letter_ids] = True
         sets.append(cur)
         s = 1
         while True:
             while len(sets) <= 2 * s:
+                self._chk.spend(int(sets[-1].sum()) * max(1, self.k), "the stable semigroup's levels")
                 nxt = np.zeros(self.m, dtype=bool)
-                nxt[self.T[np.ix_(np.flatnonzero(sets[-1]), self.letter_ids)].ravel()] = True
+                nxt[self.right[np.flatnonzero(sets[-1])].ravel()] = True
                 sets.append(nxt)
             if (sets[s] == sets[2 * s]).all():
                 return s, sets[s]
             s += 1
 
-    def power(self, x: int, p: int) -> int:
-        r = 0
-        for _ in range(p):
-            r = int(self.T[r, x])
-        return r
+    def powers(self, ids: np.ndarray, p: int) -> np.ndarray:
+        """Rows ``[len(ids), n]``: the transformations x^p (p ≥ 0), by repeated squaring."""
+        base = self.X[ids]
+        out = np.broadcast_to(np.arange(self._chk.n), base.shape).copy()
+        while p:
+            self._chk.spend(2 * base.size, "powers")
+            if p & 1:
+                out = _compose(out, base)
+            p >>= 1
+            if p:
+                base = _compose(base, base)
+        return out
 
-    def omega_idempotent(self, x: int) -> int:
-        y = x
-        while not self.idempotent[y]:
-            y = int(self.T[y, x])
-        return y
+    def aperiodic(self, ids: np.ndarray) -> np.ndarray:
+        """Boolean per element of ``ids``: x^ω·x = x^ω (x generates no non-trivial group). The index
+        of a transformation of n points is at most n, so this is x^n = x^{n+1}."""
+        ids = np.asarray(ids, dtype=np.int64)
+        P = self.powers(ids, self._chk.n)
+        return (_compose(P, self.X[ids]) == P).all(axis=1)
 
+    @cached_property
+    def r_labels(self) -> np.ndarray:
+        """Label ``[m]`` of the R-class of every element: x R y ⇔ xM = yM ⇔ x, y mutually reachable in
+        the right Cayley graph."""
+        return _scc_labels(self.right)
+
+    @cached_property
+    def l_labels(self) -> np.ndarray:
+        """Label ``[m]`` of the L-class (strong components of the left Cayley graph)."""
+        return _scc_labels(self.left)
+
+    @cached_property
+    def j_labels(self) -> np.ndarray:
+        """Label ``[m]`` of the J-class (= D-class: the monoid is finite), strong components of the
+        graph with both Cayley graphs' edges."""
+        return _scc_labels(np.concatenate([self.right, self.left], axis=1))
+
+    @cached_property
     def regular(self) -> np.ndarray:
-        """Boolean ``[m]``: x is regular (x = x·y·x for some y)."""
-        T = self.T
-        ar = np.arange(self.m)
-        return np.array([(T[T[x], x] == x).any() for x in ar])
-
-    def r_classes(self) -> np.ndarray:
-        """Label ``[m]`` of the R-class of every element (equal right ideals xM)."""
-        keys = [np.unique(self.T[x]).tobytes() for x in range(self.m)]
-        lab = {k: i for i, k in enumerate(dict.fromkeys(keys))}
-        return np.array([lab[k] for k in keys])
-
-    def l_classes(self) -> np.ndarray:
-        """Label ``[m]`` of the L-class of every element (equal left ideals Mx)."""
-        keys = [np.unique(self.T[:, x]).tobytes() for x in range(self.m)]
-        lab = {k: i for i, k in enumerate(dict.fromkeys(keys))}
-        return np.array([lab[k] for k in keys])
+        """Boolean ``[m]``: x is regular (x ∈ xMx) ⇔ its R-class contains an idempotent."""
+        return np.isin(self.r_labels, self.r_labels[self.idempotent])
 
     def local(self, e: int, f: int | None = None) -> np.ndarray:
-        """Element ids of eMf."""
+        """Sorted element ids of eMf (for idempotents in η(Σ⁺): eSf)."""
         f = e if f is None else f
-        return np.unique(self.T[self.T[e]][:, f])
+        self._chk.spend(self.X.size, "a local monoid")
+        rows = self.X[f][self.X[:, self.X[e]]]  # e, then x, then f
+        return np.sort(self.ids(np.unique(rows, axis=0)))
+
+    def maximal_idempotents(self) -> np.ndarray:
+        """Idempotents of η(Σ⁺) maximal for e ≤ f ⇔ e = e·f = f·e (sorted ids; ``[0]`` when 1 ∈ η(Σ⁺))."""
+        E = np.flatnonzero(self.idempotent & self.semigroup)
+        if self.semigroup[0]:
+            return np.array([0], dtype=np.int64)
+        XE = self.X[E]
+        self._chk.spend(E.size * E.size * self._chk.n, "maximal idempotents")
+        keep = []
+        for i in range(E.size):
+            e = XE[i]
+            fe = XE[:, e]  # e then f, for every f
+            ef = e[XE]  # f then e
+            above = (fe == e).all(axis=1) & (ef == e).all(axis=1)
+            above[i] = False
+            if not above.any():
+                keep.append(int(E[i]))
+        return np.asarray(keep, dtype=np.int64)
+
+    def maximal_idempotent_reps(self) -> np.ndarray:
+        """One maximal idempotent per D-class (the least id). Idempotents e D e' have isomorphic local
+        monoids and the Beauquier–Pin identity holds at (e, f) iff at (e', f) (the conjugation
+        argument written out at
+        :attr:`langclass.core.algebra.classes.context.Context.maximal_idempotent_reps`)."""
+        maxi = self.maximal_idempotents()
+        _, first = np.unique(self.j_labels[maxi], return_index=True)
+        return np.sort(maxi[first])

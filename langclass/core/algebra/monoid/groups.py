@@ -22,7 +22,7 @@ import numpy as np
 from langclass.core.automata.smallgraph import reachable
 from .permgroup import PermGroup, is_even, prime_factors, solvable_by_order
 
-__all__ = ["GroupInfo", "GroupsMixin", "nontrivial_groups", "group_label", "MAX_GROUPS_REPORTED"]
+__all__ = ["GroupInfo", "GroupsMixin", "nontrivial_groups", "group_label", "group_name", "MAX_GROUPS_REPORTED"]
 
 MAX_GROUPS_REPORTED = 20
 """Groups listed in a monoid summary (largest first)."""
@@ -100,7 +100,7 @@ def _center_is_trivial(G: PermGroup, gens: Any) -> bool:
     return int(central.sum()) == 1
 
 
-def _group_name(order: int, perms: list[tuple[int, ...]], abelian: bool, cyclic: bool, solvable: bool,
+def group_name(order: int, perms: list[tuple[int, ...]], abelian: bool, cyclic: bool, solvable: bool,
                 center_is_trivial: Any) -> str:
     """The name of :attr:`GroupInfo.name` from the group's order, its generators' permutations and
     properties (``center_is_trivial``: a callable, asked only for a non-solvable group of order 120)."""
@@ -169,7 +169,7 @@ class GroupsMixin:
         abelian = G.commute(gens)
         cyclic = abelian and G.is_cyclic_abelian()
         solvable = abelian or solvable_by_order(order) or G.is_solvable(gens)
-        name = _group_name(order, perms, abelian, cyclic, solvable, lambda: _center_is_trivial(G, gens))
+        name = group_name(order, perms, abelian, cyclic, solvable, lambda: _center_is_trivial(G, gens))
         hs = [int(members[i]) for i in gens]
         return GroupInfo(e, order, degree, name, abelian, cyclic, solvable, tuple(hs),
                          tuple(self.word(g) for g in hs), tuple(perms), tuple(int(p) for p in points))
@@ -215,7 +215,7 @@ class GroupsMixin:
 
         cyclic = abelian and all(any(power(x, order // p) != identity for x in range(order)) for p in prime_factors(order))
         gen_perms = [perms[i] for i in gens]
-        name = _group_name(order, gen_perms, abelian, cyclic, True, lambda: False)
+        name = group_name(order, gen_perms, abelian, cyclic, True, lambda: False)
         hs = [int(members[i]) for i in gens]
         return GroupInfo(e, order, degree, name, abelian, cyclic, True, tuple(hs),
                          tuple(self.word(g) for g in hs), tuple(gen_perms), tuple(points))
