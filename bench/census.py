@@ -7,6 +7,7 @@ Usage::
     python bench/census.py --shards 60 --ray   # more shards; also through a local Ray (2 CPUs)
     python bench/census.py --ray-address HOST:PORT   # through an existing cluster
     python bench/census.py --states 4 --alphabet 3
+    python bench/census.py --states 6 --target 20000 --shards 8 --skip-2   # the N = 6 projection
 
 Prints, each line with the load average (``/proc/loadavg``) at the time, since the machine is shared:
 
@@ -51,8 +52,8 @@ def rss_mib(who: int = resource.RUSAGE_SELF) -> float:
     return resource.getrusage(who).ru_maxrss / 1024
 
 
-def _sample(n: int, k: int, count: int) -> list[C.Shard]:
-    every = [s for s in C.shards(n, k) if s.n == n]
+def _sample(n: int, k: int, count: int, target: int) -> list[C.Shard]:
+    every = [s for s in C.shards(n, k, target) if s.n == n]
     random.Random(0).shuffle(every)
     return every[:count]
 
@@ -96,23 +97,27 @@ def main() -> None:
     ap.add_argument("--states", type=int, default=5)
     ap.add_argument("--alphabet", type=int, default=2)
     ap.add_argument("--shards", type=int, default=24, help="shards of N states sampled (seed 0)")
+    ap.add_argument("--target", type=int, default=C.SHARD_TARGET,
+                    help="shards per state number (larger: smaller shards, e.g. 20000 for a quick N = 6 sample)")
     ap.add_argument("--ray", action="store_true", help="also through a fresh local Ray with 2 CPUs")
     ap.add_argument("--ray-address", default=None, help="also through the Ray cluster at this address")
     ap.add_argument("--skip-local", action="store_true")
+    ap.add_argument("--skip-2", action="store_true", help="no 2-process run")
     a = ap.parse_args()
     n, k = a.states, a.alphabet
-    sample = _sample(n, k, a.shards)
+    sample = _sample(n, k, a.shards, a.target)
     total = _total_tables(n, k)
     smaller = sum(_total_tables(m, k) for m in range(1, n))
     share = total / (total + smaller)  # tables of size N among all tables (the work is per table)
     print(f"census N={n} K={k}: {total:,} tables of {n} states ({smaller:,} smaller) in "
-          f"{sum(1 for s in C.shards(n, k) if s.n == n)} shards; sample {len(sample)} shards  [{load()}]")
+          f"{sum(1 for s in C.shards(n, k, a.target) if s.n == n)} shards; sample {len(sample)} shards  [{load()}]")
     bench_enumeration(sample, n, k)
     if not a.skip_local:
         C._CACHE.clear()
         bench_run("1 process", sample, C.local_runner(1), n, k, total, share)
-        C._CACHE.clear()
-        bench_run("2 processes", sample, C.local_runner(2), n, k, total, share)
+        if not a.skip_2:
+            C._CACHE.clear()
+            bench_run("2 processes", sample, C.local_runner(2), n, k, total, share)
     if a.ray or a.ray_address:
         import ray
 

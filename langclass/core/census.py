@@ -300,15 +300,15 @@ def run_shard(shard: Shard, class_keys: tuple[str, ...] | None = None) -> ShardR
 
 
 class CheckpointMismatch(LangclassError):
-    """A checkpoint file belongs to another census (other N, K, classes or code version)."""
+    """A checkpoint file belongs to another census (other N, K, classes, shards or package version)."""
 
     code = "checkpoint-mismatch"
     title = "Checkpoint of another census"
 
 
 class Checkpoint:
-    """A JSON-lines file of finished shards: a header line (N, K, class keys, code version, shard
-    count), then one :meth:`ShardResult.to_dict` line per finished shard, flushed and fsynced as each
+    """A JSON-lines file of finished shards: a header line (N, K, class keys, package version —
+    the release, not the commit, so a checkout's commits do not invalidate it — and the shards), then one :meth:`ShardResult.to_dict` line per finished shard, flushed and fsynced as each
     arrives, so a run stopped by Ctrl-C or a kill loses at most the shards in flight. A last line cut
     short by a kill is dropped when the file is opened again.
 
@@ -515,7 +515,7 @@ def census(max_states: int, alphabet_size: int, *, jobs: int = 1, runner: ShardR
         CheckpointMismatch: the checkpoint file is of another census.
     """
     from langclass.core.algebra.lattice import CLASS_KEYS
-    from langclass.version import code_version
+    from langclass.version import package_version
 
     if not 1 <= max_states <= 10 or alphabet_size < 1:
         raise ValueError("max_states must be in 1..10 and alphabet_size at least 1")
@@ -528,7 +528,7 @@ def census(max_states: int, alphabet_size: int, *, jobs: int = 1, runner: ShardR
     keys = tuple(CLASS_KEYS)
     plan = shards(max_states, alphabet_size, shard_target)
     header = {"max_states": max_states, "alphabet_size": alphabet_size, "class_keys": list(keys),
-              "code_version": code_version(), "shard_target": shard_target, "shards": len(plan)}
+              "package_version": package_version(), "shard_target": shard_target, "shards": len(plan)}
     ckpt = Checkpoint(checkpoint, header) if checkpoint is not None else None
     done: dict[str, ShardResult] = dict(ckpt.done) if ckpt else {}
     resumed = sum(1 for s in plan if s.id in done)
