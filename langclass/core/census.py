@@ -1,124 +1,375 @@
 """A census of small regular languages: every language whose minimal complete DFA has at most N
 states over K letters, each exactly once, classified in every class of the lattice.
 
-Enumeration. A minimal complete DFA is initially connected, and an initially connected DFA has
-exactly one breadth-first numbering (states numbered in the order a breadth-first search from the
-initial state meets them, letters in alphabet order — the numbering of
-:meth:`~langclass.core.automata.automaton.DFA.canonical`). In that numbering, reading the transition table
-row by row (state 0 letter 0, state 0 letter 1, ...), new states appear in increasing order and
-each state appears before its own row is read. :func:`bfs_tables` generates exactly those tables;
-each accepting set that makes the DFA minimal (Moore's refinement ends with N classes) gives one
-language, and two different (table, accepting set) pairs never give the same language (the
-minimal DFA is unique up to isomorphism, and the numbering removes the isomorphism).
+Enumeration (:mod:`langclass.core.automata.enumerate`). Breadth-first numbered transition tables
+of initially connected DFAs, each accepting set that makes one minimal: every language once (the
+proof is in that module). The shards (:func:`shards`: the valid table prefixes of one length, per
+state number) partition the tables, so any set of finished shards counts disjoint sets of
+languages, and the counts do not depend on where or in which order the shards ran.
 
-The number of languages with a minimal DFA of exactly n states over k letters is published:
-Domaratzki, Kisman & Shallit, "On the number of distinct languages accepted by finite automata
-with n states" (Journal of Automata, Languages and Combinatorics 7, 2002, Section 6), tabulated as
-OEIS A129622 for two letters (2, 24, 1028, 56014, 3705306) and A059412 for one letter; three
-letters: 2, 112, 41928 (O'Dwyer, "Counting distinct n-state DFAs", 2024). :data:`PUBLISHED`.
+Classification once per syntactic morphism. The transition monoid of a minimal DFA with its letter
+generators is the syntactic morphism η: Σ* → M of its language. Every minimal accepting set of one
+table gives the same transition monoid, and a language and its complement share their minimal DFA
+up to the accepting set — so a class that is a property of η (a variety, ne- or lm-variety of
+languages, hence closed under complement) has one answer per table. Every class of the lattice is
+such a class except those named in :data:`~langclass.core.algebra.lattice.ACCEPTANCE_DEPENDENT`
+(none at present); those are decided per language. Going further, η is determined up to
+isomorphism by its right Cayley graph with the elements numbered in shortlex order of their least
+words (the ``right`` array of :func:`~langclass.core.algebra.monoid.transition_monoid`, whose
+breadth-first closure numbers them so), so the answers are cached by that key: tables with the same monoid
+are classified once. The deciders are the registry's (:data:`~langclass.core.algebra.classes.REGISTRY`,
+every key of :data:`~langclass.core.algebra.lattice.CLASS_KEYS`), those with the most subclasses first, and a class
+whose answer the lattice's inclusions already imply is not decided again (:func:`classify`).
 
-Complement symmetry. L and its complement have the same minimal DFA (accepting set flipped) and
-the same syntactic monoid, and every class here is closed under complement (each is a variety of
-languages, or a Boolean algebra of automaton conditions), so only the language of each pair whose
-initial state rejects is classified and counted twice (``use_complement=False`` classifies both;
-the tests check the two agree).
+The number of languages with a minimal DFA of exactly n states over k letters is published
+(:data:`PUBLISHED`, :data:`PUBLISHED_SOURCES`); :attr:`Census.matches_published` compares.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from langclass.core.base.errors import LimitExceeded
+import numpy as np
 
-__all__ = ["PUBLISHED", "MAX_CENSUS_LANGUAGES", "bfs_tables", "is_minimal", "minimal_dfas", "Census", "census",
-           "format_census"]
+from langclass.core.automata.enumerate import (PUBLISHED, PUBLISHED_SOURCES, bfs_tables, is_minimal, minimal_dfas,
+                                               minimal_masks, table_prefixes)
+from langclass.core.base.errors import LangclassError, LimitExceeded
 
-PUBLISHED: dict[int, dict[int, int]] = {
-    1: {1: 2, 2: 4, 3: 12, 4: 30, 5: 78},
-    2: {1: 2, 2: 24, 3: 1028, 4: 56014, 5: 3705306},
-    3: {1: 2, 2: 112, 3: 41928},
-}
-"""``PUBLISHED[k][n]``: languages whose minimal complete DFA has exactly n states over k letters."""
+__all__ = ["PUBLISHED", "PUBLISHED_SOURCES", "MAX_CENSUS_LANGUAGES", "SHARD_TARGET", "bfs_tables", "is_minimal",
+           "minimal_masks", "minimal_dfas", "classify", "Shard", "ShardResult", "shards", "run_shard",
+           "Checkpoint", "CheckpointMismatch", "Census", "census", "expected_languages", "format_census",
+           "profile_text"]
 
-MAX_CENSUS_LANGUAGES = 500_000
-"""Largest census run (number of languages, from :data:`PUBLISHED` or counted): N = 5 over two
-letters (3.7 million) is refused."""
+MAX_CENSUS_LANGUAGES = 10_000_000
+"""Largest census run by default (number of languages, from :data:`PUBLISHED` or a bound):
+N = 5 over two letters (3.76 million) and N = 4 over three (2.05 million) run; N = 6 over two
+letters (290 million) is refused unless the caller raises ``max_languages``."""
 
+SHARD_TARGET = 256
+"""Shards per state number aimed at by :func:`shards` (the prefix grows until there are at least
+this many, or the whole table is the prefix)."""
 
-def bfs_tables(n: int, k: int) -> Iterator[tuple[int, ...]]:
-    """Every transition table (flattened, ``t[q*k + a]``) of an initially connected DFA with states
-    ``0..n-1`` numbered breadth-first from state 0."""
-    total = n * k
-    table = [0] * total
-
-    def rec(p: int, seen: int) -> Iterator[tuple[int, ...]]:
-        if p == total:
-            if seen == n:
-                yield tuple(table)
-            return
-        if p // k >= seen:  # the row's state has not been reached: not initially connected
-            return
-        # states still to discover must each be found by some later position
-        if n - seen > total - p:
-            return
-        for v in range(min(seen + 1, n)):
-            table[p] = v
-            yield from rec(p + 1, seen + (v == seen))
-
-    yield from rec(0, 1)
-
-
-def is_minimal(table: tuple[int, ...], accepting: int, n: int, k: int) -> bool:
-    """Moore's refinement on an initially connected DFA: minimal iff it ends with n classes.
-
-    ``accepting`` is a bit mask (bit q = state q accepts)."""
-    cls = [(accepting >> q) & 1 for q in range(n)]
-    count = len(set(cls))
-    while True:
-        sig = [(cls[q], *(cls[table[q * k + a]] for a in range(k))) for q in range(n)]
-        ids: dict[tuple[int, ...], int] = {}
-        new = [ids.setdefault(s, len(ids)) for s in sig]
-        if len(ids) == n:
-            return True
-        if len(ids) == count:
-            return False
-        cls, count = new, len(ids)
-
-
-def minimal_dfas(n: int, k: int, *, initial_rejecting_only: bool = False) -> Iterator[tuple[tuple[int, ...], int]]:
-    """``(table, accepting mask)`` of every minimal complete DFA with exactly n states over k
-    letters, breadth-first numbered (each language once)."""
-    for table in bfs_tables(n, k):
-        for mask in range(1 << n):
-            if initial_rejecting_only and mask & 1:
-                continue
-            if is_minimal(table, mask, n, k):
-                yield table, mask
+MAX_CAYLEY_CACHE = 500_000
+"""Entries of the per-process cache of answers by syntactic monoid (cleared when full)."""
 
 
 def _alphabet(k: int) -> list[str]:
     return [chr(ord("a") + i) for i in range(k)]
 
 
-def _classify_chunk(args: tuple[int, int, list[tuple[tuple[int, ...], int]]]) -> list[tuple[bool | None, ...]]:
-    from .analysis import analyze
-    from langclass.core.automata.automaton import DFA
-    from langclass.core.algebra.lattice import CLASS_KEYS
+# ============================================================================ classification
 
-    n, k, items = args
-    alphabet = _alphabet(k)
-    out = []
-    for table, mask in items:
-        rows = [list(table[q * k:(q + 1) * k]) for q in range(n)]
-        dfa = DFA.from_table(alphabet, rows, 0, [q for q in range(n) if mask >> q & 1])
-        a = analyze(dfa)
-        out.append(tuple(a.classes[key].member for key in CLASS_KEYS))
+
+def _lattice_closures() -> tuple[tuple[str, ...], dict[str, list[str]], dict[str, list[str]]]:
+    from langclass.core.algebra.lattice import CLASS_KEYS, implied_by
+
+    up = {key: implied_by(key) for key in CLASS_KEYS}
+    down = {key: [s for s in CLASS_KEYS if key in up[s]] for key in CLASS_KEYS}
+    return CLASS_KEYS, up, down
+
+
+def classify(dfa: Any, keys: Iterable[str] | None = None, limits: Any = None, *, monoid: Any = None) -> dict[str, bool | None]:
+    """Membership of L(dfa) in the classes ``keys`` (default: every class of the lattice), by the
+    registered deciders, skipping any class the inclusions already decide.
+
+    The classes with the most subclasses are decided first (the monoid is built once, when the
+    first decider that needs it runs); after each answer every class it implies (a member is in every superclass, a non-member in no
+    subclass; :data:`~langclass.core.algebra.lattice.INCLUSIONS`) is filled in without running its
+    decider. The answers are those of :func:`~langclass.core.analysis.analyze` (a test compares on
+    every language with at most three states over two letters), without certificates.
+
+    Args:
+        dfa: a complete DFA (minimized and canonically renumbered here).
+        keys: class keys to answer (others may be answered too, as a side effect of the lattice).
+        limits: :class:`~langclass.core.base.limits.Limits` for the monoid (default limits).
+        monoid: the transition monoid of ``dfa`` when the caller has it (built here otherwise).
+
+    Returns:
+        class key → ``True`` / ``False``, or ``None`` where a limit stopped the decision. (An answer
+        the lattice implies is never decided again, so there is no cross-check here; ``analyze``
+        does that.)
+    """
+    from langclass.core.algebra.classes import REGISTRY, Context
+    from langclass.core.algebra.monoid import transition_monoid
+    from langclass.core.base.limits import DEFAULT_LIMITS
+
+    all_keys, up, down = _CLOSURES if _CLOSURES else _set_closures()
+    wanted = list(all_keys if keys is None else keys)
+    limits = limits or DEFAULT_LIMITS
+    A = dfa.canonical()
+    ctx = Context(A, monoid, limits)
+    members: dict[str, bool | None] = {key: None for key in all_keys}
+    # the classes with the most subclasses first: a non-member of one (the common case) answers all of them
+    order = sorted(wanted, key=lambda key: -len(down[key]))
+    monoid_failed = False
+    for key in order:
+        if members[key] is not None:
+            continue
+        if not REGISTRY[key].on_automaton and ctx.monoid is None:
+            if monoid_failed:
+                continue
+            try:
+                ctx.monoid = transition_monoid(A, limits)
+            except LimitExceeded:
+                monoid_failed = True
+                continue
+        try:
+            val = REGISTRY[key].decide(ctx).member
+        except LimitExceeded:
+            val = None
+        if val is None:
+            continue
+        members[key] = val
+        for other in (up[key] if val else down[key]):
+            members[other] = val
+    return members
+
+
+_CLOSURES: tuple = ()
+
+
+def _set_closures() -> tuple:
+    global _CLOSURES
+    _CLOSURES = _lattice_closures()
+    return _CLOSURES
+
+
+_CACHE: dict[bytes, tuple[bool | None, ...]] = {}
+
+
+def _profile_of_table(table: tuple[int, ...], mask: int, n: int, k: int, keys: tuple[str, ...]) -> tuple[bool | None, ...]:
+    """The answers of the acceptance-independent ``keys`` for a table (with any minimal ``mask``),
+    cached by the transition monoid's right Cayley graph."""
+    from langclass.core.algebra.monoid import transition_monoid
+    from langclass.core.automata.automaton import DFA
+
+    rows = [list(table[q * k:(q + 1) * k]) for q in range(n)]
+    dfa = DFA.from_table(_alphabet(k), rows, 0, [q for q in range(n) if mask >> q & 1])
+    try:
+        monoid = transition_monoid(dfa)
+    except LimitExceeded:
+        m = classify(dfa, keys)
+        return tuple(m[key] for key in keys)
+    ck = monoid.right.tobytes()
+    if (hit := _CACHE.get(ck)) is not None and len(hit) == len(keys):
+        return hit
+    m = classify(dfa, keys, monoid=monoid)
+    prof = tuple(m[key] for key in keys)
+    if len(_CACHE) >= MAX_CAYLEY_CACHE:
+        _CACHE.clear()
+    _CACHE[ck] = prof
+    return prof
+
+
+def profile_text(profile: tuple[bool | None, ...]) -> str:
+    """A membership profile as text, one character per class: ``1`` member, ``0`` not, ``-`` undecided."""
+    return "".join("-" if v is None else "1" if v else "0" for v in profile)
+
+
+def _profile_from_text(s: str) -> tuple[bool | None, ...]:
+    return tuple(None if c == "-" else c == "1" for c in s)
+
+
+# ============================================================================ shards
+
+
+@dataclass(frozen=True, order=True)
+class Shard:
+    """The tables with ``n`` states over ``k`` letters that start with ``prefix`` (see :func:`shards`)."""
+
+    n: int
+    k: int
+    prefix: tuple[int, ...]
+
+    @property
+    def id(self) -> str:
+        """``"n:prefix"`` with the prefix's entries as digits (n ≤ 10) — the checkpoint's key."""
+        return f"{self.n}:{''.join(str(v) for v in self.prefix)}"
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    """What one shard counted.
+
+    Attributes:
+        shard_id: :attr:`Shard.id`.
+        n: its state number.
+        tables: tables enumerated.
+        languages: languages (table, minimal accepting set) counted.
+        profiles: ``{profile_text: languages}`` (:func:`profile_text`, class keys in the census's order).
+        seconds: wall time of the shard in its worker.
+    """
+
+    shard_id: str
+    n: int
+    tables: int
+    languages: int
+    profiles: dict[str, int]
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shard": self.shard_id, "n": self.n, "tables": self.tables, "languages": self.languages,
+                "profiles": self.profiles, "seconds": round(self.seconds, 3)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ShardResult:
+        return cls(str(d["shard"]), int(d["n"]), int(d["tables"]), int(d["languages"]),
+                   {str(p): int(c) for p, c in d["profiles"].items()}, float(d.get("seconds", 0.0)))
+
+
+def shards(max_states: int, k: int, target: int = SHARD_TARGET) -> list[Shard]:
+    """The shards of a census: per state number n ≤ ``max_states``, the valid table prefixes of the
+    least length that gives at least ``target`` of them (whole tables at most). They partition the
+    tables of :func:`bfs_tables`: every table has exactly one prefix of each length."""
+    out: list[Shard] = []
+    for n in range(1, max_states + 1):
+        depth = 0
+        pre = table_prefixes(n, k, 0)
+        while len(pre) < target and depth < n * k - 4:
+            depth += 1
+            pre = table_prefixes(n, k, depth)
+        out.extend(Shard(n, k, p) for p in pre)
     return out
+
+
+def _batches(it: Iterator[tuple[int, ...]], size: int) -> Iterator[list[tuple[int, ...]]]:
+    while batch := list(itertools.islice(it, size)):
+        yield batch
+
+
+def run_shard(shard: Shard, class_keys: tuple[str, ...] | None = None) -> ShardResult:
+    """Enumerate, filter and classify the languages of one shard.
+
+    Args:
+        shard: the tables to cover.
+        class_keys: the classes to answer, in profile order (default: the lattice's
+            :data:`~langclass.core.algebra.lattice.CLASS_KEYS`; the census passes its own so a
+            worker on another machine answers the same classes or fails).
+
+    Returns:
+        :class:`ShardResult`.
+
+    Raises:
+        ValueError: ``class_keys`` names a class this process's lattice does not have.
+    """
+    from langclass.core.algebra.lattice import ACCEPTANCE_DEPENDENT, CLASS_KEYS
+
+    keys = tuple(CLASS_KEYS if class_keys is None else class_keys)
+    unknown = [key for key in keys if key not in CLASS_KEYS]
+    if unknown:
+        raise ValueError(f"class keys {unknown} are not in this worker's lattice (different code versions?)")
+    fixed = tuple(key for key in keys if key not in ACCEPTANCE_DEPENDENT)
+    per_language = tuple(key for key in keys if key in ACCEPTANCE_DEPENDENT)
+    t0 = time.perf_counter()
+    n, k = shard.n, shard.k
+    batch = max(1, (1 << 20) // ((1 << n) * n * n))
+    counts: Counter[tuple[bool | None, ...]] = Counter()
+    tables = languages = 0
+    for chunk in _batches(bfs_tables(n, k, shard.prefix), batch):
+        ok = minimal_masks(np.asarray(chunk, dtype=np.int64), n, k)
+        tables += len(chunk)
+        for table, row in zip(chunk, ok):
+            good = np.flatnonzero(row)
+            if good.size == 0:
+                continue
+            languages += int(good.size)
+            base = dict(zip(fixed, _profile_of_table(table, int(good[0]), n, k, fixed))) if fixed else {}
+            if not per_language:
+                counts[tuple(base[key] for key in keys)] += int(good.size)
+                continue
+            from langclass.core.automata.automaton import DFA
+
+            rows = [list(table[q * k:(q + 1) * k]) for q in range(n)]
+            for mask in good.tolist():
+                dfa = DFA.from_table(_alphabet(k), rows, 0, [q for q in range(n) if mask >> q & 1])
+                extra = classify(dfa, per_language)
+                counts[tuple(base[key] if key in base else extra[key] for key in keys)] += 1
+    return ShardResult(shard.id, n, tables, languages, {profile_text(p): c for p, c in counts.items()},
+                       time.perf_counter() - t0)
+
+
+# ============================================================================ checkpoint
+
+
+class CheckpointMismatch(LangclassError):
+    """A checkpoint file belongs to another census (other N, K, classes, shards or package version)."""
+
+    code = "checkpoint-mismatch"
+    title = "Checkpoint of another census"
+
+
+class Checkpoint:
+    """A JSON-lines file of finished shards: a header line (N, K, class keys, package version —
+    the release, not the commit, so a checkout's commits do not invalidate it — and the shards), then one :meth:`ShardResult.to_dict` line per finished shard, flushed and fsynced as each
+    arrives, so a run stopped by Ctrl-C or a kill loses at most the shards in flight. A last line cut
+    short by a kill is dropped when the file is opened again.
+
+    Args:
+        path: the file (created with its parent folders when missing).
+        header: the census's identity; an existing file with another header is refused.
+
+    Raises:
+        CheckpointMismatch: the file's header differs (the message names the fields).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.header = header
+        self.done: dict[str, ShardResult] = {}
+        if self.path.exists() and self.path.stat().st_size:
+            self._read()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "w", encoding="utf-8") as f:
+                f.write(json.dumps({"census_checkpoint": 1, **header}) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+
+    def _read(self) -> None:
+        raw = self.path.read_bytes()
+        *complete, _tail = raw.split(b"\n")  # the piece after the last newline is empty or cut short
+        good_end = 0
+        for i, line in enumerate(complete):
+            try:
+                d = json.loads(line)
+            except ValueError:
+                break  # a damaged line: it and what follows are dropped
+            if i == 0:
+                head = {k: v for k, v in d.items() if k != "census_checkpoint"}
+                diff = sorted(k for k in set(head) | set(self.header) if head.get(k) != self.header.get(k))
+                if diff:
+                    raise CheckpointMismatch(f"the checkpoint {self.path} is of another census (differs in "
+                                             f"{', '.join(diff)}); pass another --checkpoint or --fresh",
+                                             field="checkpoint")
+            else:
+                r = ShardResult.from_dict(d)
+                self.done[r.shard_id] = r
+            good_end += len(line) + 1
+        if good_end == 0:
+            raise CheckpointMismatch(f"the checkpoint {self.path} has no header line; pass another --checkpoint "
+                                     "or --fresh", field="checkpoint")
+        if good_end < len(raw):
+            with open(self.path, "r+b") as f:
+                f.truncate(good_end)
+
+    def add(self, result: ShardResult) -> None:
+        """Append one finished shard (durably)."""
+        self.done[result.shard_id] = result
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(result.to_dict()) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+# ============================================================================ the census
 
 
 @dataclass(frozen=True)
@@ -129,8 +380,13 @@ class Census:
         max_states, alphabet_size: N and K.
         by_states: ``{n: languages with a minimal DFA of exactly n states}``.
         published: ``{n: the published count}`` where known.
-        profiles: ``{membership tuple (in CLASS_KEYS order): languages}``.
-        seconds: wall-clock time of the run.
+        profiles: ``{membership tuple (in class_keys order): languages}``.
+        seconds: wall-clock time of the run (this invocation).
+        jobs: worker processes (or Ray's CPUs) used.
+        class_keys: the classes, in profile order.
+        tables: transition tables enumerated.
+        shards: shards of the run; ``resumed`` of them came from the checkpoint.
+        executor: ``"local"`` or ``"ray"``.
     """
 
     max_states: int
@@ -141,6 +397,10 @@ class Census:
     seconds: float
     jobs: int = 1
     class_keys: tuple[str, ...] = field(default=())
+    tables: int = 0
+    shards: int = 0
+    resumed: int = 0
+    executor: str = "local"
 
     @property
     def total(self) -> int:
@@ -155,10 +415,15 @@ class Census:
         return all(self.by_states[n] == self.published[n] for n in known)
 
     def count(self, member_of: tuple[str, ...] = (), not_member_of: tuple[str, ...] = ()) -> int:
-        """Languages in every class of ``member_of`` and in none of ``not_member_of``."""
+        """Languages in every class of ``member_of`` and in none of ``not_member_of``.
+
+        Raises:
+            KeyError: a key is not a class of this census."""
         idx = {k: i for i, k in enumerate(self.class_keys)}
+        ia = [idx[a] for a in member_of]
+        ib = [idx[b] for b in not_member_of]
         return sum(c for prof, c in self.profiles.items()
-                   if all(prof[idx[a]] is True for a in member_of) and all(prof[idx[b]] is False for b in not_member_of))
+                   if all(prof[i] is True for i in ia) and all(prof[i] is False for i in ib))
 
     def to_dict(self) -> dict[str, Any]:
         from langclass.core.algebra.lattice import INCLUSIONS
@@ -169,77 +434,128 @@ class Census:
             "by_states": {str(n): c for n, c in self.by_states.items()},
             "published": {str(n): c for n, c in self.published.items()},
             "matches_published": self.matches_published,
+            "class_keys": list(keys),
             "classes": {k: self.count((k,)) for k in keys},
             "intersections": {f"{a}&{b}": self.count((a, b)) for a, b in itertools.combinations(keys, 2)},
-            "differences": {f"{sup}-{sub}": self.count((sup,), (sub,)) for sub, sup in INCLUSIONS},
+            "differences": {f"{sup}-{sub}": self.count((sup,), (sub,)) for sub, sup in INCLUSIONS
+                            if sub in keys and sup in keys},
             "undecided": sum(c for p, c in self.profiles.items() if None in p),
-            "seconds": round(self.seconds, 2), "jobs": self.jobs,
+            "profiles": {profile_text(p): c for p, c in sorted(self.profiles.items(), key=lambda kv: -kv[1])},
+            "tables": self.tables, "shards": self.shards, "resumed_shards": self.resumed,
+            "seconds": round(self.seconds, 2), "jobs": self.jobs, "executor": self.executor,
         }
 
 
-def census(max_states: int, alphabet_size: int, *, jobs: int = 1, use_complement: bool = True,
-           chunk: int = 400, progress: Callable[[int, int], None] | None = None) -> Census:
+ShardRunner = Callable[[list[Shard], tuple[str, ...]], Iterator[ShardResult]]
+"""Runs shards (in any order, concurrently or not) and yields each one's result as it finishes."""
+
+
+def _run_one(args: tuple[Shard, tuple[str, ...]]) -> ShardResult:
+    return run_shard(*args)
+
+
+def local_runner(jobs: int) -> ShardRunner:
+    """A :data:`ShardRunner` on this machine: in this process (``jobs`` ≤ 1) or a pool of ``jobs``
+    processes (results as they finish; Ctrl-C cancels the shards not started)."""
+
+    def run(todo: list[Shard], keys: tuple[str, ...]) -> Iterator[ShardResult]:
+        if jobs <= 1:
+            for s in todo:
+                yield run_shard(s, keys)
+            return
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        try:
+            pending = {pool.submit(_run_one, (s, keys)) for s in todo}
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    yield f.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    return run
+
+
+def expected_languages(max_states: int, alphabet_size: int) -> int:
+    """The published number of languages with at most N states over K letters, or where a count is
+    not published the bound n^(n·K)·2^n (tables times accepting sets) for that n."""
+    pub = PUBLISHED.get(alphabet_size, {})
+    return sum(pub.get(n, n ** (n * alphabet_size) * 2 ** n) for n in range(1, max_states + 1))
+
+
+def census(max_states: int, alphabet_size: int, *, jobs: int = 1, runner: ShardRunner | None = None,
+           checkpoint: str | os.PathLike[str] | None = None, max_languages: int = MAX_CENSUS_LANGUAGES,
+           shard_target: int = SHARD_TARGET, executor: str = "local",
+           progress: Callable[[int, int, int], None] | None = None) -> Census:
     """Enumerate and classify every language with a minimal complete DFA of at most ``max_states``
-    states over ``alphabet_size`` letters (``a``, ``b``, ...).
+    states over ``alphabet_size`` letters (``a``, ``b``, ...), shard by shard.
 
     Args:
-        max_states: N ≥ 1.
+        max_states: N ≥ 1 (at most 10: a shard id writes table entries as digits).
         alphabet_size: K ≥ 1.
-        jobs: worker processes for the classification (1: in this process).
-        use_complement: classify one language of each complementary pair and count it twice.
-        chunk: languages per task sent to a worker.
-        progress: called with (languages classified, languages to classify).
+        jobs: worker processes of the default runner (1: in this process).
+        runner: how to run the shards (default :func:`local_runner`; the Ray one is
+            :func:`langclass.app.execution.census_ray.ray_runner`).
+        checkpoint: a JSON-lines file of finished shards (:class:`Checkpoint`): shards found there
+            are not run again, and each finished shard is appended.
+        max_languages: the limit below.
+        shard_target: shards per state number (:func:`shards`).
+        executor: recorded in the result (``"local"``, ``"ray"``).
+        progress: called with (shards done, shards in all, languages counted so far).
 
     Returns:
         :class:`Census`.
 
     Raises:
-        ValueError: N or K below 1.
-        LimitExceeded: ``max_census_languages`` — the published count for (N, K) (or, where none
-            is published, the bound n^(n·K)·2^n per n) exceeds :data:`MAX_CENSUS_LANGUAGES`.
+        ValueError: N outside 1..10 or K below 1.
+        LimitExceeded: ``max_census_languages`` — :func:`expected_languages` exceeds ``max_languages``
+            (checked before any work).
+        CheckpointMismatch: the checkpoint file is of another census.
     """
     from langclass.core.algebra.lattice import CLASS_KEYS
+    from langclass.version import package_version
 
-    if max_states < 1 or alphabet_size < 1:
-        raise ValueError("max_states and alphabet_size must be at least 1")
-    pub = PUBLISHED.get(alphabet_size, {})
-    # the published count where there is one, else a bound: n^(n·k) tables times 2^n accepting sets
-    expected = sum(pub.get(n, n ** (n * alphabet_size) * 2 ** n) for n in range(1, max_states + 1))
-    if expected > MAX_CENSUS_LANGUAGES:
-        raise LimitExceeded("max_census_languages", MAX_CENSUS_LANGUAGES,
+    if not 1 <= max_states <= 10 or alphabet_size < 1:
+        raise ValueError("max_states must be in 1..10 and alphabet_size at least 1")
+    expected = expected_languages(max_states, alphabet_size)
+    if expected > max_languages:
+        raise LimitExceeded("max_census_languages", max_languages,
                             f"N={max_states}, K={alphabet_size} means up to {expected} languages; "
-                            f"max_census_languages={MAX_CENSUS_LANGUAGES}")
+                            f"max_census_languages={max_languages}")
     t0 = time.perf_counter()
-    weight = 2 if use_complement else 1
-    by_states: dict[int, int] = {}
-    tasks: list[tuple[int, int, list]] = []
-    for n in range(1, max_states + 1):
-        items = list(minimal_dfas(n, alphabet_size, initial_rejecting_only=use_complement))
-        by_states[n] = weight * len(items)
-        tasks.extend((n, alphabet_size, items[i:i + chunk]) for i in range(0, len(items), chunk))
-    todo = sum(len(t[2]) for t in tasks)
-    profiles: Counter = Counter()
-    done = 0
-
-    def take(result: list) -> None:
-        nonlocal done
-        for prof in result:
-            profiles[prof] += weight
-        done += len(result)
+    keys = tuple(CLASS_KEYS)
+    plan = shards(max_states, alphabet_size, shard_target)
+    header = {"max_states": max_states, "alphabet_size": alphabet_size, "class_keys": list(keys),
+              "package_version": package_version(), "shard_target": shard_target, "shards": len(plan)}
+    ckpt = Checkpoint(checkpoint, header) if checkpoint is not None else None
+    done: dict[str, ShardResult] = dict(ckpt.done) if ckpt else {}
+    resumed = sum(1 for s in plan if s.id in done)
+    todo = [s for s in plan if s.id not in done]
+    langs = sum(r.languages for r in done.values())
+    if progress:
+        progress(len(done), len(plan), langs)
+    run = runner or local_runner(jobs)
+    for r in run(todo, keys):
+        done[r.shard_id] = r
+        if ckpt:
+            ckpt.add(r)
+        langs += r.languages
         if progress:
-            progress(done, todo)
-
-    if jobs <= 1:
-        for t in tasks:
-            take(_classify_chunk(t))
-    else:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for result in pool.map(_classify_chunk, tasks):
-                take(result)
+            progress(len(done), len(plan), langs)
+    by_states = {n: 0 for n in range(1, max_states + 1)}
+    profiles: Counter[tuple[bool | None, ...]] = Counter()
+    tables = 0
+    for s in plan:
+        r = done[s.id]
+        by_states[r.n] += r.languages
+        tables += r.tables
+        for p, c in r.profiles.items():
+            profiles[_profile_from_text(p)] += c
+    pub = PUBLISHED.get(alphabet_size, {})
     return Census(max_states, alphabet_size, by_states, {n: pub[n] for n in by_states if n in pub}, dict(profiles),
-                  time.perf_counter() - t0, jobs, CLASS_KEYS)
+                  time.perf_counter() - t0, jobs, keys, tables, len(plan), resumed, executor)
 
 
 def format_census(c: Census, *, profiles: int = 12) -> str:
@@ -258,23 +574,24 @@ def format_census(c: Census, *, profiles: int = 12) -> str:
         lines.append(f"{n:>6}  {cnt:>10}  {pub if pub is not None else '—':>10}{mark}")
     pub_total = sum(c.published.values()) if len(c.published) == len(c.by_states) else None
     lines.append(f"{'total':>6}  {c.total:>10}  {pub_total if pub_total is not None else '—':>10}")
-    lines.append("published: Domaratzki, Kisman & Shallit, On the number of distinct languages accepted by finite "
-                 "automata with n states (2002), §6 / OEIS A129622, A059412")
+    lines.append(f"published: {PUBLISHED_SOURCES.get(c.alphabet_size, 'none known')}")
     lines.append("")
     w = max(len(v) for v in name.values()) + 2
-    lines.append(f"{'class':<{w}}{'members':>9}{'share':>8}")
+    lines.append(f"{'class':<{w}}{'members':>10}{'share':>8}")
     for k in keys:
         m = c.count((k,))
-        lines.append(f"{name[k]:<{w}}{m:>9}{m / c.total:>8.1%}")
+        lines.append(f"{name[k]:<{w}}{m:>10}{m / c.total:>8.1%}")
     lines.append("")
     lines.append("strict parts of the inclusions (in the larger class, not in the smaller):")
     for sub, sup in INCLUSIONS:
-        lines.append(f"  {name[sup]} \\ {name[sub]}: {c.count((sup,), (sub,))}")
+        if sub in name and sup in name:
+            lines.append(f"  {name[sup]} \\ {name[sub]}: {c.count((sup,), (sub,))}")
     lines.append("")
     lines.append("pairwise intersections |A ∩ B| (columns: the classes in the order above, numbered):")
-    lines.append(" " * w + "".join(f"{i + 1:>7}" for i in range(len(keys))))
+    cw = max(7, len(str(c.total)) + 1)
+    lines.append(" " * w + "".join(f"{i + 1:>{cw}}" for i in range(len(keys))))
     for i, a in enumerate(keys):
-        cells = "".join(f"{c.count((a, b)):>7}" for b in keys)
+        cells = "".join(f"{c.count((a, b)):>{cw}}" for b in keys)
         lines.append(f"{f'{i + 1:>2} ' + name[a]:<{w}}{cells}")
     undecided = sum(v for p, v in c.profiles.items() if None in p)
     if undecided:
@@ -285,5 +602,7 @@ def format_census(c: Census, *, profiles: int = 12) -> str:
         yes = [name[k] for k, v in zip(keys, prof) if v]
         lines.append(f"  {cnt:>8}  {', '.join(yes) or '(none of the classes)'}")
     lines.append("")
-    lines.append(f"{c.seconds:.1f} s with {c.jobs} worker process{'es' if c.jobs != 1 else ''}")
+    how = f"{c.jobs} worker process{'es' if c.jobs != 1 else ''}" if c.executor == "local" else f"Ray ({c.jobs} CPUs)"
+    resumed = f", {c.resumed} of {c.shards} shards from the checkpoint" if c.resumed else ""
+    lines.append(f"{c.seconds:.1f} s with {how}; {c.tables} tables in {c.shards} shards{resumed}")
     return "\n".join(lines)

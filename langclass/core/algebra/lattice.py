@@ -26,6 +26,7 @@ __all__ = [
     "CLASS_INFO",
     "CLASS_KEYS",
     "INCLUSIONS",
+    "ACCEPTANCE_DEPENDENT",
     "LatticeViolation",
     "check_consistency",
     "infer",
@@ -159,6 +160,18 @@ INCLUSIONS: tuple[tuple[str, str], ...] = (
     ("locally_threshold_testable", "ltl_f_x"),
 )
 """Pairs (sub, sup): every language in ``sub`` is in ``sup``."""
+
+ACCEPTANCE_DEPENDENT: frozenset[str] = frozenset()
+"""The classes whose membership is *not* a property of the syntactic morphism η: Σ* → M alone.
+
+Every class above is characterized by its syntactic monoid or morphism (a variety, ne- or
+lm-variety of languages: see each :class:`ClassInfo`'s ``algebra``), so a language, its complement,
+and every language of the same minimal DFA transition structure share its answer; the census
+(:mod:`langclass.core.census`) classifies such classes once per syntactic monoid. A class whose
+answer depends on the accepting states themselves (not closed under complement) belongs here: the
+census then decides it for every language. None at present; the census test checks, for every class
+of the lattice, that the per-monoid answers equal the per-language ones on every language with at
+most three states over two letters."""
 
 
 class LatticeViolation(AssertionError):
