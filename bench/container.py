@@ -55,7 +55,30 @@ ROOT = Path(__file__).resolve().parents[1]
 BASE_IMAGE = "localhost/langclass-base:bookworm"
 DEFAULT_IMAGE = "localhost/langclass:check"
 DEFAULT_CACHE = Path(os.environ.get("LANGCLASS_CONTAINER_CACHE", "/var/tmp/langclass-container"))
-DEFAULT_MIRROR = "http://deb.debian.org/debian"
+
+
+def host_mirrors() -> tuple[str | None, str | None]:
+    """The Debian mirror and security mirror this host's apt uses (deb822 ``URIs:`` or one-line ``deb``
+    entries), so the base image reaches the same package sources as the host; ``None`` when unknown."""
+    uris: list[str] = []
+    for f in [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]:
+        try:
+            text = f.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("URIs:"):
+                uris += line.split()[1:]
+            elif line.startswith("deb ") and not line.startswith("deb-src"):
+                parts = [p for p in line.split()[1:] if not p.startswith("[")]
+                uris += parts[:1]
+    main = next((u for u in uris if not u.rstrip("/").endswith("-security")), None)
+    security = next((u for u in uris if u.rstrip("/").endswith("-security")), None)
+    return main, security
+
+
+DEFAULT_MIRROR, SECURITY_MIRROR = host_mirrors()
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 SERVICE_UID = 10001  # the Dockerfile's `useradd --uid`
 APT_PACKAGES = ["podman", "runc", "debootstrap", "debian-archive-keyring", "netavark", "aardvark-dns", "uidmap", "slirp4netns"]
@@ -192,12 +215,13 @@ def ensure_base(runner: Runner, cache: Path, mirror: str, rebuild: bool, project
         rootfs = cache / "rootfs"
         if rootfs.exists():
             runner.run(["rm", "-rf", "--one-file-system", str(rootfs)])
+        if not mirror:
+            raise RuntimeError("no Debian mirror found in this host's apt sources: pass --mirror URL")
         runner.run(["nice", "-n", "10", "debootstrap", "--variant=minbase", "bookworm", str(rootfs), mirror], timeout=1800, log=cache / "debootstrap.log")
         sources = (
             f"deb {mirror} bookworm main\n"
             f"deb {mirror} bookworm-updates main\n"
-            "deb http://deb.debian.org/debian-security bookworm-security main\n"
-        )
+        ) + (f"deb {SECURITY_MIRROR} bookworm-security main\n" if SECURITY_MIRROR else "")
         runner.run(["sh", "-c", f"printf '%s' '{sources}' > '{rootfs}/etc/apt/sources.list'"])
         runner.run(["sh", "-c", f"rm -rf '{rootfs}'/var/cache/apt/archives/*.deb '{rootfs}'/var/lib/apt/lists/* '{rootfs}'/var/log/*.log"])
         partial = tarball.with_suffix(".tar.partial")
@@ -467,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="base tarball, torch wheel, logs (default %(default)s; env LANGCLASS_CONTAINER_CACHE)")
     ap.add_argument("--image", default=DEFAULT_IMAGE, help="tag of the built image (default %(default)s)")
-    ap.add_argument("--mirror", default=DEFAULT_MIRROR, help="Debian mirror for debootstrap (default %(default)s)")
+    ap.add_argument("--mirror", default=DEFAULT_MIRROR, help="Debian mirror for debootstrap (default: the one this host's apt uses)")
     ap.add_argument("--cold", action="store_true", help="remove the cached images (and podman's dangling layers), rebuild the base with debootstrap, fetch the wheel again, build without the layer cache")
     ap.add_argument("--postgres-url", default=os.environ.get("LANGCLASS_TEST_POSTGRES_URL", DEFAULT_PG), help="server for the PostgreSQL checks (default %(default)s)")
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL checks")
