@@ -229,12 +229,16 @@ def test_time_limit_inside_the_algebraic_tests_is_reported_not_a_crash(monkeypat
     assert r["classes"]["ltl_p"]["member"] is False and r["classes"]["ltl_p_mod"]["member"] is False
 
 
-def test_soft_none_known_points_quasi_aperiodic_languages_to_hand_written_y_mod_formulas():
-    """((a|b)(a|b))*a: FO[<,MOD] but outside LTL[P,MOD] ∪ LTL[P,Y]; the soft answer stays 'none known'
-    (LTL[P,Y,MOD] is not decided) but says how a hand-written Y+MOD formula is built; a language outside
-    FO[<,MOD] gets no such pointer."""
+def test_soft_answer_of_quasi_aperiodic_languages_follows_ltl_p_y_mod():
+    """Issue 22: LTL[P,Y,MOD] is decided. A quasi-aperiodic member outside LTL[P,MOD] ∪ LTL[P,Y] gets
+    periodic RoPE + recency heads; a quasi-aperiodic non-member 'none known' saying it is outside
+    LTL[P,Y,MOD]; a language outside FO[<,MOD] keeps the earlier answer without that sentence."""
     base = {k: False for k in CLASS_KEYS}
-    soft = choose_encodings(dict(base, fo_mod=True), period=2, stability_index=2)["soft"]
-    assert soft["encoding"] is None and "LTL[P,Y,MOD]" in soft["reason"] and "--y-mode recency" in soft["reason"]
+    soft = choose_encodings(dict(base, fo_mod=True, ltl_p_y_mod=True, fo2_succ_mod=True), period=None,
+                            stability_index=2, period_y_mod=2)["soft"]
+    assert soft["encoding"] == "rope_periodic+alibi" and soft["length_guarantee"] == "all lengths"
+    soft = choose_encodings(dict(base, fo_mod=True), period=2, stability_index=2,
+                            outside_y_mod={"reason": "why", "witness": None})["soft"]
+    assert soft["encoding"] is None and "outside LTL[P,Y,MOD]" in soft["reason"] and "why" in soft["reason"]
     soft = choose_encodings(base)["soft"]
     assert soft["encoding"] is None and "LTL[P,Y,MOD]" not in soft["reason"]

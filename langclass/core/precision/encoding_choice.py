@@ -226,24 +226,25 @@ def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, p
         return _y_mod_entry(period_y_mod, params)
     reason = ("the language is outside LTL[P,MOD] and LTL[P,Y]: no soft-attention encoding of this catalogue is "
               "known to recognize it exactly at all lengths")
-    if m.get("ltl_p_y_mod") is None:
-        if m.get("fo_mod"):
-            reason += "; a limit left LTL[P,Y,MOD] (Y and MOD in one formula) undecided"
-        return _entry(None, "none known", None, {}, "—", None, reason)
-    reason = ("the language is outside LTL[P,Y,MOD] (past LTL with P, Y and MOD atoms, which periodic RoPE plus recency "
-              "heads recognize at all lengths), so no soft-attention encoding of this catalogue is known to recognize "
-              "it exactly")
     extra: dict[str, Any] = {}
-    if outside_y_mod is not None:
-        why = outside_y_mod.get("reason")
-        if why:
-            reason += f": {why}"
-        extra["outside"] = {"class": "ltl_p_y_mod", "reason": why, "witness": outside_y_mod.get("witness")}
+    if m.get("ltl_p_y_mod") is False and outside_y_mod is not None:
+        extra["outside"] = {"class": "ltl_p_y_mod", "reason": outside_y_mod.get("reason"),
+                            "witness": outside_y_mod.get("witness")}
+    if not m.get("fo_mod"):  # not quasi-aperiodic: the answer as before (with the witness of LTL[P,Y,MOD] added)
+        return _entry(None, "none known", None, {}, "—", None, reason, **extra)
+    if m.get("ltl_p_y_mod") is None:
+        return _entry(None, "none known", None, {}, "—", None,
+                      reason + "; a limit left LTL[P,Y,MOD] (Y and MOD in one formula) undecided")
+    reason = ("the language is quasi-aperiodic but outside LTL[P,Y,MOD] (past LTL with P, Y and MOD atoms, which periodic "
+              "RoPE plus recency heads recognize at all lengths), so no soft-attention encoding of this catalogue is "
+              "known to recognize it exactly")
+    why = (outside_y_mod or {}).get("reason")
+    if why:
+        reason += f": {why}"
     if m.get("star_free"):
         reason += "; it is star-free, so unique hard attention recognizes it without a positional encoding (the hard answer)"
-    elif m.get("fo_mod"):
-        reason += ("; it is quasi-aperiodic (in FO[<,MOD] = regular ∩ AC⁰), so unique hard attention with position marks "
-                   "recognizes it (the hard answer)")
+    else:
+        reason += "; unique hard attention with position marks i mod m recognizes it (the hard answer)"
     return _entry(None, "none known", None, {}, "—", None, reason, **extra)
 
 
