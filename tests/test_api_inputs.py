@@ -273,7 +273,8 @@ FIXED_LIMITS = {
     "max_sample_length", "max_ffn_inputs", "max_verify_words",
     "max_monomials", "max_census_languages", "max_window_states", "max_y_offset", "max_star_free_monoid",
     "max_star_free_nodes", "max_block_words", "max_marks", "certified_length_work", "lt_commutativity_work", "ltt_identity_work",
-    "multiplication_table_entries",
+    "multiplication_table_entries", "max_nonstrict_i_variables", "orbit_work", "marked_work", "local_da_work",
+    "replay_levels_max", "replay_work", "replay_table_entries", "replay_group_order",
 }
 
 

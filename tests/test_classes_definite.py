@@ -81,7 +81,10 @@ def test_definite_language_over_the_monoid_cap_is_decided_and_replays():
     for key in ("locally_threshold_testable", "ltl_p_y", "star_free", "fo_mod", "fo2_mod"):
         assert r.classes[key].member is True and r.classes[key].method == "lattice"
     assert r.classes["piecewise_testable"].member is False
-    assert all(c.member is not None for c in r.classes.values())  # nothing left undecided
+    undecided = {k for k, c in r.classes.items() if c.member is None}
+    # only the future-time classes LTL[F] and LTL[F,MOD] need the monoid here (no inclusion decides them)
+    assert undecided <= {"ltl_f", "ltl_f_mod"}, undecided
+    assert all("stored entries" in r.classes[k].reason for k in undecided)
     for res in r.classes.values():
         replay(d, res.to_dict())
     bad = lt.to_dict()

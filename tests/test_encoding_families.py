@@ -65,6 +65,8 @@ def test_every_name_core_gives_is_a_member():
                 if option["encoding"] is not None:
                     names |= {option["encoding"], option["build"]["name"]}
     assert names and all(type(n) is str for n in names)
+    # a composite build (periodic RoPE + recency heads) names each of its families, joined by "+"
+    names = {part for n in names for part in n.split("+")}
     assert {EncodingFamily(n) for n in names} >= {EncodingFamily.NOPE, EncodingFamily.ROPE, EncodingFamily.ROPE_PERIODIC,
                                                    EncodingFamily.SINUSOIDAL_PERIODIC, EncodingFamily.ALIBI}
 

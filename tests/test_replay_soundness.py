@@ -164,6 +164,9 @@ OVERRIDES: dict[tuple[str, str], typing.Callable[[typing.Any, list[str]], typing
     ("Definite", "side"): lambda v, al: "prefix" if v == "suffix" else "suffix",
     ("Definite", "k"): lambda v, al: v + 1 if v > 0 else 1,
     ("LTWitness", "kind"): lambda v, al: "not commutative" if v == "not idempotent" else "not idempotent",
+    # in these orbits every other element y' of e·M·e keeps (xy')^ω·x·(xy')^ω ≠ (xy')^ω true (the orbit of
+    # a group), so a changed y is another true witness; the pointed change is a letter outside Σ
+    ("OrbitDAWitness", "y"): lambda v, al: list(v) + ["#"],
 }
 
 

@@ -121,9 +121,10 @@ def test_star_free_languages_build_with_hard_attention_from_the_regex(regex, alp
 def test_fo_mod_only_language_builds_with_position_marks():
     """((a|b)(a|b))*a is in FO[<,MOD] only (not star-free, not LTL[P,MOD] or LTL[P,Y]): hard attention
     with the marks i mod 2 (tests/test_fo_mod.py covers the construction)."""
-    r = run_construction({"regex": "((a|b)(a|b))*a", "alphabet": ["a", "b"], "all_words_up_to": 6, "random_words": 1,
-                          "random_max_length": 50})
+    r = run_construction({"regex": "((a|b)(a|b))*a", "alphabet": ["a", "b"], "attention": "hard", "all_words_up_to": 6,
+                          "random_words": 1, "random_max_length": 50})
     assert r["attention"] == "hard" and r["encoding"] == "mod_onehot" and r["exact"]
+    # without a choice of attention it is built soft: it is in LTL[P,Y,MOD] (periodic RoPE + recency heads)
 
 
 def test_hard_attention_on_a_star_free_periodic_language_uses_the_star_free_formula():

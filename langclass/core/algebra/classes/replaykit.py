@@ -354,6 +354,14 @@ class WordMonoid:
         """Label ``[m]`` of the L-class (strong components of the left Cayley graph)."""
         return _scc_labels(self.left)
 
+    def r_classes(self) -> np.ndarray:
+        """:attr:`r_labels` (the R-class label ``[m]`` of every element)."""
+        return self.r_labels
+
+    def l_classes(self) -> np.ndarray:
+        """:attr:`l_labels` (the L-class label ``[m]`` of every element)."""
+        return self.l_labels
+
     @cached_property
     def j_labels(self) -> np.ndarray:
         """Label ``[m]`` of the J-class (= D-class: the monoid is finite), strong components of the
