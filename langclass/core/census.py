@@ -32,8 +32,8 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -206,6 +206,12 @@ class ShardResult:
         languages: languages (table, minimal accepting set) counted.
         profiles: ``{profile_text: languages}`` (:func:`profile_text`, class keys in the census's order).
         seconds: wall time of the shard in its worker.
+        member_tables: ``uint8 [languages, n*k]``: the breadth-first numbered transition table of
+            each language's minimal DFA (``t[q*k + a]`` = q·a), in enumeration order; with the mask
+            the canonical form of the language (each language once, see the module docstring).
+            ``None`` when the shard was run without per-language records.
+        member_masks: ``uint16 [languages]``: its accepting set (bit q = state q accepts).
+        member_profiles: ``uint16 [languages]``: index of its profile in ``profiles`` (dict order).
     """
 
     shard_id: str
@@ -214,10 +220,44 @@ class ShardResult:
     languages: int
     profiles: dict[str, int]
     seconds: float = 0.0
+    member_tables: np.ndarray | None = field(default=None, compare=False, repr=False)
+    member_masks: np.ndarray | None = field(default=None, compare=False, repr=False)
+    member_profiles: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def has_members(self) -> bool:
+        """Whether the per-language records are present."""
+        return self.member_tables is not None
 
     def to_dict(self) -> dict[str, Any]:
+        """The counts as JSON (the checkpoint line); the per-language arrays are not in it
+        (:meth:`members_arrays`)."""
         return {"shard": self.shard_id, "n": self.n, "tables": self.tables, "languages": self.languages,
                 "profiles": self.profiles, "seconds": round(self.seconds, 3)}
+
+    def members_arrays(self) -> dict[str, np.ndarray]:
+        """``{"tables", "masks", "profiles"}``: the per-language arrays (for a ``.npz`` file).
+
+        Raises:
+            ValueError: the shard carries no per-language records."""
+        if self.member_tables is None or self.member_masks is None or self.member_profiles is None:
+            raise ValueError(f"shard {self.shard_id} carries no per-language records")
+        return {"tables": self.member_tables, "masks": self.member_masks, "profiles": self.member_profiles}
+
+    def with_members(self, arrays: Mapping[str, np.ndarray]) -> ShardResult:
+        """This result with the per-language arrays of :meth:`members_arrays` attached (checked
+        against the counts).
+
+        Raises:
+            ValueError: the arrays' lengths, widths or profile indices do not fit this shard."""
+        t, m, p = (np.asarray(arrays[x]) for x in ("tables", "masks", "profiles"))
+        if not (len(t) == len(m) == len(p) == self.languages) or (t.ndim != 2) or \
+                (len(p) and int(p.max()) >= len(self.profiles)):
+            raise ValueError(f"per-language arrays of shard {self.shard_id} do not fit its counts")
+        if len(p) and np.bincount(p, minlength=len(self.profiles)).tolist() != list(self.profiles.values()):
+            raise ValueError(f"per-language profiles of shard {self.shard_id} do not add up to its counts")
+        return replace(self, member_tables=t.astype(np.uint8), member_masks=m.astype(np.uint16),
+                       member_profiles=p.astype(np.uint16))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ShardResult:
@@ -245,7 +285,7 @@ def _batches(it: Iterator[tuple[int, ...]], size: int) -> Iterator[list[tuple[in
         yield batch
 
 
-def run_shard(shard: Shard, class_keys: tuple[str, ...] | None = None) -> ShardResult:
+def run_shard(shard: Shard, class_keys: tuple[str, ...] | None = None, *, members: bool = True) -> ShardResult:
     """Enumerate, filter and classify the languages of one shard.
 
     Args:
@@ -253,6 +293,8 @@ def run_shard(shard: Shard, class_keys: tuple[str, ...] | None = None) -> ShardR
         class_keys: the classes to answer, in profile order (default: the lattice's
             :data:`~langclass.core.algebra.lattice.CLASS_KEYS`; the census passes its own so a
             worker on another machine answers the same classes or fails).
+        members: also return the per-language records (table, mask, profile index; 2 + 2 + n·k
+            bytes per language).
 
     Returns:
         :class:`ShardResult`.
@@ -271,29 +313,51 @@ def run_shard(shard: Shard, class_keys: tuple[str, ...] | None = None) -> ShardR
     t0 = time.perf_counter()
     n, k = shard.n, shard.k
     batch = max(1, (1 << 20) // ((1 << n) * n * n))
-    counts: Counter[tuple[bool | None, ...]] = Counter()
+    counts: Counter[tuple[bool | None, ...]] = Counter()  # insertion order = profile index order
+    index: dict[tuple[bool | None, ...], int] = {}
+    rec_tables: list[np.ndarray] = []
+    rec_masks: list[np.ndarray] = []
+    rec_profiles: list[np.ndarray] = []
     tables = languages = 0
     for chunk in _batches(bfs_tables(n, k, shard.prefix), batch):
-        ok = minimal_masks(np.asarray(chunk, dtype=np.int64), n, k)
+        arr = np.asarray(chunk, dtype=np.int64)
+        ok = minimal_masks(arr, n, k)
         tables += len(chunk)
-        for table, row in zip(chunk, ok):
+        for i, (table, row) in enumerate(zip(chunk, ok)):
             good = np.flatnonzero(row)
             if good.size == 0:
                 continue
             languages += int(good.size)
             base = dict(zip(fixed, _profile_of_table(table, int(good[0]), n, k, fixed))) if fixed else {}
             if not per_language:
-                counts[tuple(base[key] for key in keys)] += int(good.size)
-                continue
-            from langclass.core.automata.automaton import DFA
+                prof = tuple(base[key] for key in keys)
+                counts[prof] += int(good.size)
+                pids = np.full(good.size, index.setdefault(prof, len(index)), dtype=np.uint16)
+            else:
+                from langclass.core.automata.automaton import DFA
 
-            rows = [list(table[q * k:(q + 1) * k]) for q in range(n)]
-            for mask in good.tolist():
-                dfa = DFA.from_table(_alphabet(k), rows, 0, [q for q in range(n) if mask >> q & 1])
-                extra = classify(dfa, per_language)
-                counts[tuple(base[key] if key in base else extra[key] for key in keys)] += 1
-    return ShardResult(shard.id, n, tables, languages, {profile_text(p): c for p, c in counts.items()},
-                       time.perf_counter() - t0)
+                rows = [list(table[q * k:(q + 1) * k]) for q in range(n)]
+                ids = []
+                for mask in good.tolist():
+                    dfa = DFA.from_table(_alphabet(k), rows, 0, [q for q in range(n) if mask >> q & 1])
+                    extra = classify(dfa, per_language)
+                    prof = tuple(base[key] if key in base else extra[key] for key in keys)
+                    counts[prof] += 1
+                    ids.append(index.setdefault(prof, len(index)))
+                pids = np.asarray(ids, dtype=np.uint16)
+            if members:
+                rec_tables.append(np.broadcast_to(arr[i].astype(np.uint8), (good.size, n * k)))
+                rec_masks.append(good.astype(np.uint16))
+                rec_profiles.append(pids)
+    if len(index) > np.iinfo(np.uint16).max:  # pragma: no cover - far beyond the lattice's profiles
+        raise ValueError(f"shard {shard.id} has {len(index)} distinct profiles, more than a uint16 index holds")
+    profiles = {profile_text(p): c for p, c in counts.items()}
+    if not members:
+        return ShardResult(shard.id, n, tables, languages, profiles, time.perf_counter() - t0)
+    return ShardResult(shard.id, n, tables, languages, profiles, time.perf_counter() - t0,
+                       np.concatenate(rec_tables) if rec_tables else np.zeros((0, n * k), np.uint8),
+                       np.concatenate(rec_masks) if rec_masks else np.zeros(0, np.uint16),
+                       np.concatenate(rec_profiles) if rec_profiles else np.zeros(0, np.uint16))
 
 
 # ============================================================================ checkpoint
@@ -312,17 +376,26 @@ class Checkpoint:
     arrives, so a run stopped by Ctrl-C or a kill loses at most the shards in flight. A last line cut
     short by a kill is dropped when the file is opened again.
 
+    Per-language records (:meth:`ShardResult.members_arrays`) go to a sidecar folder
+    ``<path>.members/`` as one ``<n>-<prefix>.npz`` per shard, written (to a temporary name, fsynced,
+    renamed) before the shard's line is appended; a shard whose line is there but whose ``.npz`` is
+    missing or does not fit its counts is dropped on reading when ``members`` is asked for, so it runs
+    again and a resumed run still has every language.
+
     Args:
         path: the file (created with its parent folders when missing).
         header: the census's identity; an existing file with another header is refused.
+        members: read (and require) the per-language records of each finished shard.
 
     Raises:
         CheckpointMismatch: the file's header differs (the message names the fields).
     """
 
-    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any]) -> None:
+    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any], *, members: bool = False) -> None:
         self.path = Path(path)
         self.header = header
+        self.members = members
+        self.members_dir = self.path.with_name(self.path.name + ".members")
         self.done: dict[str, ShardResult] = {}
         if self.path.exists() and self.path.stat().st_size:
             self._read()
@@ -351,7 +424,10 @@ class Checkpoint:
                                              field="checkpoint")
             else:
                 r = ShardResult.from_dict(d)
-                self.done[r.shard_id] = r
+                if self.members:
+                    r = self._attach(r)
+                if r is not None:
+                    self.done[r.shard_id] = r
             good_end += len(line) + 1
         if good_end == 0:
             raise CheckpointMismatch(f"the checkpoint {self.path} has no header line; pass another --checkpoint "
@@ -360,9 +436,29 @@ class Checkpoint:
             with open(self.path, "r+b") as f:
                 f.truncate(good_end)
 
+    def _members_file(self, shard_id: str) -> Path:
+        return self.members_dir / (shard_id.replace(":", "-") + ".npz")
+
+    def _attach(self, r: ShardResult) -> ShardResult | None:
+        f = self._members_file(r.shard_id)
+        try:
+            with np.load(f) as z:
+                return r.with_members({key: z[key] for key in ("tables", "masks", "profiles")})
+        except (OSError, KeyError, ValueError):
+            return None  # missing or damaged: the shard runs again
+
     def add(self, result: ShardResult) -> None:
-        """Append one finished shard (durably)."""
+        """Append one finished shard (durably; its per-language records first, when it has them)."""
         self.done[result.shard_id] = result
+        if result.has_members:
+            self.members_dir.mkdir(parents=True, exist_ok=True)
+            target = self._members_file(result.shard_id)
+            tmp = target.with_suffix(".tmp")
+            with open(tmp, "wb") as f:
+                np.savez(f, **result.members_arrays())
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(result.to_dict()) + "\n")
             f.flush()
@@ -387,6 +483,9 @@ class Census:
         tables: transition tables enumerated.
         shards: shards of the run; ``resumed`` of them came from the checkpoint.
         executor: ``"local"`` or ``"ray"``.
+        members: per-language records when the run kept them (``keep_members``): ``{n: (tables
+            uint8 [m, n*k], masks uint16 [m], profile ids int32 [m])}`` in enumeration order, a
+            profile id indexing ``list(profiles)``; ``None`` otherwise.
     """
 
     max_states: int
@@ -401,6 +500,7 @@ class Census:
     shards: int = 0
     resumed: int = 0
     executor: str = "local"
+    members: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def total(self) -> int:
@@ -488,7 +588,7 @@ def expected_languages(max_states: int, alphabet_size: int) -> int:
 def census(max_states: int, alphabet_size: int, *, jobs: int = 1, runner: ShardRunner | None = None,
            checkpoint: str | os.PathLike[str] | None = None, max_languages: int = MAX_CENSUS_LANGUAGES,
            shard_target: int = SHARD_TARGET, executor: str = "local",
-           progress: Callable[[int, int, int], None] | None = None) -> Census:
+           progress: Callable[[int, int, int], None] | None = None, keep_members: bool = False) -> Census:
     """Enumerate and classify every language with a minimal complete DFA of at most ``max_states``
     states over ``alphabet_size`` letters (``a``, ``b``, ...), shard by shard.
 
@@ -504,6 +604,9 @@ def census(max_states: int, alphabet_size: int, *, jobs: int = 1, runner: ShardR
         shard_target: shards per state number (:func:`shards`).
         executor: recorded in the result (``"local"``, ``"ray"``).
         progress: called with (shards done, shards in all, languages counted so far).
+        keep_members: keep every language's record (:attr:`Census.members`; with a checkpoint, also
+            in its sidecar folder so a resumed run has them all). The runner must then return shards
+            with records (the local and Ray runners do).
 
     Returns:
         :class:`Census`.
@@ -529,7 +632,7 @@ def census(max_states: int, alphabet_size: int, *, jobs: int = 1, runner: ShardR
     plan = shards(max_states, alphabet_size, shard_target)
     header = {"max_states": max_states, "alphabet_size": alphabet_size, "class_keys": list(keys),
               "package_version": package_version(), "shard_target": shard_target, "shards": len(plan)}
-    ckpt = Checkpoint(checkpoint, header) if checkpoint is not None else None
+    ckpt = Checkpoint(checkpoint, header, members=keep_members) if checkpoint is not None else None
     done: dict[str, ShardResult] = dict(ckpt.done) if ckpt else {}
     resumed = sum(1 for s in plan if s.id in done)
     todo = [s for s in plan if s.id not in done]
@@ -538,6 +641,10 @@ def census(max_states: int, alphabet_size: int, *, jobs: int = 1, runner: ShardR
         progress(len(done), len(plan), langs)
     run = runner or local_runner(jobs)
     for r in run(todo, keys):
+        if keep_members and not r.has_members:
+            raise ValueError(f"the runner returned shard {r.shard_id} without per-language records")
+        if not keep_members and r.has_members:
+            r = replace(r, member_tables=None, member_masks=None, member_profiles=None)  # bounded memory
         done[r.shard_id] = r
         if ckpt:
             ckpt.add(r)
@@ -553,9 +660,28 @@ def census(max_states: int, alphabet_size: int, *, jobs: int = 1, runner: ShardR
         tables += r.tables
         for p, c in r.profiles.items():
             profiles[_profile_from_text(p)] += c
+    members = _gather_members(plan, done, list(profiles), max_states, alphabet_size) if keep_members else None
     pub = PUBLISHED.get(alphabet_size, {})
     return Census(max_states, alphabet_size, by_states, {n: pub[n] for n in by_states if n in pub}, dict(profiles),
-                  time.perf_counter() - t0, jobs, keys, tables, len(plan), resumed, executor)
+                  time.perf_counter() - t0, jobs, keys, tables, len(plan), resumed, executor, members)
+
+
+def _gather_members(plan: list[Shard], done: dict[str, ShardResult], order: list[tuple[bool | None, ...]],
+                    max_states: int, k: int) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The shards' records concatenated per state number (plan order), profile ids made global."""
+    gid = {profile_text(p): i for i, p in enumerate(order)}
+    out: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for n in range(1, max_states + 1):
+        parts = [done[s.id] for s in plan if s.n == n]
+        t = [r.member_tables for r in parts]
+        m = [r.member_masks for r in parts]
+        p = [np.asarray([gid[x] for x in r.profiles], dtype=np.int32)[r.member_profiles] for r in parts]
+        out[n] = (np.concatenate(t) if t else np.zeros((0, n * k), np.uint8),  # type: ignore[arg-type]
+                  np.concatenate(m) if m else np.zeros(0, np.uint16),  # type: ignore[arg-type]
+                  np.concatenate(p) if p else np.zeros(0, np.int32))
+        for r in parts:  # the per-shard copies are no longer needed
+            done[r.shard_id] = replace(r, member_tables=None, member_masks=None, member_profiles=None)
+    return out
 
 
 def format_census(c: Census, *, profiles: int = 12) -> str:

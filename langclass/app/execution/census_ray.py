@@ -35,7 +35,8 @@ def package_root() -> str:
 
 
 def _task(shard: Shard, keys: tuple[str, ...]) -> dict[str, Any]:
-    return run_shard(shard, keys).to_dict()
+    r = run_shard(shard, keys)
+    return {"counts": r.to_dict(), "members": r.members_arrays()}  # plain dict + numpy arrays: cheap to pickle
 
 
 def ray_runner(address: str | None, *, max_retries: int = 3, resubmits: int = 3, working_dir: str | None = None,
@@ -80,7 +81,7 @@ def ray_runner(address: str | None, *, max_retries: int = 3, resubmits: int = 3,
                         raise ShardLost(f"shard {shard.id} was lost {tries + 1} times; last error: {err}") from err
                     refs[remote.remote(shard, keys)] = (shard, tries + 1)
                     continue
-                yield ShardResult.from_dict(out)
+                yield ShardResult.from_dict(out["counts"]).with_members(out["members"])
         finally:
             for ref in refs:
                 ray.cancel(ref, force=True)
