@@ -11,7 +11,7 @@ from sqlalchemy import delete as sa_delete
 from langclass.app.store.db import Database, downgrade, schema_status, upgrade
 from langclass.app.store.orm import LanguageClassRow, LanguageRow
 
-MY_TABLES = {"languages", "language_classes", "page_sessions"}
+MY_TABLES = {"languages", "language_classes", "page_sessions", "census_runs", "census_profiles"}
 
 
 def _tables(url: str) -> set[str]:

@@ -100,6 +100,9 @@ class Settings(BaseSettings):
             spec (:class:`~langclass.models.specs.JobLimits`: runs, string lengths, test strings,
             steps, layers, width, heads, feed-forward width, batch, strings per length, seeds,
             encoding parameters); a spec over one is refused with 422 before it is queued.
+        census_dir: folder of the stored census runs' per-language data files (``<run id>.npz``).
+            Default: ``langclass-census/`` next to the SQLite database file, or ``./langclass-census``
+            for another database (:meth:`census_directory`).
         job_time_limit_s: wall-clock budget of one job run; the worker stops it there and records
             ``limit-exceeded``.
         code_version: overrides the code version stamped on every stored record.
@@ -161,6 +164,7 @@ class Settings(BaseSettings):
     job_lease_s: float = Field(60.0, gt=0)
     job_max_attempts: int = Field(3, ge=1)
     job_checkpoint_dir: str | None = None
+    census_dir: str | None = None
 
     # --- job spec limits (JobLimits: one named limit per numeric field of a train spec) --------
     max_runs: int = Field(500, ge=1)
@@ -264,6 +268,21 @@ class Settings(BaseSettings):
         from ..models.specs import JobLimits
 
         return JobLimits(**{name: getattr(self, name) for name in JobLimits.names()})
+
+    @property
+    def census_directory(self) -> str:
+        """Where census data files go: ``census_dir``, else ``langclass-census/`` beside the SQLite
+        file (``./langclass-census`` for an in-memory or non-SQLite database)."""
+        if self.census_dir:
+            return self.census_dir
+        import os
+
+        prefix = "sqlite:///"
+        if self.database_url.startswith(prefix) and ":memory:" not in self.database_url:
+            path = self.database_url[len(prefix):].split("?", 1)[0]
+            if path:
+                return os.path.join(os.path.dirname(path) or ".", "langclass-census")
+        return os.path.join(".", "langclass-census")
 
     @property
     def is_sqlite(self) -> bool:

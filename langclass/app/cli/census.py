@@ -5,7 +5,13 @@
     langclass census --states 3 --alphabet 2            the table (seconds)
     langclass census --states 5 --alphabet 2 --jobs 2   3,762,374 languages (minutes), resumable
     langclass census --states 4 --alphabet 2 --ray auto the same through a Ray cluster
-    langclass census --states 3 --alphabet 2 --json     the counts as JSON
+    langclass census --states 3 --alphabet 2 --json     the counts as JSON (with "run_id")
+    langclass census --states 3 --alphabet 2 --no-store count only, store nothing
+
+The finished run is stored in the configured database (``LANGCLASS_DATABASE_URL``, default SQLite
+``./langclass.db``; migrations are applied first, as ``langclass serve`` does) with every language's
+record in a data file under ``LANGCLASS_CENSUS_DIR`` (:mod:`langclass.app.store.census_runs`); the
+run id is printed last (``GET /v1/census/{run}``, the page ``/census/{run}``).
 
 Finished shards go to a checkpoint file (default under ``$XDG_CACHE_HOME/langclass/census/``,
 ``--checkpoint`` to choose it); a run stopped by Ctrl-C or a kill resumes from it when the same
@@ -44,6 +50,7 @@ def census(
     fresh: Annotated[bool, typer.Option("--fresh", help="discard an existing checkpoint and count everything")] = False,
     max_languages: Annotated[Optional[int], typer.Option("--max-languages", min=1, help="raise max_census_languages (default 10,000,000)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the counts as JSON")] = False,
+    no_store: Annotated[bool, typer.Option("--no-store", help="do not store the run in the database")] = False,
     progress: Annotated[bool, typer.Option(help="show a progress bar on stderr")] = True,
 ) -> None:
     """Enumerate every language whose minimal complete DFA has at most N states over K letters (each
@@ -56,6 +63,12 @@ def census(
     from langclass.core.census import MAX_CENSUS_LANGUAGES, census as run_census, format_census
 
     err_console = Console(stderr=True)
+    settings = None
+    if not no_store:
+        from langclass.app.settings import get_settings
+
+        settings = get_settings()
+        settings.check_database_url()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     workers = jobs or cpus
     ckpt = None if no_checkpoint else (checkpoint or default_checkpoint(states, alphabet))
@@ -81,7 +94,7 @@ def census(
         with bar:
             result = run_census(
                 states, alphabet, jobs=workers, runner=runner, checkpoint=ckpt, executor=executor,
-                max_languages=max_languages or MAX_CENSUS_LANGUAGES,
+                max_languages=max_languages or MAX_CENSUS_LANGUAGES, keep_members=not no_store,
                 progress=lambda done, todo, langs: bar.update(task, completed=done, total=todo, languages=langs))
     except LangclassError as err:
         fail(err, as_json)
@@ -90,13 +103,33 @@ def census(
         where = f"the finished shards are in {ckpt}; run the same command again to resume" if ckpt else "no checkpoint kept"
         typer.echo(f"interrupted: {where}", err=True)
         raise typer.Exit(code=130)
+    run_id = _store(result, settings) if settings is not None else None
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        typer.echo(json.dumps({**result.to_dict(), "run_id": run_id}, indent=2, ensure_ascii=False))
     else:
         typer.echo(format_census(result))
+        typer.echo(f"stored as census run {run_id}" if run_id else "not stored (--no-store)")
     if result.matches_published is False:
         typer.echo("MISMATCH: the counts per state number differ from the published ones", err=True)
         raise typer.Exit(code=1)
+
+
+def _store(result: object, settings: object) -> str:
+    """Apply migrations (when ``auto_migrate``) and store the run; its id."""
+    from langclass.app.store.census_runs import save_run
+    from langclass.app.store.db import Database, upgrade
+    from langclass.version import code_version
+
+    if settings.auto_migrate:  # type: ignore[attr-defined]
+        upgrade(settings.database_url)  # type: ignore[attr-defined]
+    db = Database(settings.database_url)  # type: ignore[attr-defined]
+    try:
+        with db.session_scope() as session:
+            row = save_run(session, result, settings.census_directory,  # type: ignore[attr-defined]
+                           code_version=settings.code_version or code_version())  # type: ignore[attr-defined]
+            return row.id
+    finally:
+        db.dispose()
 
 
 def register(app: typer.Typer) -> None:

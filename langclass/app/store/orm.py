@@ -9,6 +9,11 @@
 
 ``jobs``              one row per long computation (train / construct) on a stored language, with
                       its life cycle; written only by :mod:`langclass.app.store.jobs`.
+``census_runs``       one row per stored census run (N, K, classes, counts, where the per-language
+                      data file is, its SHA-256 and size); written only by
+                      :mod:`langclass.app.store.census_runs`.
+``census_profiles``   one row per (run, membership profile, state number) with its count, so a
+                      filter is counted without opening the data file.
 ``page_sessions``     one row per signed-in browser (``/login``), deleted by ``/logout``; written only
                       by :mod:`langclass.app.store.sessions`.
 """
@@ -18,10 +23,12 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, CheckConstraint, DateTime, ForeignKey, Index, Integer, String, TypeDecorator
+from sqlalchemy import (JSON, BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer, String,
+                        TypeDecorator)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-__all__ = ["Base", "LanguageRow", "LanguageClassRow", "JobRow", "PageSessionRow", "UTCDateTime", "utcnow"]
+__all__ = ["Base", "LanguageRow", "LanguageClassRow", "JobRow", "PageSessionRow", "CensusRunRow", "CensusProfileRow",
+           "UTCDateTime", "utcnow"]
 
 
 def utcnow() -> datetime:
@@ -182,3 +189,56 @@ class PageSessionRow(Base):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
 
     __table_args__ = (Index("ix_page_sessions_expires_at", "expires_at"),)
+
+
+class CensusRunRow(Base):
+    """A stored census run (:func:`langclass.core.census.census`).
+
+    Columns:
+        id: UUID4 string.
+        max_states / alphabet_size: N and K.
+        class_keys: the classes in profile order (a profile's i-th character answers class i).
+        counts: :meth:`~langclass.core.census.Census.to_dict` (per class, differences, intersections, …).
+        by_states / published: ``{n: languages}`` counted / from the literature; ``matches_published``
+            compares (NULL when nothing is published).
+        total: languages in the run.
+        seconds / executor / jobs: wall time of the storing invocation, ``local`` | ``ray``, workers.
+        code_version: the code that counted.
+        data_path / data_sha256 / data_bytes: the per-language ``.npz`` file, its SHA-256 hex and size.
+        created_at: UTC.
+    """
+
+    __tablename__ = "census_runs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    max_states: Mapped[int] = mapped_column(Integer, nullable=False)
+    alphabet_size: Mapped[int] = mapped_column(Integer, nullable=False)
+    class_keys: Mapped[list[Any]] = mapped_column(JSON, nullable=False)
+    counts: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    by_states: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    published: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    matches_published: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    total: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    seconds: Mapped[float] = mapped_column(Float, nullable=False)
+    executor: Mapped[str] = mapped_column(String(16), nullable=False)
+    jobs: Mapped[int] = mapped_column(Integer, nullable=False)
+    code_version: Mapped[str] = mapped_column(String(100), nullable=False)
+    data_path: Mapped[str] = mapped_column(String(1000), nullable=False)
+    data_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    data_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+    __table_args__ = (Index("ix_census_runs_created_at_id", "created_at", "id"),)
+
+
+class CensusProfileRow(Base):
+    """Languages of one run with one membership profile and one state number."""
+
+    __tablename__ = "census_profiles"
+
+    run_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("census_runs.id", ondelete="CASCADE", name="fk_census_profiles_run_id"), primary_key=True
+    )
+    profile: Mapped[str] = mapped_column(String(200), primary_key=True)
+    states: Mapped[int] = mapped_column(Integer, primary_key=True)
+    count: Mapped[int] = mapped_column(BigInteger, nullable=False)
