@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from ..problems import router as problems_router
 from .batch import router as batch_router
+from .census import router as census_router
 from .health import router as health_router
 from .jobs import router as jobs_router
 from .languages import router as languages_router
@@ -15,5 +16,6 @@ ROUTERS: list[APIRouter] = [
     batch_router,
     languages_router,
     jobs_router,
+    census_router,
     problems_router,
 ]
