@@ -205,3 +205,29 @@ def test_cli_stores_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert out.exit_code == 0 and "not stored" in out.stdout
     assert len(list((tmp_path / "data").glob("*.npz"))) == 1
     get_settings.cache_clear()  # the next test reads its own environment
+
+
+def test_pages_show_counts_and_open_a_member(api: Any, migrated_url: str, small: Any, tmp_path: Path) -> None:
+    run_id = _store(migrated_url, small, tmp_path)
+    runs_page = api.get("/census")
+    assert runs_page.status_code == 200 and f"/census/{run_id}" in runs_page.text
+    page = api.get(f"/census/{run_id}", params={"in": "ltl_p_y_mod", "not_in": "ltl_p_y"})
+    assert page.status_code == 200
+    for k, c in small.to_dict()["classes"].items():
+        assert f'data-class="{k}" data-count="{c}"' in page.text  # the lattice box of each class, with its count
+    assert f"{small.count(('ltl_p_y_mod',), ('ltl_p_y',)):,} language" in page.text
+    assert "1,028" in page.text  # languages with 3 states, beside the published count
+    assert api.get(f"/census/{run_id}", params={"in": "nope"}).status_code == 422
+    r = api.get(f"/census/{run_id}/languages/30", follow_redirects=False)
+    assert r.status_code == 303
+    from langclass.app.store import census_runs
+    from langclass.app.store.db import get_database
+
+    with get_database(make_settings(migrated_url)).session_scope() as session:
+        dfa, n, _p = census_runs.member_dfa(census_runs.get_run(session, run_id), 30)
+    assert r.headers["location"] == f"/languages/{dfa.fingerprint()}" and n == 3
+    lang = api.get(r.headers["location"])
+    assert lang.status_code == 200
+    assert api.get(f"/census/{run_id}/languages/30", follow_redirects=False).headers["location"] == r.headers["location"]
+    assert api.get(f"/v1/languages/{dfa.fingerprint()}").json()["num_states"] == 3
+    assert api.get(f"/census/{run_id}/languages/{small.total}", follow_redirects=False).status_code == 404

@@ -299,6 +299,9 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
     from langclass.app.web.pages import router as pages_router
 
     app.include_router(pages_router)  # the web pages (docs/web.md)
+    from langclass.app.web.census_pages import router as census_pages_router
+
+    app.include_router(census_pages_router)  # the census pages
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     _finish_openapi(app, settings)
     return app

@@ -438,13 +438,16 @@ def _box_label(name: str, cx: float, cy: float, max_w: float, font_px: float = 1
     return "".join(spans)
 
 
-def lattice_svg(members: Mapping[str, bool | None], *, href: str = "#class-{key}") -> str:
+def lattice_svg(members: Mapping[str, bool | None], *, href: str = "#class-{key}",
+                counts: Mapping[str, int] | None = None, total: int | None = None) -> str:
     """The class lattice as SVG: one box per class (bottom: the smallest classes), an edge for each
     covering inclusion, members green, non-members red, undecided grey; each box links to
     ``href.format(key=...)`` (the certificate on the page).
 
     Args:
         members: class key → ``True`` / ``False`` / ``None``.
+        counts: class key → number of languages (a census): each box then shows its count (and the
+            share of ``total`` when given) under the name, in neutral blue (``members`` is ignored).
     """
     from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS
 
@@ -453,7 +456,7 @@ def lattice_svg(members: Mapping[str, bool | None], *, href: str = "#class-{key}
     rows: dict[int, list[str]] = {}
     for k in CLASS_KEYS:
         rows.setdefault(level[k], []).append(k)
-    bw, bh, gx, gy = 150.0, 34.0, 18.0, 46.0
+    bw, bh, gx, gy = 150.0, (48.0 if counts is not None else 34.0), 18.0, 46.0
     width = max(len(r) for r in rows.values()) * (bw + gx) + gx
     height = (top + 1) * (bh + gy) + gy
     pos: dict[str, tuple[float, float]] = {}
@@ -467,12 +470,24 @@ def lattice_svg(members: Mapping[str, bool | None], *, href: str = "#class-{key}
     stroke = {True: "#2e7d32", False: "#c62828", None: "#777"}
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="lattice" width="{width:.0f}" height="{height:.0f}" '
            f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="sans-serif" font-size="12">',
-           "<title>class lattice: green member, red not a member, grey undecided; lines are inclusions</title>"]
+           ("<title>class lattice: the number of languages in each class; lines are inclusions</title>" if counts is not None
+            else "<title>class lattice: green member, red not a member, grey undecided; lines are inclusions</title>")]
     for a, b in covers:
         (xa, ya), (xb, yb) = pos[a], pos[b]
         out.append(f'<line x1="{xa + bw / 2:.1f}" y1="{ya:.1f}" x2="{xb + bw / 2:.1f}" y2="{yb + bh:.1f}" stroke="#999"/>')
     for k in CLASS_KEYS:
         x, y = pos[k]
+        if counts is not None:
+            c = int(counts.get(k, 0))
+            share = f" ({c / total:.1%})" if total else ""
+            label = _box_label(CLASS_INFO[k].name.split(" (")[0], x + bw / 2, y + bh / 2 - 8, bw - 12)
+            out.append(f'<a href="{html.escape(href.format(key=k))}"><g class="class count" data-class="{k}" data-count="{c}">'
+                       f"<title>{html.escape(CLASS_INFO[k].name)}: {c} languages{share}</title>"
+                       f'<rect x="{x:.1f}" y="{y:.1f}" width="{bw:.0f}" height="{bh:.0f}" rx="6" fill="#dde8f6" '
+                       f'stroke="#1f5aa6" stroke-width="2"/>'
+                       f'{label}<text class="count" x="{x + bw / 2:.1f}" y="{y + bh - 7:.1f}" text-anchor="middle" '
+                       f'font-weight="bold">{c:,}{html.escape(share)}</text></g></a>')
+            continue
         m = members.get(k)
         word = {True: "yes", False: "no", None: "?"}[m]
         label = _box_label(CLASS_INFO[k].name.split(" (")[0], x + bw / 2, y + bh / 2, bw - 12)

@@ -150,7 +150,7 @@ def list_runs(session: Session, *, limit: int, cursor: str | None = None) -> tup
     Raises:
         ValueError: a malformed cursor (from :func:`~langclass.app.store.pagination.decode_cursor`)."""
     q = select(CensusRunRow).order_by(CensusRunRow.created_at.desc(), CensusRunRow.id.desc())
-    if cursor:
+    if cursor is not None:  # an empty cursor is malformed (400), not the first page
         at, rid = decode_cursor(cursor)
         q = q.where((CensusRunRow.created_at < at) | ((CensusRunRow.created_at == at) & (CensusRunRow.id < rid)))
     rows = list(session.scalars(q.limit(limit + 1)))
