@@ -82,6 +82,10 @@ SEMANTIC_REJECTIONS: dict[str, set[str]] = {
     "GET /v1/languages": {"invalid-cursor",          # a well-formed cursor the service did not issue
                           "invalid-input:member"},   # `member` needs `class` (a rule between parameters)
     "GET /v1/jobs": {"invalid-cursor"},
+    "GET /v1/census": {"invalid-cursor"},
+    # a class key the run lacks, or more states than the run's N (both depend on the stored run)
+    "GET /v1/census/{run_id}": {"invalid-input:in", "invalid-input:not_in", "invalid-input:states"},
+    "GET /v1/census/{run_id}/languages": {"invalid-input:in", "invalid-input:not_in", "invalid-input:states"},
 }
 _ACCEPTED = {200, 201, 202, 204, 401, 404, 409}
 _POSITIVE_SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
