@@ -84,7 +84,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
             r = client.post("/v1/languages", json=body)
             assert r.status_code == 201, r.text
             ids[body["name"]] = r.json()["id"]
-    yield {"base": base, "ids": ids}
+    yield {"base": base, "ids": ids, "url": url}
     srv.should_exit = True
     thread.join(timeout=60)
 
@@ -239,3 +239,50 @@ def test_add_of_a_stored_language_says_which_labels_were_not_applied(server: dic
     assert "/languages/" not in browser.current_url
     link = browser.find_element(By.ID, "add-note-link").get_attribute("href")
     assert link.endswith("/languages/" + server["ids"][LANGS[0]["name"]])
+
+
+@pytest.fixture(scope="module")
+def census_run(server: dict, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
+    """A tiny stored census (at most 3 states over 2 letters: 1,054 languages, under a second)."""
+    from langclass.app.store.census_runs import save_run
+    from langclass.app.store.db import Database
+    from langclass.core.census import census
+
+    c = census(3, 2, keep_members=True)
+    db = Database(server["url"])
+    try:
+        with db.session_scope() as session:
+            return save_run(session, c, tmp_path_factory.mktemp("census"), code_version="test").id, c.to_dict()
+    finally:
+        db.dispose()
+
+
+def test_census_page_draws_the_annotated_lattice_and_opens_a_member(server: dict, browser: webdriver.Chrome,
+                                                                     census_run: tuple[str, dict]) -> None:
+    run_id, counts = census_run
+    browser.get(f"{server['base']}/census")
+    browser.find_element(By.CSS_SELECTOR, f"#census-runs tr[data-id='{run_id}'] a").click()
+    _wait(browser).until(EC.url_contains(f"/census/{run_id}"))
+    states = {r.get_attribute("data-states"): r.text for r in browser.find_elements(By.CSS_SELECTOR, "#census-states tbody tr")}
+    assert "1,028" in states["3"] and "ok" in states["3"]
+    lattice = browser.find_element(By.CSS_SELECTOR, "#lattice-picture svg")
+    boxes = lattice.find_elements(By.CSS_SELECTOR, "g.class.count")
+    assert len(boxes) == len(CLASS_KEYS)  # one box per class, each with its count visible
+    for box in boxes:
+        key = box.get_attribute("data-class")
+        shown = box.find_element(By.CSS_SELECTOR, "text.count").text
+        assert shown.startswith(f"{counts['classes'][key]:,}"), (key, shown)
+    limg = _image(lattice.screenshot_as_png, "census-lattice")
+    assert _share(limg, (0xDD, 0xE8, 0xF6), 8) > 0.01 and _ink(limg) > 0.01  # the blue boxes and their labels drawn
+    Select(browser.find_element(By.CSS_SELECTOR, "#census-filter select[name=in]")).select_by_value("ltl_p_y_mod")
+    Select(browser.find_element(By.CSS_SELECTOR, "#census-filter select[name=not_in]")).select_by_value("ltl_p_y")
+    browser.find_element(By.CSS_SELECTOR, "#census-filter button[type=submit]").click()
+    _wait(browser).until(EC.url_contains("not_in=ltl_p_y"))
+    want = counts["differences"]["ltl_p_y_mod-ltl_p_y"]  # LTL[P,Y] ⊂ LTL[P,Y,MOD] is an inclusion of the lattice
+    assert browser.find_element(By.ID, "census-total").text.startswith(f"{want:,} language")
+    links = browser.find_elements(By.CSS_SELECTOR, "#census-list a.member")
+    assert links
+    links[0].click()
+    _wait(browser).until(EC.url_contains("/languages/"))
+    assert browser.find_element(By.CSS_SELECTOR, "#lattice-picture svg")  # the member's own language page
+    _image(browser.get_screenshot_as_png(), "census-member")
