@@ -83,7 +83,8 @@ async def census_run_page(
         try:
             q = runs.parse_filter(list(row.class_keys), in_, not_in, n_states)
         except runs.UnknownClassKey as err:
-            raise InputError(str(err), field="in") from None
+            raise InputError(str(err), field="in" if err.key in {p.strip() for v in in_ for p in v.split(",")}
+                             else "not_in") from None
         if n_states is not None and not 1 <= n_states <= row.max_states:
             raise InputError(f"states must be in 1..{row.max_states}", field="states")
         try:
