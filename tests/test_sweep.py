@@ -24,10 +24,10 @@ def _rec(cell, fp, tested=True, **encs):
 
 
 RECORDS = [
-    _rec("ltl_p", "a", nope=(True, 100), rope=(False, 100)),   # rope: beyond the prediction
+    _rec("ltl_p", "a", nope=(True, 100), rope=(False, 100)),   # rope: no guarantee, measured only
     _rec("ltl_p", "b", nope=(True, 60), rope=(False, 41)),     # nope: training failure
     _rec("ltl_p", "c", nope=(True, 100), rope=(False, 100)),
-    _rec("mod", "d", nope=(False, 41), rope=(False, 50)),
+    _rec("mod", "d", nope=(False, 100), rope=(False, 50)),     # nope outside LTL[P] perfect: beyond the prediction
     _rec("mod", "e", tested=False, nope=(False, 100), rope=(False, 100)),  # not tested: ignored
 ]
 
@@ -39,7 +39,7 @@ def test_aggregate_arithmetic():
     assert p["nope"]["predicted_majority"] and not p["rope"]["predicted_majority"]
     assert p["rope"]["share"] == pytest.approx(2 / 3)
     m = agg["cells"]["mod"]
-    assert (m["tested"], m["not_tested"], m["encodings"]["rope"]["share"]) == (1, 1, 0.0)
+    assert (m["tested"], m["not_tested"], m["encodings"]["rope"]["share"], m["encodings"]["nope"]["share"]) == (1, 1, 0.0, 1.0)
     assert agg["cells"]["beyond"]["encodings"]["nope"]["share"] is None
     table = markdown_table(agg, {"ltl_p": "LTL[P]"}, ["nope", "rope"])
     assert "| LTL[P] | 3 | 2/3 (67%)* | 2/3 (67%) |" in table
@@ -49,10 +49,10 @@ def test_aggregate_arithmetic():
 def test_contradictions_listed():
     cs = contradictions(RECORDS)
     got = [(c["kind"], c["fingerprint"], c["encoding"], c["longest_perfect_length"]) for c in cs]
-    assert got == [("beyond_prediction", "a", "rope", 100), ("training_failure", "b", "nope", 60),
-                   ("beyond_prediction", "c", "rope", 100)]
-    assert all(c["dfa"] == {"fp": c["fingerprint"]} and c["cell"] == "ltl_p" for c in cs)
-    assert "only up to the tested lengths" in cs[0]["note"]
+    assert got == [("training_failure", "b", "nope", 60), ("beyond_prediction", "d", "nope", 100)]
+    assert [c["cell"] for c in cs] == ["ltl_p", "mod"]
+    assert all(c["dfa"] == {"fp": c["fingerprint"]} for c in cs)
+    assert "only up to the tested lengths" in cs[1]["note"]
 
 
 def _lang(cell, accepting):

@@ -35,9 +35,10 @@ SWEEP_ENCODINGS: tuple[str, ...] = ("nope", "sinusoidal", "sinusoidal_periodic",
 """The catalogue encodings of *Disentangling the Expressivity of RoPE* every language is trained with."""
 
 SWEEP_PROFILES: dict[str, dict[str, Any]] = {
-    # 2-core CPU: ~50 s per language (6 encodings trained together, measured: docs/sweep.md).
+    # 2-core CPU: at most ~45 s per language (6 encodings trained together; measured 27 s per language at
+    # 400 steps, N = 3, K = 2, per_cell = 1, docs/sweep.md), so 70 languages take 45-55 minutes.
     "cpu": {"base": "quick", "seeds": [0], "learning_rates": [1e-3],
-            "overrides": {"max_steps": 400, "patience": 100, "train_lengths": {"range": [1, 40]},
+            "overrides": {"max_steps": 700, "patience": 200, "train_lengths": {"range": [1, 40]},
                           "test_lengths": {"range": [41, 100]}, "eval_per_length": 64}},
     # Disentangling the Expressivity of RoPE, App. E.2 (the experiment's "paper" profile), for a GPU.
     "paper": {"base": "paper", "seeds": None, "learning_rates": None, "overrides": {}},

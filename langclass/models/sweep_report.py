@@ -15,9 +15,14 @@ predictions; App. E the protocol — the best run of the grid counts):
 
 * ``"training_failure"``: predicted sufficient, no run reached the longest tested length. The theorem
   guarantees a parameterization, not that optimization finds it — informative, not a refutation.
-* ``"beyond_prediction"``: predicted insufficient (the theory says no length-independent
-  recognizer exists with this encoding), yet a run was perfect up to the longest tested length. This
-  holds only up to the tested lengths: the impossibility is about every length.
+* ``"beyond_prediction"``: predicted insufficient where the theory says no length-independent
+  recognizer exists with this encoding — the families with an exact characterization
+  (:data:`EXACT_FAMILIES`: NoPE recognizes exactly LTL[P], periodic RoPE / periodic sinusoidal PE
+  exactly LTL[P,MOD] with a period the language's divides) — yet a run was perfect up to the longest
+  tested length. This holds only up to the tested lengths: the impossibility is about every length.
+  An encoding without a length-independent guarantee (conventional RoPE, sinusoidal, ALiBi: Cor. 4.1)
+  is never predicted sufficient and never contradicts: its numbers are measured
+  (:func:`prediction_kind` ``"no_guarantee"``).
 
 Languages whose test lengths never exceed the training lengths with both classes present
 (``length_generalization_tested`` false) are counted as not tested and are neither in the shares nor
@@ -29,7 +34,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["aggregate", "contradictions", "markdown_table", "csv_records", "CSV_FIELDS"]
+__all__ = ["EXACT_FAMILIES", "prediction_kind", "aggregate", "contradictions", "markdown_table", "csv_records", "CSV_FIELDS"]
+
+
+EXACT_FAMILIES: tuple[str, ...] = ("nope", "rope_periodic", "sinusoidal_periodic")
+"""Encoding families whose soft-attention class is known exactly (*Disentangling the Expressivity of RoPE*,
+§2.2 and Thm 3.1/3.2), so "not predicted sufficient" means "cannot recognize at every length"."""
+
+
+def prediction_kind(encoding_name: str, predicted_sufficient: bool | None) -> str:
+    """``"sufficient"``, ``"impossible"`` (an :data:`EXACT_FAMILIES` encoding predicted insufficient),
+    ``"no_guarantee"`` (another encoding: no length-independent claim) or ``"undecided"``."""
+    if predicted_sufficient is None:
+        return "undecided"
+    if predicted_sufficient:
+        return "sufficient"
+    return "impossible" if encoding_name in EXACT_FAMILIES else "no_guarantee"
 
 
 def _tested(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -65,12 +85,12 @@ def contradictions(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     out = []
     for r in _tested(records):
         for enc, e in r["encodings"].items():
-            pred, reached = e["predicted_sufficient"], e["reached_longest"]
+            pred, reached = prediction_kind(e["encoding_name"], e["predicted_sufficient"]), e["reached_longest"]
             kind = None
-            if pred is True and not reached:
+            if pred == "sufficient" and not reached:
                 kind = "training_failure"
                 note = "predicted sufficient but no run reached the longest tested length (optimization, not expressivity)"
-            elif pred is False and reached:
+            elif pred == "impossible" and reached:
                 kind = "beyond_prediction"
                 note = (f"predicted insufficient, yet perfect up to the longest tested length {r['longest_tested_length']}; "
                         "holds only up to the tested lengths")
@@ -103,7 +123,7 @@ def markdown_table(agg: Mapping[str, Any], cell_names: Mapping[str, str], encodi
     return "\n".join(lines)
 
 
-CSV_FIELDS = ("cell", "fingerprint", "dfa", "encoding", "label", "predicted_sufficient", "longest_perfect_length",
+CSV_FIELDS = ("cell", "fingerprint", "dfa", "encoding", "label", "predicted_sufficient", "prediction", "longest_perfect_length",
               "longest_tested_length", "reached_longest", "accuracy", "length_generalization_tested", "runs")
 """Columns of the per language × encoding CSV."""
 
@@ -117,6 +137,7 @@ def csv_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         for enc, e in r["encodings"].items():
             rows.append({"cell": r["cell"], "fingerprint": r["fingerprint"], "dfa": json.dumps(r["dfa"], separators=(",", ":")),
                          "encoding": enc, "label": e.get("label", enc), "predicted_sufficient": e["predicted_sufficient"],
+                         "prediction": prediction_kind(e["encoding_name"], e["predicted_sufficient"]),
                          "longest_perfect_length": e["longest_perfect_length"], "longest_tested_length": r["longest_tested_length"],
                          "reached_longest": e["reached_longest"], "accuracy": e["accuracy"],
                          "length_generalization_tested": r["length_generalization_tested"], "runs": e["runs"]})

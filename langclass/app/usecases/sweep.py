@@ -131,7 +131,7 @@ def heatmap_figure(out: Mapping[str, Any]) -> Any:
     ax.set_xticks(range(len(encs)), encs, rotation=30, ha="right")
     ax.set_yticks(range(len(cells)), [out["cells"].get(c, c) for c in cells])
     ax.set_title(f"share of languages with N* = longest tested length ({out['profile']} profile, "
-                 f"≤{out['states']} states, {out['alphabet']} letters); red: predicted sufficient", fontsize=9)
+                 f"≤{out['states']} states, {out['alphabet']} letters)\nred outline: predicted sufficient (soft attention)", fontsize=9)
     fig.colorbar(im, ax=ax, label="share")
     return fig
 
