@@ -134,3 +134,11 @@ def test_cli_bad_input(tmp_path):
     assert r.exit_code != 0 and "profile" in r.output
     r = CliRunner().invoke(app, ["sweep", "--out", str(tmp_path), "--overrides", "[1]", "--states", "2"])
     assert r.exit_code == 2
+
+
+def test_python_api_sweep(tmp_path):
+    import langclass
+
+    out = langclass.sweep(2, 2, per_cell=1, out=str(tmp_path), overrides=TINY)
+    assert out["records"] and (tmp_path / "sweep.md").exists()
+    assert set(out["aggregate"]["cells"]) == set(out["cells"])
