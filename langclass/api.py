@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .core.analysis import Analysis
     from langclass.core.algebra.classes import ClassResult
 
-__all__ = ["Classification", "RunResult", "classify", "construct", "train", "read_alphabet", "from_automata_lib",
+__all__ = ["Classification", "RunResult", "classify", "construct", "train", "sweep", "read_alphabet", "from_automata_lib",
            "to_automata_lib"]
 
 
@@ -315,6 +315,32 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
     if prediction is not None:
         spec["prediction"] = dict(prediction)
     return RunResult("train", run_experiment(spec))
+
+
+def sweep(states: int = 3, alphabet: int = 2, *, per_cell: int = 10, profile: str = "cpu", seed: int = 0,
+          out: str = "sweep", overrides: Mapping[str, Any] | None = None, ray: str | None = None) -> dict[str, Any]:
+    """The prediction tested by training across a stratified sample of census languages (imports torch);
+    ``langclass sweep`` from Python (docs/sweep.md).
+
+    Draws ``per_cell`` languages from each cell of the lattice among the languages with at most
+    ``states`` states over ``alphabet`` letters, trains each with every catalogue encoding, and writes
+    ``sweep.json`` / ``.csv`` / ``.md`` / ``.png`` to ``out`` (resumable there). ``ray``: ``"auto"``,
+    ``"host:port"`` or ``"local"`` to run one Ray task per language.
+
+    Returns:
+        The content of ``sweep.json`` (``aggregate``, ``contradictions``, ``records``, ``sample``).
+
+    Raises:
+        InputError (naming the field), LimitExceeded (``max_sample_languages``, ``max_sweep_runs`` or a job limit).
+    """
+    from .app.usecases.sweep import run
+
+    runner = None
+    if ray is not None:
+        from .app.execution.sweep_ray import ray_sweep_runner
+
+        runner = ray_sweep_runner(None if ray == "local" else ray)
+    return run(states, alphabet, per_cell, seed, out, profile=profile, overrides=overrides, runner=runner)
 
 
 # ============================================================================ automata-lib interop

@@ -29,14 +29,14 @@ from typing import Annotated, Optional
 import typer
 
 from langclass.core.base.errors import InputError, LangclassError
-from . import census, construct, jobs, sectors
+from . import census, construct, jobs, sectors, sweep
 from .common import fail as _fail
 from .common import parse_alphabet
 from langclass.app.settings import Settings, SettingsError, get_settings
 
 __all__ = ["app", "main", "SUBCOMMAND_MODULES", "parse_alphabet"]
 
-SUBCOMMAND_MODULES = (jobs, construct, census, sectors)
+SUBCOMMAND_MODULES = (jobs, construct, census, sectors, sweep)
 """Modules whose ``register(app)`` adds commands to :data:`app` (worker, train; construct; census; sectors)."""
 
 app = typer.Typer(

@@ -1,0 +1,84 @@
+"""``langclass sweep``: the encoding prediction tested by training across a stratified sample of census languages.
+
+::
+
+    langclass sweep --states 3 --alphabet 2 --per-cell 10 --profile cpu --seed 0 --out sweep-n3
+    langclass sweep ... --ray auto          one Ray task per language
+
+Writes ``sweep.json``, ``sweep.csv``, ``sweep.md`` and ``sweep.png`` to ``--out`` and each finished
+language to ``--out/languages/``; the same command again resumes (finished languages are skipped).
+See docs/sweep.md and :mod:`langclass.app.usecases.sweep`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from langclass.core.base.errors import LangclassError
+from .common import fail
+
+__all__ = ["register", "sweep"]
+
+
+def sweep(
+    out: Annotated[Path, typer.Option("--out", "-o", help="output directory (results, checkpoints per language)")],
+    states: Annotated[int, typer.Option("--states", "-n", min=1, max=5, help="N: at most this many states in the minimal DFA")] = 3,
+    alphabet: Annotated[int, typer.Option("--alphabet", "-k", min=1, max=4, help="K: letters a, b, ...")] = 2,
+    per_cell: Annotated[int, typer.Option("--per-cell", "-m", min=1, max=1000, help="languages drawn per cell")] = 10,
+    profile: Annotated[str, typer.Option("--profile", help="cpu (about an hour for N=3, 10 per cell) or paper (App. E.2, GPU)")] = "cpu",
+    seed: Annotated[int, typer.Option("--seed", min=0, help="seed of the draw")] = 0,
+    ray: Annotated[Optional[str], typer.Option("--ray", help="train on a Ray cluster, one task per language: 'auto', 'HOST:PORT' or 'local'")] = None,
+
+    overrides: Annotated[Optional[str], typer.Option("--overrides", help="JSON object of experiment overrides, e.g. '{\"max_steps\": 5}'")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print sweep.json instead of the table")] = False,
+) -> None:
+    """Draw --per-cell languages from each cell of the lattice among the census languages of at most
+    --states states over --alphabet letters, train each with every catalogue encoding, and report per
+    cell × encoding the share whose N* reaches the longest tested length (predicted encodings marked
+    *) and every run that contradicts the prediction."""
+    from langclass.app.usecases.sweep import run
+
+    try:
+        ov = json.loads(overrides) if overrides else None
+        if ov is not None and not isinstance(ov, dict):
+            raise ValueError("not an object")
+    except ValueError as err:
+        typer.echo(f"--overrides must be a JSON object: {err}", err=True)
+        raise typer.Exit(code=2)
+    runner = None
+    if ray is not None:
+        try:
+            from langclass.app.execution.sweep_ray import ray_sweep_runner
+        except ImportError:  # pragma: no cover - ray is an optional dependency
+            typer.echo("--ray needs Ray: pip install 'langclass[ray]'", err=True)
+            raise typer.Exit(code=2)
+        runner = ray_sweep_runner(None if ray == "local" else ray)
+
+    def progress(done: int, total: int, rec) -> None:
+        if rec is not None:
+            typer.echo(f"[{done}/{total}] {rec['cell']} {rec['fingerprint'][:12]} {rec['wall_s']:.1f} s", err=True)
+        else:
+            typer.echo(f"{done}/{total} languages already in {out}", err=True)
+
+    try:
+        result = run(states, alphabet, per_cell, seed, out, profile=profile, overrides=ov, runner=runner, progress=progress)
+    except LangclassError as err:
+        fail(err, as_json)
+        return
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: finished languages are in {out / 'languages'}; run the same command again to resume", err=True)
+        raise typer.Exit(code=130)
+    if as_json:
+        typer.echo((out / "sweep.json").read_text(encoding="utf-8"))
+    else:
+        typer.echo((out / "sweep.md").read_text(encoding="utf-8"))
+        typer.echo(f"wrote {out / 'sweep.json'}, sweep.csv, sweep.md, sweep.png ({result['runs']} runs, {result['wall_s']:.0f} s)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sweep`` to the ``langclass`` command."""
+    app.command("sweep")(sweep)
