@@ -156,6 +156,14 @@ def test_cli_route_option():
                                    "--all-words", "6", "--random-words", "2", "--random-max-length", "60"])
     assert res.exit_code == 0, res.output
     assert "route      cascade (cascade height 3" in res.output
+    # the summary describes the cascade that was built, not the local-divisor formula that was not
+    assert "synthesis  cascade: holonomy decomposition, 3 levels" in res.output
+    assert "local-divisors (Diekert" not in res.output and "formula    " not in res.output
+    local = CliRunner().invoke(app, ["construct", "--regex", "(ab)*", "--alphabet", "ab", "--attention", "hard",
+                                     "--route", "local-divisors", "--all-words", "6", "--random-words", "2",
+                                     "--random-max-length", "60"])
+    assert local.exit_code == 0, local.output
+    assert "synthesis  local-divisors" in local.output and "holonomy" not in local.output
     bad = CliRunner().invoke(app, ["construct", "--regex", "(ab)*", "--alphabet", "ab", "--route", "fastest"])
     assert bad.exit_code == 2 and "route" in bad.output
 

@@ -169,13 +169,27 @@ def summary_lines(result: dict, show_program: bool = False) -> list[str]:
     frag = f"   [{result['fragment']}]" if result.get("fragment") else ""
     syn = result.get("synthesis") or {}
     text = result.get("formula")
+    route = result.get("route") or {}
+    if route.get("route") == "cascade":
+        # the model was compiled from the holonomy cascade: the local-divisor formula (the candidate the
+        # route chooser did not keep) is not what was built, so it is not printed as if it were
+        c = route.get("cascade") or {}
+        mod = f", on the automaton of the {c['modulus']}-marked language" if c.get("modulus", 1) > 1 else ""
+        lines.append(f"synthesis  cascade: holonomy decomposition, {route.get('cascade_height')} levels, states per level "
+                     f"{c.get('states_per_level')}, {c.get('global_size', '?')} global states{mod} ({c.get('source', '')})")
+        other = (route.get("candidates") or {}).get("local-divisors") or {}
+        if other.get("parameters") or other.get("parameters_at_least"):
+            size = (f"{other['parameters']:,} parameters planned" if other.get("parameters")
+                    else f"at least {other['parameters_at_least']:,} parameters")
+            lines.append(f"not built  local-divisors route ({size}; --json has its formula)")
+        text, syn = None, {}
     if text is not None:
         if show_program or len(text) <= SHORT_FORMULA_CHARS:
             lines.append(f"formula    {text}{frag}")
         else:
             size = f", {syn['formula_tree_size']:,} nodes" if syn.get("formula_tree_size") else ""
             lines.append(f"formula    {text[:120]}… ({len(text):,} characters{size}; --show-program or --json prints it){frag}")
-    elif syn.get("formula_tree_size"):
+    elif syn.get("formula_tree_size") and route.get("route") != "cascade":
         lines.append(f"formula    not shown: {syn['formula_tree_size']:,} nodes as a tree "
                      f"({syn.get('formula_distinct_subformulas', '?'):,} distinct subformulas), too large to print{frag}")
     if syn:

@@ -36,28 +36,13 @@ from langclass.core.synthesis.cascade_brasp import cascade_program
 from langclass.core.synthesis.fo_mod import synthesize_fo_mod
 
 from .brasp_plan import BraspPlan, is_identity, plan_brasp
+from .size import planned_parameters  # the one count, shared with the parameter budget
 
 __all__ = ["ROUTES", "RouteChoice", "choose_hard_route", "planned_parameters", "parameters_at_least",
            "local_divisor_synthesis"]
 
 ROUTES = ("auto", "cascade", "local-divisors")
 """The values of the construction option ``route``."""
-
-
-def planned_parameters(plan: BraspPlan) -> int:
-    """The parameter count of the :class:`~langclass.models.construct.hard.BraspTransformer` of ``plan``
-    (what its ``describe()["parameters"]`` reports), computed from the plan alone: the embedding
-    |Σ| × d, per layer the feed-forward layer (d·H + H + H·d + d for H > 0 units) and per head
-    W_q, W_k (rows × d) and W_v, W_o (1 + |β| + |V| rows × d), and the readout d + 1."""
-    D = plan.d_model
-    total = len(plan.letter_rows) * D + D + 1
-    for layer in plan.layers:
-        H = len(layer.units)
-        if H:
-            total += 2 * D * H + H + D
-        for h in layer.heads:
-            total += 2 * len(h.alpha) * D + 2 * (1 + len(h.beta) + len(h.v)) * D
-    return total
 
 
 def parameters_at_least(program: Program) -> tuple[int, int]:

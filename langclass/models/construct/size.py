@@ -24,7 +24,6 @@ from typing import Any
 from langclass.core.base.errors import LimitExceeded
 from langclass.core.base.limits import Limits
 
-from ..tokens import NUM_SPECIAL
 from .brasp_plan import BraspPlan
 from .plan import FormulaPlan
 
@@ -43,6 +42,8 @@ def planned_parameters(plan: FormulaPlan | BraspPlan) -> int:
     """
     D = plan.d_model
     if isinstance(plan, FormulaPlan):
+        from ..tokens import NUM_SPECIAL  # here, so that sizing a B-RASP plan loads no torch
+
         total = (NUM_SPECIAL + len(plan.alphabet)) * D + D + 1
         for layer in plan.layers:
             if layer.heads:
