@@ -16,13 +16,13 @@ install the same langclass version on every node, or pass ``working_dir``; docs/
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from langclass.core.census import Shard, ShardResult, ShardRunner, run_shard
 
-__all__ = ["ray_runner", "ShardLost", "package_root"]
+__all__ = ["ray_runner", "ShardLost", "package_root", "connect", "resilient_results"]
 
 
 class ShardLost(RuntimeError):
@@ -32,6 +32,47 @@ class ShardLost(RuntimeError):
 def package_root() -> str:
     """The folder that holds the ``langclass`` package this process imports (what workers need on ``PYTHONPATH``)."""
     return str(Path(__file__).resolve().parents[3])  # langclass/app/execution/census_ray.py
+
+
+def connect(address: str | None, working_dir: str | None = None, init_kwargs: dict[str, Any] | None = None) -> None:
+    """``ray.init`` (unless already connected) with the workers' runtime environment: this checkout on
+    ``PYTHONPATH``, or ``working_dir`` shipped to them (module docstring)."""
+    import ray
+
+    env: dict[str, Any] = {"working_dir": working_dir} if working_dir else {
+        "env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (package_root(), os.environ.get("PYTHONPATH", "")) if p)}}
+    if not ray.is_initialized():
+        ray.init(address=address, runtime_env=env, log_to_driver=False, **(init_kwargs or {}))
+
+
+def resilient_results(remote: Any, todo: list[tuple[Any, ...]], resubmits: int,
+                      lost: Callable[[tuple[Any, ...], int, Exception], Exception]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Submit ``remote(*args)`` for every ``args`` of ``todo`` and yield ``(args, result)`` as each finishes.
+
+    A task whose result cannot be fetched (worker or node died, object lost) is submitted again, up to
+    ``resubmits`` times; then ``lost(args, tries, error)`` is raised. A task that failed in its own code
+    (``RayTaskError``) is not retried: it would fail the same way. Tasks not finished when the consumer
+    stops are cancelled."""
+    import ray
+
+    refs = {remote.remote(*args): (args, 0) for args in todo}
+    try:
+        while refs:
+            ready, _ = ray.wait(list(refs), num_returns=1)
+            args, tries = refs.pop(ready[0])
+            try:
+                out = ray.get(ready[0])
+            except ray.exceptions.RayTaskError:
+                raise  # the computation itself failed: running it again gives the same error
+            except ray.exceptions.RayError as err:  # worker or node died, object lost, ...
+                if tries >= resubmits:
+                    raise lost(args, tries, err) from err
+                refs[remote.remote(*args)] = (args, tries + 1)
+                continue
+            yield args, out
+    finally:
+        for ref in refs:
+            ray.cancel(ref, force=True)
 
 
 def _task(shard: Shard, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -58,32 +99,15 @@ def ray_runner(address: str | None, *, max_retries: int = 3, resubmits: int = 3,
     """
     import ray
 
-    env: dict[str, Any] = {"working_dir": working_dir} if working_dir else {
-        "env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (package_root(), os.environ.get("PYTHONPATH", "")) if p)}}
-    if not ray.is_initialized():
-        ray.init(address=address, runtime_env=env, log_to_driver=False, **(init_kwargs or {}))
+    connect(address, working_dir, init_kwargs)
     cpus = int(ray.cluster_resources().get("CPU", 1))
     remote = ray.remote(num_cpus=1, max_retries=max_retries)(_task)
 
     def run(todo: list[Shard], keys: tuple[str, ...]) -> Iterator[ShardResult]:
-        refs = {remote.remote(s, keys): (s, 0) for s in todo}
-        try:
-            while refs:
-                ready, _ = ray.wait(list(refs), num_returns=1)
-                ref = ready[0]
-                shard, tries = refs.pop(ref)
-                try:
-                    out = ray.get(ref)
-                except ray.exceptions.RayTaskError:
-                    raise  # the computation itself failed: running it again gives the same error
-                except ray.exceptions.RayError as err:  # worker or node died, object lost, ...
-                    if tries >= resubmits:
-                        raise ShardLost(f"shard {shard.id} was lost {tries + 1} times; last error: {err}") from err
-                    refs[remote.remote(shard, keys)] = (shard, tries + 1)
-                    continue
-                yield ShardResult.from_dict(out["counts"]).with_members(out["members"])
-        finally:
-            for ref in refs:
-                ray.cancel(ref, force=True)
+        def lost(args: tuple[Any, ...], tries: int, err: Exception) -> Exception:
+            return ShardLost(f"shard {args[0].id} was lost {tries + 1} times; last error: {err}")
+
+        for _, out in resilient_results(remote, [(s, keys) for s in todo], resubmits, lost):
+            yield ShardResult.from_dict(out["counts"]).with_members(out["members"])
 
     return run, cpus

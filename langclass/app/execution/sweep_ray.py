@@ -12,13 +12,12 @@ workers' ``PYTHONPATH``, or ``working_dir``) it shares.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 from langclass.models.sweep import Runner, run_language
 
-from .census_ray import package_root
+from .census_ray import connect, resilient_results
 
 __all__ = ["ray_sweep_runner", "LanguageLost"]
 
@@ -43,31 +42,14 @@ def ray_sweep_runner(address: str | None, *, num_cpus: float = 1, max_retries: i
     """
     import ray
 
-    env: dict[str, Any] = {"working_dir": working_dir} if working_dir else {
-        "env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (package_root(), os.environ.get("PYTHONPATH", "")) if p)}}
-    if not ray.is_initialized():
-        ray.init(address=address, runtime_env=env, log_to_driver=False, **(init_kwargs or {}))
+    connect(address, working_dir, init_kwargs)
     remote = ray.remote(num_cpus=num_cpus, max_retries=max_retries)(run_language)
 
     def run(todo: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]]) -> Iterator[dict[str, Any]]:
-        refs = {remote.remote(*args): (args, 0) for args in todo}
-        try:
-            while refs:
-                ready, _ = ray.wait(list(refs), num_returns=1)
-                ref = ready[0]
-                args, tries = refs.pop(ref)
-                try:
-                    out = ray.get(ref)
-                except ray.exceptions.RayTaskError:
-                    raise  # the training itself failed: running it again gives the same error
-                except ray.exceptions.RayError as err:
-                    if tries >= resubmits:
-                        raise LanguageLost(f"the language {args[1]} (cell {args[0]}) was lost {tries + 1} times; last error: {err}") from err
-                    refs[remote.remote(*args)] = (args, tries + 1)
-                    continue
-                yield out
-        finally:
-            for ref in refs:
-                ray.cancel(ref, force=True)
+        def lost(args: tuple[Any, ...], tries: int, err: Exception) -> Exception:
+            return LanguageLost(f"the language {args[1]} (cell {args[0]}) was lost {tries + 1} times; last error: {err}")
+
+        for _, out in resilient_results(remote, list(todo), resubmits, lost):
+            yield out
 
     return run
