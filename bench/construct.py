@@ -6,6 +6,7 @@ Usage:
     .venv/bin/python bench/construct.py                          # all ground-truth languages, short checks
     .venv/bin/python bench/construct.py --long 10000 --long-words 4   # the side-by-side table to 10^4
     .venv/bin/python bench/construct.py --only sigma_star_a --json out.json
+    .venv/bin/python bench/construct.py --defaults --isolate --nonstrict --no-side-by-side   # the acceptance run
     .venv/bin/python bench/construct.py --hard-classes --attention hard --all-words 6 --random-words 2 \
         --max-length 100 --no-side-by-side          # every star-free / quasi-aperiodic language, hard attention
 
@@ -22,6 +23,11 @@ construction of (a|b)*a and (a|b|c)*ab(a|b|c)* on K words of length L through th
 (``FormulaTransformer.forward_incremental``, 2048 query positions at a time, no L × L matrix) and
 prints, per word, the decision against the DFA and whether every simulated coordinate is exactly 0/1.
 Single thread (torch.set_num_threads(1)).
+
+``--defaults --isolate --nonstrict`` is issue 23's acceptance run: every ground-truth language with
+``run_construction``'s own verification defaults, each row in its own process with its peak RSS, the
+stutter-invariant star-free ones also with the non-strict mask (Thm 18), then a summary: models built
+and exact, median and largest parameters, largest peak RSS, the slowest row and every row that failed.
 
 ``--routes`` prints instead the route table of issue 23: Tomita 1, 2, 3, 4, 7 and Dyck-1 of depth
 2–5, each built with the defaults (all words to 12, 32 random words to 2000) by the old route — the
@@ -52,8 +58,8 @@ from langclass.models.verify import run_construction  # noqa: E402
 GROUND_TRUTH = Path(__file__).resolve().parents[1] / "tests" / "ground_truth.json"
 
 
-def _row(entry: dict, args, y_mode: str) -> dict:
-    spec = {"dfa": entry["dfa"], "alphabet": entry["alphabet"], "y_mode": y_mode, "beyond_n_max": False,
+def _row(entry: dict, args, y_mode: str, mask: str = "strict") -> dict:
+    spec = {"dfa": entry["dfa"], "alphabet": entry["alphabet"], "y_mode": y_mode, "beyond_n_max": False, "mask": mask,
             "all_words_up_to": args.all_words if len(entry["alphabet"]) <= 2 else max(3, args.all_words - 4),
             "random_words": args.random_words, "random_max_length": args.max_length, "attention": args.attention}
     if args.defaults:  # run_construction's own verification defaults (all words to 12 or fewer, 32 random to 2000)
@@ -64,15 +70,67 @@ def _row(entry: dict, args, y_mode: str) -> dict:
         r = run_construction(spec)
     except LangclassError as err:
         missing = err.extra.get("missing_classes")
-        return {"id": entry["id"], "y_mode": y_mode, "error": f"{http_status(err)} {err.code}: "
+        return {"id": entry["id"], "y_mode": y_mode, "mask": mask, "error": f"{http_status(err)} {err.code}: "
                 + (f"missing classes {', '.join(missing)} — " if missing else "") + err.detail}
     m = r["model"]
     enc = r["encoding"] + (f"/{r['modulus']}" if r.get("modulus", 1) > 1 else "")
-    return {"id": entry["id"], "y_mode": y_mode, "class": r["fragment"], "encoding": enc,
+    return {"id": entry["id"], "y_mode": y_mode, "mask": r.get("mask", mask), "class": r["fragment"], "encoding": enc,
             "attention": r["attention"], "layers": m["layers"], "heads": m["heads"], "exact": r["exact"],
             "parameters": m["parameters"], "route": (r.get("route") or {}).get("route"),
             "build_s": r["build_seconds"], "verify_s": r["verify_seconds"], "total_s": round(time.perf_counter() - t, 2),
             "verified_up_to": max(r["all_words_up_to"], r["random_words_up_to"]), "n_max": r["n_max"]}
+
+
+def _isolated_row(entry: dict, args, y_mode: str, mask: str) -> dict:
+    """:func:`_row` in its own process (``--isolate``), with that process's peak RSS in MB."""
+    import subprocess
+
+    cmd = [sys.executable, __file__, "--row", entry["id"], y_mode, mask, "--all-words", str(args.all_words),
+           "--random-words", str(args.random_words), "--max-length", str(args.max_length), "--attention", args.attention]
+    if args.defaults:
+        cmd.append("--defaults")
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.row_timeout)
+    except subprocess.TimeoutExpired:
+        return {"id": entry["id"], "y_mode": y_mode, "mask": mask, "error": f"killed after {args.row_timeout} s"}
+    lines = out.stdout.strip().splitlines()
+    if not lines:
+        return {"id": entry["id"], "y_mode": y_mode, "mask": mask,
+                "error": f"exit {out.returncode}: {out.stderr.strip()[-160:]}"}
+    return json.loads(lines[-1])
+
+
+def _one_row(entry_id: str, y_mode: str, mask: str, args) -> dict:
+    """``--row``: one row in this process, with its peak RSS."""
+    import resource
+
+    entry = next(e for e in json.loads(GROUND_TRUTH.read_text())["languages"] if e["id"] == entry_id)
+    r = _row(entry, args, y_mode, mask)
+    r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    return r
+
+
+def _summary(rows: list[dict]) -> list[str]:
+    """The issue-23 acceptance lines: every buildable row exact, ≤ 10⁶ parameters, ≤ 2 GB peak RSS,
+    within the time limit; the median parameter count."""
+    built = [r for r in rows if "parameters" in r]
+    refused = [r for r in rows if "error" in r and "missing classes" not in r["error"]]
+    params = sorted(r["parameters"] for r in built)
+    lines = [f"{len(built)} models built ({sum(r['mask'] == 'nonstrict' for r in built)} with the non-strict mask), "
+             f"{sum(bool(r['exact']) for r in built)} exact; "
+             f"{sum('error' in r for r in rows) - len(refused)} rows without a construction theorem (422 naming the missing classes)"]
+    if params:
+        lines.append(f"parameters: median {params[len(params) // 2]:,}, largest {params[-1]:,}; "
+                     f"over 10^6: {sum(p > 10 ** 6 for p in params)}")
+    rss = [r["peak_rss_mb"] for r in built if "peak_rss_mb" in r]
+    if rss:
+        lines.append(f"peak RSS per row: largest {max(rss)} MB; over 2048 MB: {sum(m > 2048 for m in rss)}")
+    if built:
+        slow = max(built, key=lambda r: r["total_s"])
+        lines.append(f"slowest row: {slow['id']} ({slow['y_mode']}, {slow['mask']}) {slow['total_s']} s")
+    lines.append(f"rows that failed to build or verify: {len(refused)}"
+                 + "".join(f"\n  {r['id']} ({r['y_mode']}, {r['mask']}): {r['error'][:150]}" for r in refused))
+    return lines
 
 
 def _side_by_side(regex: str, alphabet: list[str], args) -> list[dict]:
@@ -226,8 +284,16 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=10 ** 8, help="largest old-route plan built by --routes (parameters)")
     ap.add_argument("--row-timeout", type=int, default=400, help="seconds before a --routes row's process is killed")
     ap.add_argument("--route-row", nargs=2, metavar=("LANGUAGE", "WHICH"), help=argparse.SUPPRESS)
+    ap.add_argument("--row", nargs=3, metavar=("LANGUAGE", "Y_MODE", "MASK"), help=argparse.SUPPRESS)
+    ap.add_argument("--isolate", action="store_true",
+                    help="run every row in its own process and print its peak RSS (the acceptance run: with --defaults)")
+    ap.add_argument("--nonstrict", action="store_true",
+                    help="also build every stutter-invariant star-free language with the non-strict mask (Thm 18)")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.row:
+        print(json.dumps(_one_row(*args.row, args)))
+        return
     if args.route_row:
         print(json.dumps(_route_row(args.route_row[0], args.route_row[1], args.budget)))
         return
@@ -248,26 +314,29 @@ def main() -> None:
     if args.hard_classes:
         langs = [e for e in langs if e["expected"]["star_free"] or e["expected"]["quasi_aperiodic"]]
     rows = []
-    print(f"{'language':<30} {'class':<10} {'encoding':<20} {'attn':<5} {'route':<8} {'L/H':>6} {'params':>9} {'build s':>8} "
-          f"{'verify s':>9} {'verified ≤':>10} {'N_max':>6} exact")
+    print(f"{'language':<30} {'Y':<7} {'mask':<9} {'class':<10} {'encoding':<16} {'attn':<5} {'route':<8} {'L/H':>6} "
+          f"{'params':>9} {'RSS MB':>7} {'build s':>8} {'verify s':>9} {'verified ≤':>10} {'N_max':>6} exact")
     for e in langs:
-        modes = (["rope", "recency"] if (e["expected"]["lr_or_ltl_p_y"] and not e["expected"]["qr"]) and args.attention != "hard"
-                 else ["rope"])  # Y-heads' mode only matters for soft attention
-        for y_mode in modes:
-            r = _row(e, args, y_mode)
+        modes = [(y, "strict") for y in (["rope", "recency"] if (e["expected"]["lr_or_ltl_p_y"] and not e["expected"]["qr"])
+                                          and args.attention != "hard" else ["rope"])]  # Y-heads' mode: soft only
+        if args.nonstrict and e["expected"]["stutter_invariant"] and e["expected"]["star_free"]:
+            modes.append(("rope", "nonstrict"))
+        for y_mode, mask in modes:
+            r = _isolated_row(e, args, y_mode, mask) if args.isolate else _row(e, args, y_mode, mask)
             rows.append(r)
             if "error" in r:
-                print(f"{e['id']:<30} {r['error'][:150]}")
+                print(f"{e['id']:<30} {y_mode:<7} {mask:<9} {r['error'][:150]}", flush=True)
                 continue
-            print(f"{e['id']:<30} {r['class']:<10} {r['encoding']:<20} {r['attention']:<5} {r['route']:<8} "
-                  f"{str(r['layers']) + '/' + str(r['heads']):>6} {r['parameters']:>9,} {r['build_s']:>8.3f} "
-                  f"{r['verify_s']:>9.2f} {r['verified_up_to']:>10} {str(r['n_max'] or '-'):>6} {r['exact']}", flush=True)
-    built = sorted(r["parameters"] for r in rows if "parameters" in r)
-    if built:
+            print(f"{e['id']:<30} {y_mode:<7} {mask:<9} {r['class']:<10} {r['encoding']:<16} {r['attention']:<5} "
+                  f"{r['route'] or '-':<8} {str(r['layers']) + '/' + str(r['heads']):>6} {r['parameters']:>9,} "
+                  f"{str(r.get('peak_rss_mb', '-')):>7} {r['build_s']:>8.3f} {r['verify_s']:>9.2f} "
+                  f"{r['verified_up_to']:>10} {str(r['n_max'] or '-'):>6} {r['exact']}", flush=True)
+    if rows:
         import resource
 
-        print(f"{len(built)} models: median {built[len(built) // 2]:,} parameters, largest {built[-1]:,}; "
-              f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB")
+        print("\n".join(_summary(rows)))
+        if not args.isolate:
+            print(f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB")
     if args.no_side_by_side:
         if args.json:
             args.json.write_text(json.dumps({"languages": rows}, indent=2))
