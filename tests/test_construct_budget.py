@@ -312,3 +312,22 @@ def test_every_stutter_invariant_star_free_ground_truth_language_builds_nonstric
                           "all_words_up_to": 6, "random_words": 4, "random_max_length": 300})
     assert r["mask"] == "nonstrict" and set(r["model"]["masks"]) <= {"future_nonstrict", "past_nonstrict"}
     assert r["exact"] and r["agrees_with_dfa"] and r["all_words_up_to"] == 6, r["first_failure"]
+
+
+@pytest.mark.parametrize("regex", ["0*1*0*1*", "(a|b)*a(a|b)*b(a|b)*"])
+def test_nonstrict_routes_are_compared_after_the_rewrite(regex):
+    """Under route auto both routes are rewritten (Thm 18) and planned; the smaller rewritten one is
+    built, and the record gives every candidate's size after the rewrite beside its strict size."""
+    from langclass.models.construct.route import choose_hard_route
+
+    alphabet = sorted(set(regex) & set("01ab"))
+    r = run_construction({"regex": regex, "alphabet": alphabet, "mask": "nonstrict", "all_words_up_to": 6,
+                          "random_words": 2, "random_max_length": 40})
+    cands = r["route"]["candidates"]
+    assert r["exact"] and set(cands) == {"cascade", "local-divisors"}
+    assert all(c["mask"] == "nonstrict" and "strict" in c for c in cands.values())
+    assert r["model"]["parameters"] == min(c["parameters"] for c in cands.values()) == cands[r["route"]["route"]]["parameters"]
+    for route in ("cascade", "local-divisors"):  # each forced route builds exactly the candidate's size
+        forced = run_construction({"regex": regex, "alphabet": alphabet, "mask": "nonstrict", "route": route,
+                                   "all_words_up_to": 4, "random_words": 0})
+        assert forced["model"]["parameters"] == cands[route]["parameters"]

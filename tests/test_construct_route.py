@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from langclass.core.base.errors import InputError, UnsupportedError
+from langclass.core.base.limits import DEFAULT_LIMITS
 from langclass.core.ingest.regex import regex_to_dfa
 from langclass.core.logic.brasp import DYCK_1_DEPTH_2, AttentionOp, bexpr_eval, formula_to_brasp, parse_program, run_program
 from langclass.core.logic.brasp_width import narrow_program
@@ -185,3 +186,93 @@ def test_cascade_route_needs_no_formula():
     assert r["route"]["route"] == "cascade" and "local-divisors" not in r["route"]["candidates"]
     with pytest.raises(UnsupportedError, match="quasi-aperiodic"):
         run_construction({"regex": "(b*ab*a)*b*", "alphabet": ["a", "b"], "route": "cascade"})
+
+
+# ----------------------------------------------------------------------------- the synthesis' node bound
+def _hard_ground_truth():
+    import json
+    from pathlib import Path
+
+    langs = json.loads((Path(__file__).parent / "ground_truth.json").read_text())["languages"]
+    return [(e["id"], e["regex"], e["alphabet"]) for e in langs
+            if e["expected"]["star_free"] or e["expected"]["quasi_aperiodic"]]
+
+
+def _nodes_built(dfa):
+    """The formula of the unbounded synthesis and the distinct subformulas its final letter order built."""
+    from langclass.core.synthesis import starfree
+
+    budgets = []
+    orig = starfree.SynthesisBudget.__init__
+
+    def init(self, *a, **k):
+        orig(self, *a, **k)
+        budgets.append(self)
+
+    starfree.SynthesisBudget.__init__ = init
+    try:
+        s = synthesize_fo_mod(dfa)
+    finally:
+        starfree.SynthesisBudget.__init__ = orig
+    return s, len(budgets[-1].seen) if budgets else 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,regex,alphabet", _hard_ground_truth(), ids=lambda x: x if isinstance(x, str) else "")
+def test_node_bound_changes_no_route_choice(name, regex, alphabet):
+    """The bounded synthesis (route auto) chooses what the unbounded one chooses, and every program has
+    at least (|Σ| + 1) parameters per subformula its synthesis built (the bound's premise)."""
+    from langclass.models.construct.route import local_divisor_candidate
+
+    dfa = regex_to_dfa(regex, list(alphabet))
+    full, built = _nodes_built(dfa)
+    lower, _ = parameters_at_least(formula_to_brasp(full.formula, dfa.alphabet))
+    assert lower >= (len(dfa.alphabet) + 1) * built
+    want = choose_hard_route(dfa, full.formula, dfa.alphabet)
+    synthesis, note, cascade = local_divisor_candidate(dfa, DEFAULT_LIMITS, "auto", None)
+    got = choose_hard_route(dfa, synthesis.formula if synthesis else None, dfa.alphabet, cascade=cascade)
+    assert got.route == want.route and planned_parameters(got.plan) == planned_parameters(want.plan), note
+
+
+def test_node_bound_is_the_smaller_size_over_the_alphabet():
+    from langclass.models.construct.route import local_divisor_node_bound
+
+    assert local_divisor_node_bound(2) is None
+    assert local_divisor_node_bound(2, 3000, None) == 1000 and local_divisor_node_bound(2, 3000, 30) == 10
+    assert local_divisor_node_bound(4, None, 3) == 1
+
+
+def test_over_budget_refused_before_the_local_divisor_synthesis_runs(monkeypatch):
+    """Dyck-1 of depth 5 (a 13,598-subformula local-divisor formula): with a small budget the induction
+    stops after budget / (|Σ| + 1) subformulas, and the refusal names the cascade's planned size."""
+    from langclass.core.base.errors import LimitExceeded
+    from langclass.core.synthesis import starfree
+
+    peak = []
+    orig = starfree.SynthesisBudget.note
+
+    def note(self, f):
+        peak.append(len(self.seen))
+        return orig(self, f)
+
+    monkeypatch.setattr(starfree.SynthesisBudget, "note", note)
+    with pytest.raises(LimitExceeded) as info:
+        run_construction({"regex": "(a(a(a(a(ab)*b)*b)*b)*b)*", "alphabet": ["a", "b"], "max_parameters": 3000})
+    assert info.value.limit == "max_parameters" and info.value.extra["planned"]["parameters"] > 3000
+    assert max(peak) <= 3000 // 3 + 1
+
+
+def test_local_divisor_route_refused_by_the_budget_bound():
+    from langclass.core.base.errors import LimitExceeded
+
+    with pytest.raises(LimitExceeded) as info:
+        run_construction({"regex": "(a(a(a(ab)*b)*b)*b)*", "alphabet": ["a", "b"], "route": "local-divisors",
+                          "max_parameters": 3000})
+    assert info.value.limit == "max_parameters" and "local-divisor synthesis" in info.value.detail
+
+
+def test_route_record_says_why_the_local_divisor_formula_was_not_synthesized():
+    r = run_construction({"regex": "(a(a(a(a(ab)*b)*b)*b)*b)*", "alphabet": ["a", "b"], "all_words_up_to": 6,
+                          "random_words": 2, "random_max_length": 50})
+    assert r["route"]["route"] == "cascade" and r["exact"]
+    assert "not synthesized" in r["route"]["candidates"]["local-divisors"]["error"]

@@ -43,8 +43,8 @@ from .construct import (
     BraspTransformer, ConstructionOptions, FormulaTransformer,
 )
 from .construct_choice import MASK_CHOICES, by_class as _by_class, language_class as _language_class
-from .construct_choice import nonstrict as _nonstrict, plan_model as _plan
-from .construct.route import ROUTES, choose_hard_route, local_divisor_synthesis
+from .construct_choice import nonstrict as _nonstrict, nonstrict_route, plan_model as _plan
+from .construct.route import ROUTES, choose_hard_route, local_divisor_candidate
 from .construct_options import _OPTION_KEYS, _float_opt, _int_opt, _lengths, _options  # noqa: F401 (_OPTION_KEYS re-exported)
 from .construct.route_marked import default_y_mode
 from .tokens import BOS, EOS, NUM_SPECIAL
@@ -344,6 +344,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
     program: Program | None = None
     formula: F.Formula | None = None
     ld_note: str | None = None
+    cascade = None  # the cascade planned before the local-divisor synthesis (route auto)
     dfa: DFA | None = None
     source_input: str
     if "program" in spec:  # a program, and optionally its reference language (a regex or a DFA)
@@ -384,7 +385,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
             from langclass.core.synthesis.fo_mod import synthesize_fo_mod
 
             try:  # star-free: past LTL with S (Thm 5, 24); else FO[<,MOD_m] with position marks (Thm 19, Cor 20)
-                synthesis, ld_note = local_divisor_synthesis(dfa, limits, route)
+                synthesis, ld_note, cascade = local_divisor_candidate(dfa, limits, route, max_parameters)
             except UnsupportedError as hard_err:
                 raise UnsupportedError(
                     f"no construction from this automaton. Soft attention: {soft_err.detail}. Hard attention: the "
@@ -396,7 +397,8 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
             from_fo_mod = True
         if attention == "hard" and not from_fo_mod and "MOD" in F.operators(synthesis.formula):
             # hard attention: the star-free formula when L is star-free (NoPE), else the least modulus m
-            synthesis, ld_note = local_divisor_synthesis(dfa, limits, route)  # UnsupportedError: L not quasi-aperiodic
+            # UnsupportedError: L not quasi-aperiodic
+            synthesis, ld_note, cascade = local_divisor_candidate(dfa, limits, route, max_parameters)
         formula = synthesis.formula if synthesis is not None else None
     else:
         raise InputError("give one of 'formula' (with 'alphabet'), 'program' (with 'alphabet'), 'regex' (with "
@@ -408,7 +410,8 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         raise InputError(f"route {route!r} applies to a language given as a regex or a DFA", field="options.route")
     if formula is None and source_input in ("regex", "dfa"):  # hard attention, no local-divisor formula: the cascade
         alphabet = dfa.alphabet
-        choice = choose_hard_route(dfa, None, alphabet, route="cascade" if route == "auto" else route, limits=limits)
+        choice = choose_hard_route(dfa, None, alphabet, route="cascade" if route == "auto" else route, limits=limits,
+                                   cascade=cascade)
         if ld_note:
             choice.candidates["local-divisors"] = {"error": ld_note}
         program = choice.program
@@ -421,7 +424,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
             from langclass.core.logic.brasp_width import narrow_program
 
             if source_input in ("regex", "dfa"):  # the smaller of the cascade and the local-divisor program
-                choice = choose_hard_route(dfa, formula, alphabet, route=route, limits=limits)
+                choice = choose_hard_route(dfa, formula, alphabet, route=route, limits=limits, cascade=cascade)
                 program = choice.program
             else:
                 program = narrow_program(formula_to_brasp(formula, alphabet, limits))  # compiler fan-in ≤ 14
@@ -431,7 +434,10 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                                    field="options.attention")
     else:
         alphabet = program.alphabet
-    if mask == "nonstrict":
+    if mask == "nonstrict" and choice is not None:  # the routes compared after the Thm 18 rewrite
+        choice = nonstrict_route(choice, dfa, formula, route, limits, cascade)
+        program = choice.program
+    elif mask == "nonstrict":
         program = _nonstrict(program, dfa, limits)
     k = len(alphabet)
     n_all = _int_opt(opts, "all_words_up_to", default_all_words_length(k), 0, 64)

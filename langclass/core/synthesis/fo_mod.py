@@ -61,7 +61,7 @@ from langclass.core.logic.formulas import (
 )
 from langclass.core.base.limits import DEFAULT_LIMITS, Limits
 from .starfree import (
-    MAX_STAR_FREE_MONOID, _aperiodic_element, block_lift, disj_balanced, generated, local_divisor_formulas, prove_formula, synthesize_star_free,
+    MAX_STAR_FREE_MONOID, MAX_STAR_FREE_NODES, _aperiodic_element, block_lift, disj_balanced, generated, local_divisor_formulas, prove_formula, synthesize_star_free,
     transformation_monoid,
 )
 
@@ -186,13 +186,16 @@ def least_modulus(dfa: DFA, monoid: Any = None) -> ModulusSearch:
     return ModulusSearch(None, s, tuple(tried))
 
 
-def synthesize_fo_mod(dfa: DFA, limits: Limits = DEFAULT_LIMITS, modulus: int | None = None):
+def synthesize_fo_mod(dfa: DFA, limits: Limits = DEFAULT_LIMITS, modulus: int | None = None,
+                      max_nodes: int = MAX_STAR_FREE_NODES):
     """A past-LTL formula with P, Y, S and MOD_m for a quasi-aperiodic language (module docstring).
 
     Args:
         dfa: any complete DFA (minimized here).
         limits: ``time_limit_s``, ``max_states`` (verification).
         modulus: the m to use (default: :func:`least_modulus`); must work for L.
+        max_nodes: most distinct subformulas the local-divisor induction may build per letter order
+            (``max_star_free_nodes``; default :data:`~langclass.core.synthesis.starfree.MAX_STAR_FREE_NODES`).
 
     Returns:
         A :class:`~langclass.core.synthesis.synthesis_result.Synthesis` with ``method="block-local-divisors"``
@@ -231,7 +234,7 @@ def synthesize_fo_mod(dfa: DFA, limits: Limits = DEFAULT_LIMITS, modulus: int | 
     tried = ", ".join(str(t) for t, _ in search.tried)
     head = f"modulus m = {m} (stability index s = {search.stability_index}; tried m = {tried})"
     if m == 1:
-        sf = synthesize_star_free(A, limits)
+        sf = synthesize_star_free(A, limits, max_nodes)
         return Synthesis(sf.formula, sf.alphabet, sf.method, sf.fragment, (), None, sf.verified, sf.fingerprint,
                          sf.source, (head,) + sf.notes)
     k = len(A.alphabet)
@@ -257,7 +260,7 @@ def synthesize_fo_mod(dfa: DFA, limits: Limits = DEFAULT_LIMITS, modulus: int | 
 
     block_of = window(list(range(m - 1, -1, -1)))  # at a block end: the block's m letters (Y^{m−1} … Y^0)
     letters = {f"\x00B{j}": x for j, x in enumerate(sorted(block_of))}
-    H, budget = local_divisor_formulas(letters, mul, one, limits)
+    H, budget = local_divisor_formulas(letters, mul, one, limits, max_nodes)
     lift = block_lift(lambda symbol: block_of[letters[symbol]], end, not_end, budget)
 
     blocks = {n: lift(h, True) for n, h in H.items()}

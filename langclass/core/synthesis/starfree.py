@@ -201,12 +201,15 @@ def _divisor_size(letters: dict[str, Hashable], cc: Hashable, mul: Mul) -> int:
     return len({mul(cc, x) for x in elems} & {mul(x, cc) for x in elems})
 
 
-def local_divisor_formulas(letters: dict[str, Hashable], mul: Mul, one: Hashable,
-                           limits: Limits) -> tuple[dict[Hashable, Formula], SynthesisBudget]:
+def local_divisor_formulas(letters: dict[str, Hashable], mul: Mul, one: Hashable, limits: Limits,
+                           max_nodes: int = MAX_STAR_FREE_NODES) -> tuple[dict[Hashable, Formula], SynthesisBudget]:
     """``{m: F_m}``: F_m holds at position i iff the letters before i (atoms ``Atom(name)`` of
     ``letters``, name → element of an aperiodic monoid with product ``mul`` and identity ``one``)
     multiply to m — the local divisor induction of the module docstring. Only the elements reached by
     prefixes get a formula.
+
+    ``max_nodes`` bounds the distinct subformulas of each letter order's attempt (default
+    :data:`MAX_STAR_FREE_NODES`; the first order also stops at :data:`FIRST_TRY_NODES`).
 
     Raises:
         LimitExceeded: ``max_star_free_nodes``; TimeLimitExceeded.
@@ -214,13 +217,13 @@ def local_divisor_formulas(letters: dict[str, Hashable], mul: Mul, one: Hashable
     Returns:
         ``({m: F_m}, budget)``; the budget's ``seen`` holds the nodes built, ``strategy`` the letter order used.
     """
-    budget = SynthesisBudget(limits, "small-divisor", FIRST_TRY_NODES)
+    budget = SynthesisBudget(limits, "small-divisor", min(FIRST_TRY_NODES, max_nodes))
     try:
         return _solve(letters, mul, one, budget), budget
     except LimitExceeded as exc:
         if exc.limit != "max_star_free_nodes":
             raise
-    budget = SynthesisBudget(limits, "first")
+    budget = SynthesisBudget(limits, "first", max_nodes)
     return _solve(letters, mul, one, budget), budget
 
 
@@ -344,12 +347,13 @@ def _boolean(f: Formula, top: bool, rec) -> Formula:
     raise AssertionError(f"unexpected node {type(f).__name__}")  # the synthesis builds no other node
 
 
-def synthesize_star_free(dfa: DFA, limits: Limits = DEFAULT_LIMITS):
+def synthesize_star_free(dfa: DFA, limits: Limits = DEFAULT_LIMITS, max_nodes: int = MAX_STAR_FREE_NODES):
     """A past-LTL formula with P, Y, S for a star-free language (module docstring), verified.
 
     Args:
         dfa: any complete DFA (minimized here).
         limits: ``time_limit_s`` and ``max_states`` (verification).
+        max_nodes: most distinct subformulas one letter order may build (``max_star_free_nodes``).
 
     Returns:
         A :class:`~langclass.core.synthesis.synthesis.Synthesis`, ``method="local-divisors"``; ``verified`` is True
@@ -374,7 +378,7 @@ def synthesize_star_free(dfa: DFA, limits: Limits = DEFAULT_LIMITS):
             raise UnsupportedError("the language is not star-free (its transition monoid has a non-trivial "
                                    "group: some x^k cycles with period > 1), so it has no LTL[P,Y,S] formula and no "
                                    "masked hard-attention transformer without positions", source=SOURCE_STAR_FREE)
-    F_m, budget = local_divisor_formulas(gens, mul, one, limits)
+    F_m, budget = local_divisor_formulas(gens, mul, one, limits, max_nodes)
     formula = disj_balanced([f for m, f in F_m.items() if A.accepting[m[A.initial]]])
     notes = [f"transition monoid: {len(elems)} elements", f"{len(subformulas(formula))} distinct subformulas",
              f"letter order: {budget.strategy}"]

@@ -17,6 +17,15 @@ of the local-divisor program is first bounded from below without planning it (ev
 stream coordinate, the embedding and readout read every coordinate, and every head has at least six
 weight rows of width d_model; narrowing only adds vectors, so the bound of the un-narrowed program holds); when that bound already exceeds the cascade's exact count the
 local-divisor plan is not built.
+
+The local-divisor *synthesis* itself is bounded the same way (:func:`local_divisor_synthesis`):
+under ``"auto"`` the cascade is planned first, and the induction may build at most
+P / (|Σ| + 1) distinct subformulas, P the smaller of the cascade's parameters and the parameter
+budget. Every local-divisor program measured has at least (|Σ| + 1) parameters per subformula its
+synthesis built (``parameters_at_least`` over the ground-truth languages and Dyck-1 of depth 4 and
+5: 7.3 to 956 times that; ``tests/test_construct_route.py`` checks the bound changes no choice), so
+a synthesis stopped there would not have produced the smaller program, and a plan over the budget is
+refused without first synthesizing a formula of 10⁴ subformulas.
 """
 
 from __future__ import annotations
@@ -34,12 +43,13 @@ from langclass.core.logic.brasp_program import AttentionOp, Program
 from langclass.core.logic.brasp_width import narrow_program
 from langclass.core.synthesis.cascade_brasp import cascade_program
 from langclass.core.synthesis.fo_mod import synthesize_fo_mod
+from langclass.core.synthesis.starfree import MAX_STAR_FREE_NODES
 
 from .brasp_plan import BraspPlan, is_identity, plan_brasp
 from .size import planned_parameters  # the one count, shared with the parameter budget
 
-__all__ = ["ROUTES", "RouteChoice", "choose_hard_route", "planned_parameters", "parameters_at_least",
-           "local_divisor_synthesis"]
+__all__ = ["ROUTES", "RouteChoice", "CascadeCandidate", "plan_cascade", "choose_hard_route", "planned_parameters",
+           "parameters_at_least", "local_divisor_node_bound", "local_divisor_synthesis", "local_divisor_candidate"]
 
 ROUTES = ("auto", "cascade", "local-divisors")
 """The values of the construction option ``route``."""
@@ -81,6 +91,38 @@ class RouteChoice:
                 "parameters": planned_parameters(self.plan), "cascade": self.cascade, "candidates": self.candidates}
 
 
+@dataclass(frozen=True)
+class CascadeCandidate:
+    """The cascade route's program planned (:func:`plan_cascade`): ``program``, ``plan``, ``info``
+    (:meth:`CascadeProgram.summary`) and ``parameters`` (:func:`planned_parameters`)."""
+
+    program: Program
+    plan: BraspPlan
+    info: dict[str, Any]
+    parameters: int
+
+
+def plan_cascade(dfa: DFA, limits: Limits = DEFAULT_LIMITS, deadline: Deadline | None = None) -> CascadeCandidate:
+    """The cascade program of ``dfa`` and its plan (no torch).
+
+    Raises:
+        UnsupportedError: the language is not in FO[<,MOD]; LimitExceeded: the decomposition's limits;
+        TimeLimitExceeded.
+    """
+    deadline = deadline or limits.deadline()
+    cp = cascade_program(dfa, limits, deadline)
+    plan = plan_brasp(cp.program, deadline)
+    return CascadeCandidate(cp.program, plan, cp.summary(), planned_parameters(plan))
+
+
+def local_divisor_node_bound(alphabet_size: int, *parameters: int | None) -> int | None:
+    """Most distinct subformulas the local-divisor synthesis may build when its program has to have
+    fewer than ``min(parameters)`` parameters (None: no bound): ``min(parameters) // (|Σ| + 1)``,
+    at least 1 (module docstring)."""
+    known = [p for p in parameters if p is not None]
+    return None if not known else max(1, min(known) // (alphabet_size + 1))
+
+
 def _sizes(plan: BraspPlan) -> dict[str, Any]:
     s = plan.summary()
     return {"d_model": s["d_model"], "layers": s["layers"], "heads": s["heads"], "parameters": planned_parameters(plan),
@@ -88,7 +130,8 @@ def _sizes(plan: BraspPlan) -> dict[str, Any]:
 
 
 def choose_hard_route(dfa: DFA | None, formula: F.Formula | None, alphabet: Sequence[str], *, route: str = "auto",
-                      limits: Limits = DEFAULT_LIMITS, deadline: Deadline | None = None) -> RouteChoice:
+                      limits: Limits = DEFAULT_LIMITS, deadline: Deadline | None = None,
+                      cascade: CascadeCandidate | None = None) -> RouteChoice:
     """Plan the hard-attention program of a language by the cascade and/or the local-divisor route
     (module docstring) and return the smaller (``route="auto"``) or the one asked for.
 
@@ -98,6 +141,7 @@ def choose_hard_route(dfa: DFA | None, formula: F.Formula | None, alphabet: Sequ
         alphabet: Σ (the formula's).
         route: ``"auto"``, ``"cascade"`` or ``"local-divisors"``.
         limits, deadline: the limits of every step.
+        cascade: the cascade of ``dfa`` already planned (:func:`plan_cascade`), not planned again.
 
     Raises:
         InputError: an unknown ``route``, or a route that has no input (no DFA / no formula).
@@ -118,11 +162,10 @@ def choose_hard_route(dfa: DFA | None, formula: F.Formula | None, alphabet: Sequ
                 raise InputError("the cascade route needs a language (a regex or a DFA)", field="options.route")
         else:
             try:
-                cp = cascade_program(dfa, limits, deadline)
-                cascade_info = cp.summary()
-                plan = plan_brasp(cp.program, deadline)
-                built["cascade"] = (cp.program, plan)
-                candidates["cascade"] = _sizes(plan)
+                cc = cascade if cascade is not None else plan_cascade(dfa, limits, deadline)
+                cascade_info = cc.info
+                built["cascade"] = (cc.program, cc.plan)
+                candidates["cascade"] = _sizes(cc.plan)
             except TimeLimitExceeded:
                 raise
             except (UnsupportedError, LimitExceeded) as err:
@@ -161,19 +204,61 @@ def choose_hard_route(dfa: DFA | None, formula: F.Formula | None, alphabet: Sequ
     return RouteChoice(chosen, program, plan, candidates, cascade_info)
 
 
-def local_divisor_synthesis(dfa: DFA, limits: Limits, route: str):
+def local_divisor_synthesis(dfa: DFA, limits: Limits, route: str, *, max_parameters: int | None = None,
+                            cascade: CascadeCandidate | None = None):
     """``(synthesis, note)``: the FO[<,MOD] formula of the local-divisor route — none for
-    ``route="cascade"`` (the cascade needs only the automaton); under ``"auto"`` within a third of
-    ``time_limit_s``, after which the cascade decides alone and ``note`` says why.
+    ``route="cascade"`` (the cascade needs only the automaton). Under ``"auto"`` it runs within a
+    third of ``time_limit_s`` and builds at most :func:`local_divisor_node_bound` subformulas of the
+    cascade's parameters (``cascade``) and the budget (``max_parameters``); past either, the cascade
+    decides alone and ``note`` says why. Under ``"local-divisors"`` the budget's bound applies too.
 
     Raises:
         UnsupportedError: L is not quasi-aperiodic (from the synthesis).
+        LimitExceeded: ``max_parameters`` when the synthesis passes the budget's bound and no cascade
+            was planned (``"local-divisors"``, or a failed cascade under ``"auto"``); the synthesis' own.
     """
     if route == "cascade":
         return None, None
-    if route == "local-divisors" or limits.time_limit_s is None:
-        return synthesize_fo_mod(dfa, limits), None
+    k = len(dfa.alphabet)
+    bound = local_divisor_node_bound(k, cascade.parameters if (route == "auto" and cascade) else None, max_parameters)
+    max_nodes = MAX_STAR_FREE_NODES if bound is None else min(MAX_STAR_FREE_NODES, bound)
+    timed = route == "auto" and limits.time_limit_s is not None
     try:
-        return synthesize_fo_mod(dfa, replace(limits, time_limit_s=limits.time_limit_s / 3)), None
+        return synthesize_fo_mod(dfa, replace(limits, time_limit_s=limits.time_limit_s / 3) if timed else limits,
+                                 max_nodes=max_nodes), None
     except TimeLimitExceeded as err:
+        if not timed:
+            raise
         return None, f"not synthesized within a third of the time limit ({err.detail})"
+    except LimitExceeded as err:
+        if err.limit != "max_star_free_nodes" or max_nodes == MAX_STAR_FREE_NODES:
+            raise
+        over = (f"more than {max_nodes:,} distinct subformulas: its program would have more than "
+                f"(|Σ| + 1) = {k + 1} parameters per subformula")
+        if route == "auto" and cascade is not None:
+            whose = ("the cascade's" if max_parameters is None or cascade.parameters <= max_parameters
+                     else "the parameter budget's")
+            return None, (f"not synthesized: the local-divisor induction built {over}, over "
+                          f"{whose} {min(p for p in (cascade.parameters, max_parameters) if p is not None):,}")
+        raise LimitExceeded("max_parameters", max_parameters,
+                            f"the local-divisor synthesis built {over}, over the budget of {max_parameters:,} "
+                            "(max_parameters); nothing was allocated", field="options.max_parameters") from None
+
+
+def local_divisor_candidate(dfa: DFA, limits: Limits, route: str, max_parameters: int | None):
+    """``(synthesis, note, cascade)``: under route ``"auto"`` the cascade is planned first (None when
+    that fails: :func:`choose_hard_route` tries again and records the error) so that its size bounds
+    the local-divisor synthesis; then :func:`local_divisor_synthesis`. Pass ``cascade`` on to
+    :func:`choose_hard_route`.
+
+    Raises:
+        as :func:`local_divisor_synthesis`.
+    """
+    cascade = None
+    if route == "auto":
+        try:
+            cascade = plan_cascade(dfa, limits)
+        except (UnsupportedError, LimitExceeded):
+            cascade = None
+    synthesis, note = local_divisor_synthesis(dfa, limits, route, max_parameters=max_parameters, cascade=cascade)
+    return synthesis, note, cascade
