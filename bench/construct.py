@@ -29,6 +29,10 @@ Single thread (torch.set_num_threads(1)).
 stutter-invariant star-free ones also with the non-strict mask (Thm 18), then a summary: models built
 and exact, median and largest parameters, largest peak RSS, the slowest row and every row that failed.
 
+``--refusals BUDGET`` times, per route language, how long ``validate_spec`` (what the API runs before
+queueing a construct job) takes to refuse a plan over BUDGET parameters, and counts the models assembled
+meanwhile (none).
+
 ``--routes`` prints instead the route table of issue 23: Tomita 1, 2, 3, 4, 7 and Dyck-1 of depth
 2–5, each built with the defaults (all words to 12, 32 random words to 2000) by the old route — the
 soft formula when the language has one, else the local-divisor B-RASP program — and by the new one,
@@ -235,6 +239,41 @@ def _route_row(name: str, which: str, budget: int) -> dict:
     return row
 
 
+def _refusals(budget: int) -> list[dict]:
+    """``--refusals``: per route language, the seconds :func:`validate_spec` (the check the API runs
+    before it queues a construct job, and the front of ``run_construction``) takes to refuse a plan
+    over ``budget`` parameters, with the planned size it names; no model is assembled."""
+    from langclass.core.base.errors import LimitExceeded
+    from langclass.models.construct import FormulaTransformer
+    from langclass.models.construct.hard import BraspTransformer
+    from langclass.models.verify import validate_spec
+
+    assembled: list[str] = []
+    for cls in (FormulaTransformer, BraspTransformer):  # count every weight allocation
+        def counted(self, *a, _orig=cls._assemble, **k):
+            assembled.append(type(self).__name__)
+            return _orig(self, *a, **k)
+        cls._assemble = counted
+
+    def assembled_count() -> int:
+        return len(assembled)
+
+    rows = []
+    for name, regex, alphabet in ROUTE_LANGUAGES:
+        before = assembled_count()
+        t = time.perf_counter()
+        try:
+            validate_spec({"regex": regex, "alphabet": list(alphabet), "max_parameters": budget})
+            row = {"language": name, "refused": False}
+        except LimitExceeded as err:
+            row = {"language": name, "refused": err.limit, "planned": err.extra.get("planned")}
+        row.update(seconds=round(time.perf_counter() - t, 3), assembled=assembled_count() - before)
+        rows.append(row)
+        print(f"{name:<14} {str(row['refused']):<15} {row['seconds']:>7.3f} s  planned {row.get('planned')}  "
+              f"models assembled: {row['assembled']}", flush=True)
+    return rows
+
+
 def _routes(args) -> list[dict]:
     import subprocess
 
@@ -284,6 +323,8 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=10 ** 8, help="largest old-route plan built by --routes (parameters)")
     ap.add_argument("--row-timeout", type=int, default=400, help="seconds before a --routes row's process is killed")
     ap.add_argument("--route-row", nargs=2, metavar=("LANGUAGE", "WHICH"), help=argparse.SUPPRESS)
+    ap.add_argument("--refusals", type=int, default=0, metavar="BUDGET",
+                    help="time the refusal of every route language's plan over BUDGET parameters (only)")
     ap.add_argument("--row", nargs=3, metavar=("LANGUAGE", "Y_MODE", "MASK"), help=argparse.SUPPRESS)
     ap.add_argument("--isolate", action="store_true",
                     help="run every row in its own process and print its peak RSS (the acceptance run: with --defaults)")
@@ -296,6 +337,12 @@ def main() -> None:
         return
     if args.route_row:
         print(json.dumps(_route_row(args.route_row[0], args.route_row[1], args.budget)))
+        return
+    if args.refusals:
+        print(f"validate_spec with max_parameters = {args.refusals} (route auto, defaults):")
+        rows = _refusals(args.refusals)
+        if args.json:
+            args.json.write_text(json.dumps({"refusals": rows}, indent=2))
         return
     if args.routes:
         rows = _routes(args)
