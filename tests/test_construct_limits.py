@@ -85,3 +85,51 @@ def test_construct_summary_shows_sizes_not_long_programs() -> None:
     assert "v2 := a" in short and "formula    P a" in short
     long_formula = "\n".join(summary_lines(_record(3, "P a & " * 500 + "a", 1001)))
     assert "3,001 characters" in long_formula and "1,001 nodes" in long_formula
+
+
+def test_every_step_of_a_construction_shares_one_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Synthesis, the route's plans, narrowing and verification all end at the run's start +
+    time_limit_s: no step starts a budget of its own (a user's 5 s limit once took 13 s: the
+    synthesis' two letter orders, its proof and the plan each had their own 5 s)."""
+    from langclass.models import verify_stream
+
+    made: list[Deadline] = []
+    original = verify_stream.CancellableLimits.deadline
+
+    def recording(self):
+        d = original(self)
+        made.append(d)
+        return d
+
+    monkeypatch.setattr(verify_stream.CancellableLimits, "deadline", recording)
+    run_construction({"regex": "(a(ab)*b)*", "alphabet": ["a", "b"], "route": "local-divisors",
+                      "all_words_up_to": 4, "random_words": 1, "random_max_length": 20}, limits=Limits(time_limit_s=500))
+    assert len(made) > 3
+    first_end = made[0]._end
+    assert all(d._end <= first_end for d in made)
+
+
+def test_a_shorter_step_budget_ends_at_the_earlier_instant() -> None:
+    import dataclasses
+    import time
+
+    from langclass.models.verify_stream import CancellableLimits
+
+    limits = CancellableLimits(time_limit_s=500, end=time.monotonic() - 1)  # the run's budget is spent
+    with pytest.raises(TimeLimitExceeded):
+        dataclasses.replace(limits, time_limit_s=1000).deadline().check("a step")
+    longer = CancellableLimits(time_limit_s=500, end=time.monotonic() + 1000)
+    assert dataclasses.replace(longer, time_limit_s=10).deadline().remaining <= 10
+
+
+def test_narrowing_and_the_formula_translation_check_the_deadline() -> None:
+    from langclass.core.logic.brasp import formula_to_brasp
+    from langclass.core.logic.brasp_width import narrow_program
+
+    program = formula_to_brasp("P(a & P b)", ["a", "b"])
+    with pytest.raises(TimeLimitExceeded) as info:
+        narrow_program(program, deadline=Deadline(-1.0))
+    assert info.value.extra["step"].startswith("B-RASP narrowing")
+    with pytest.raises(TimeLimitExceeded) as info:
+        formula_to_brasp("P(a & P b)", ["a", "b"], Limits(time_limit_s=-1.0))
+    assert info.value.extra["step"].startswith("formula → B-RASP")

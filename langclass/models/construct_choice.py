@@ -106,7 +106,7 @@ def nonstrict(program: Program, dfa: DFA | None, limits: Limits) -> Program:
         raise UnsupportedError(f"mask 'nonstrict' recognizes exactly the stutter-invariant star-free languages (Masked "
                                f"Hard-Attention Transformers Recognize Exactly the Star-Free Languages, Thm 18), and this "
                                f"language is not stutter-invariant: {si.reason}", field="options.mask")
-    return narrow_program(nonstrict_program(program), width=NONSTRICT_NARROW_WIDTH)
+    return narrow_program(nonstrict_program(program), width=NONSTRICT_NARROW_WIDTH, deadline=limits.deadline())
 
 
 def nonstrict_route(first: Any, dfa: DFA, formula: F.Formula | None, route: str, limits: Limits, cascade: Any = None):

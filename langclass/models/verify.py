@@ -427,7 +427,7 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
                 choice = choose_hard_route(dfa, formula, alphabet, route=route, limits=limits, cascade=cascade)
                 program = choice.program
             else:
-                program = narrow_program(formula_to_brasp(formula, alphabet, limits))  # compiler fan-in ≤ 14
+                program = narrow_program(formula_to_brasp(formula, alphabet, limits), deadline=limits.deadline())  # fan-in ≤ 14
         elif "S" in ops:
             raise UnsupportedError("the since operator S has no soft-attention construction here (star-free "
                                    "languages need rightmost hard attention); use attention='hard'",
@@ -521,10 +521,14 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
             verification phase that was running).
     """
     t0 = time.monotonic()
-    if should_cancel is not None:  # every deadline check of synthesis and planning polls the cancellation too
-        limits = _CancellableLimits(**{name: getattr(limits, name) for name in Limits.__dataclass_fields__},
-                                    cancel=should_cancel)
-    deadline = Deadline(limits.time_limit_s)  # one wall-clock budget (time_limit_s) for synthesis, build and verification
+    # one wall-clock budget (time_limit_s) for synthesis, planning, build and verification: every step's
+    # deadline ends at t0 + time_limit_s, and every check polls the cancellation too
+    limits = _CancellableLimits(**{name: getattr(limits, name) for name in Limits.__dataclass_fields__},
+                                cancel=should_cancel,
+                                end=None if limits.time_limit_s is None else t0 + limits.time_limit_s)
+    deadline = Deadline(limits.time_limit_s)  # the verification's guard polls the cancellation itself (with counts)
+    if limits.end is not None:
+        deadline.end_by(limits.end)
     prep = _prepare(spec, limits)
     deadline.check("synthesis")
     previous_threads = torch.get_num_threads()

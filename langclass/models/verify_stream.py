@@ -56,12 +56,20 @@ class CancelDeadline(Deadline):
 
 @dataclass(frozen=True)
 class CancellableLimits(Limits):
-    """:class:`Limits` whose :meth:`deadline` is a :class:`CancelDeadline` polling ``cancel``."""
+    """:class:`Limits` of one construction: every :meth:`deadline` ends at ``end`` (a
+    ``time.monotonic()`` instant: the run's start + ``time_limit_s``) or sooner, so synthesis,
+    planning, build and verification share one budget instead of each step starting its own; and it
+    is a :class:`CancelDeadline` polling ``cancel`` when one is given. A copy with a smaller
+    ``time_limit_s`` (``dataclasses.replace``) ends at the earlier of the two instants."""
 
     cancel: Callable[[], bool] | None = field(default=None, compare=False, hash=False, repr=False)
+    end: float | None = field(default=None, compare=False, hash=False, repr=False)
 
     def deadline(self) -> Deadline:
-        return Deadline(self.time_limit_s) if self.cancel is None else CancelDeadline(self.time_limit_s, self.cancel)
+        d = Deadline(self.time_limit_s) if self.cancel is None else CancelDeadline(self.time_limit_s, self.cancel)
+        if self.end is not None:
+            d.end_by(self.end)
+        return d
 
 
 def all_words(k: int, L: int, start: int = 0, count: int | None = None) -> np.ndarray:

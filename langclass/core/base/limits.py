@@ -78,6 +78,11 @@ class Deadline:
             err.extra["step"] = step
             raise err
 
+    def end_by(self, end: float) -> None:
+        """End at the ``time.monotonic()`` instant ``end`` if that is sooner (a step inside a larger
+        budget: the message still names ``seconds``, the limit that was set)."""
+        self._end = end if self._end is None else min(self._end, end)
+
     @property
     def remaining(self) -> float | None:
         return None if self._end is None else max(0.0, self._end - time.monotonic())

@@ -456,8 +456,11 @@ def formula_to_brasp(formula, alphabet: Sequence[str], limits: Limits = DEFAULT_
         return f"Q_{sym}" if f"Q_{sym}" in initial else f'Q("{sym}")'
 
     nodes = F.subformulas(f)
+    deadline = limits.deadline()
     # Y^k ψ is compiled as k nested Y's so that R_{Y^k ψ} = Y^{k−1} ψ exists as a vector
-    for n in nodes:
+    for index, n in enumerate(nodes):
+        if index % 512 == 0:
+            deadline.check(f"formula → B-RASP (subformula {index} of {len(nodes)})")
         if isinstance(n, F.Atom):
             name_of[n] = qname(n.symbol)
             continue

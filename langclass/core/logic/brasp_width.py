@@ -21,6 +21,8 @@ fresh names), which the construction's checks confirm on every verified word.
 
 from __future__ import annotations
 
+from langclass.core.base.limits import Deadline
+
 from .brasp_program import AttentionOp, BAnd, BConst, BExpr, BNot, BOr, BVar, PositionOp, Program, bexpr_vars
 
 __all__ = ["narrow_program", "ATTENTION_COST", "DEFAULT_WIDTH"]
@@ -33,7 +35,7 @@ DEFAULT_WIDTH = 12
 """Largest coordinate cost of an expression left as it is (the compiler accepts 14)."""
 
 
-def narrow_program(program: Program, width: int = DEFAULT_WIDTH) -> Program:
+def narrow_program(program: Program, width: int = DEFAULT_WIDTH, deadline: Deadline | None = None) -> Program:
     """An equivalent program whose position-wise expressions have coordinate cost ≤ ``width``
     (module docstring); the program itself when nothing is wide.
 
@@ -41,6 +43,7 @@ def narrow_program(program: Program, width: int = DEFAULT_WIDTH) -> Program:
         program: a B-RASP program.
         width: the largest cost (initial vector 1, attention output :data:`ATTENTION_COST`) an
             expression may keep; at least 2·ATTENTION_COST.
+        deadline: checked every 256 operations (``TimeLimitExceeded``, step "B-RASP narrowing").
 
     Returns:
         A :class:`~langclass.core.logic.brasp.Program` with the same alphabet, output and initial vectors.
@@ -132,7 +135,9 @@ def narrow_program(program: Program, width: int = DEFAULT_WIDTH) -> Program:
             leaves[m] = leaf_set(body)
         return BVar(m, side)
 
-    for op in program.ops:
+    for index, op in enumerate(program.ops):
+        if deadline is not None and index % 256 == 0:
+            deadline.check(f"B-RASP narrowing (operation {index} of {len(program.ops)})")
         if isinstance(op, PositionOp):
             expr = chunked(op.expr, op.name)
             if cost(leaf_set(expr)) > width:

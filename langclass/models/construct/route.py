@@ -186,7 +186,7 @@ def choose_hard_route(dfa: DFA | None, formula: F.Formula | None, alphabet: Sequ
                     candidates["local-divisors"] = {"parameters_at_least": lower, "d_model_at_least": d_lower,
                                                     "planned": False}
                 else:
-                    program = narrow_program(program)  # compiler fan-in ≤ 14
+                    program = narrow_program(program, deadline=deadline)  # compiler fan-in ≤ 14
                     plan = plan_brasp(program, deadline)
                     built["local-divisors"] = (program, plan)
                     candidates["local-divisors"] = _sizes(plan)
