@@ -321,3 +321,15 @@ def test_cli_sweep_from_a_census_run(sqlite_db: str, census2: Any, tmp_path: Pat
         assert r.exit_code == 2 and "no census run" in r.output
     finally:
         get_settings.cache_clear()
+
+
+def test_only_a_sweep_job_may_lack_a_language(sqlite_db: str) -> None:
+    from langclass.app.store import jobs as jobrepo
+    from langclass.app.store.db import get_database
+
+    with get_database(make_settings(sqlite_db)).session_scope() as session:
+        with pytest.raises(ValueError):
+            jobrepo.create_job(session, language_id=None, kind="train", spec={}, max_attempts=1)
+        row = jobrepo.create_job(session, language_id=None, kind="sweep", spec={}, max_attempts=1)
+        assert jobrepo.job_summary(row)["links"] == {"self": f"/v1/jobs/{row.id}", "sweep": f"/v1/sweeps/{row.id}",
+                                                      "heatmap": f"/v1/sweeps/{row.id}/heatmap.png"}
