@@ -333,3 +333,11 @@ def test_only_a_sweep_job_may_lack_a_language(sqlite_db: str) -> None:
         row = jobrepo.create_job(session, language_id=None, kind="sweep", spec={}, max_attempts=1)
         assert jobrepo.job_summary(row)["links"] == {"self": f"/v1/jobs/{row.id}", "sweep": f"/v1/sweeps/{row.id}",
                                                       "heatmap": f"/v1/sweeps/{row.id}/heatmap.png"}
+
+
+def test_python_api_sweep_from_a_census_run(sqlite_db: str, census2: Any, tmp_path: Path) -> None:
+    import langclass
+
+    run_id = _store_run(sqlite_db, census2, tmp_path / "data")
+    out = langclass.sweep(per_cell=1, out=str(tmp_path / "sw"), overrides=TINY, census_run=run_id, database_url=sqlite_db)
+    assert out["census_run"]["id"] == run_id and (out["states"], out["alphabet"]) == (2, 2) and out["records"]
