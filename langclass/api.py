@@ -317,30 +317,38 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
     return RunResult("train", run_experiment(spec))
 
 
-def sweep(states: int = 3, alphabet: int = 2, *, per_cell: int = 10, profile: str = "cpu", seed: int = 0,
-          out: str = "sweep", overrides: Mapping[str, Any] | None = None, ray: str | None = None) -> dict[str, Any]:
+def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: int = 10, profile: str = "cpu", seed: int = 0,
+          out: str = "sweep", overrides: Mapping[str, Any] | None = None, ray: str | None = None,
+          census_run: str | None = None, database_url: str | None = None) -> dict[str, Any]:
     """The prediction tested by training across a stratified sample of census languages (imports torch);
     ``langclass sweep`` from Python (docs/sweep.md).
 
     Draws ``per_cell`` languages from each cell of the lattice among the languages with at most
     ``states`` states over ``alphabet`` letters, trains each with every catalogue encoding, and writes
     ``sweep.json`` / ``.csv`` / ``.md`` / ``.png`` to ``out`` (resumable there). ``ray``: ``"auto"``,
-    ``"host:port"`` or ``"local"`` to run one Ray task per language.
+    ``"host:port"`` or ``"local"`` to run one Ray task per language. ``states`` / ``alphabet``
+    default to 3 and 2 — or, with ``census_run`` (the id of a stored census run in
+    ``database_url``, default the configured database), to that run's N and K: the sample is then
+    drawn from the run's members instead of enumerating, and ``census_run`` in the result names it.
 
     Returns:
-        The content of ``sweep.json`` (``aggregate``, ``contradictions``, ``records``, ``sample``).
+        The content of ``sweep.json`` (``aggregate``, ``contradictions``, ``records``, ``sample``, ``census_run``).
 
     Raises:
-        InputError (naming the field), LimitExceeded (``max_sample_languages``, ``max_sweep_runs`` or a job limit).
+        InputError (naming the field), LimitExceeded (``max_sample_languages``, ``max_sweep_runs`` or a job limit),
+        NotFoundError (no census run ``census_run``).
     """
-    from .app.usecases.sweep import run
+    from .app.usecases.sweep import load_census_run, run
 
     runner = None
     if ray is not None:
         from .app.execution.sweep_ray import ray_sweep_runner
 
         runner = ray_sweep_runner(None if ray == "local" else ray)
-    return run(states, alphabet, per_cell, seed, out, profile=profile, overrides=overrides, runner=runner)
+    row = load_census_run(census_run, database_url) if census_run is not None else None
+    n = states if states is not None else (row.max_states if row is not None else 3)
+    k = alphabet if alphabet is not None else (row.alphabet_size if row is not None else 2)
+    return run(n, k, per_cell, seed, out, profile=profile, overrides=overrides, runner=runner, census_run=row)
 
 
 # ============================================================================ automata-lib interop

@@ -83,6 +83,11 @@ SEMANTIC_REJECTIONS: dict[str, set[str]] = {
                           "invalid-input:member"},   # `member` needs `class` (a rule between parameters)
     "GET /v1/jobs": {"invalid-cursor"},
     "GET /v1/census": {"invalid-cursor"},
+    "GET /v1/sweeps": {"invalid-cursor"},
+    # the limits of langclass sweep (the census size, the runs, one language's job limits); a stored
+    # run's N, K and classes (a run id is a string; an unknown one is a 404); and the experiment's
+    # cross-field rules on overrides (d_model divisible by n_heads, …), as a train spec checks them
+    "POST /v1/sweeps": {"limit-exceeded", "invalid-input"},
     # a class key the run lacks, or more states than the run's N (both depend on the stored run)
     "GET /v1/census/{run_id}": {"invalid-input:in", "invalid-input:not_in", "invalid-input:states"},
     "GET /v1/census/{run_id}/languages": {"invalid-input:in", "invalid-input:not_in", "invalid-input:states"},

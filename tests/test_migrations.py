@@ -103,3 +103,66 @@ def test_named_revision_exists(sqlite_url: str, revision: str) -> None:
         assert schema_status(db.engine, sqlite_url)["current"] == [revision]
     finally:
         db.dispose()
+
+
+def _jobs_language_column(url: str) -> tuple[bool, list[dict]]:
+    engine = create_engine(url)
+    try:
+        insp = inspect(engine)
+        col = next(c for c in insp.get_columns("jobs") if c["name"] == "language_id")
+        return bool(col["nullable"]), insp.get_foreign_keys("jobs")
+    finally:
+        engine.dispose()
+
+
+def test_0005_language_id_nullable_round_trip(database_url: str) -> None:
+    """0005 makes jobs.language_id nullable (a sweep job has no language) and keeps the foreign key
+    with its name and ON DELETE CASCADE; its downgrade deletes the jobs without a language and makes
+    the column NOT NULL again; upgrading once more works."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import IntegrityError
+
+    upgrade(database_url, "0004")
+    assert _jobs_language_column(database_url)[0] is False
+    engine = create_engine(database_url)
+    lang = ("INSERT INTO languages (id, name, tags, alphabet, alphabet_size, source, dfa, num_states, analysis, code_version, created_at) "
+            "VALUES (:id, NULL, '[]', '[\"a\"]', 1, '{}', '{}', 1, '{}', 't', :at)")
+    job = ("INSERT INTO jobs (id, language_id, kind, status, spec, attempts, max_attempts, cancel_requested, created_at) "
+           "VALUES (:id, :lid, :kind, 'queued', '{}', 0, 1, false, :at)")
+    at = datetime(2026, 12, 2, tzinfo=timezone.utc)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(lang), {"id": "f" * 64, "at": at})
+            conn.execute(text(job), {"id": "j-train", "lid": "f" * 64, "kind": "train", "at": at})
+        with pytest.raises(IntegrityError), engine.begin() as conn:  # NOT NULL before 0005
+            conn.execute(text(job), {"id": "j-sweep", "lid": None, "kind": "sweep", "at": at})
+    finally:
+        engine.dispose()
+
+    upgrade(database_url, "0005")
+    nullable, fks = _jobs_language_column(database_url)
+    assert nullable is True
+    assert [(fk["name"], fk["constrained_columns"], fk["referred_table"], (fk.get("options") or {}).get("ondelete"))
+            for fk in fks] == [("fk_jobs_language_id", ["language_id"], "languages", "CASCADE")]
+    db = Database(database_url)  # foreign keys enforced on SQLite too
+    engine = db.engine
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(job), {"id": "j-sweep", "lid": None, "kind": "sweep", "at": at})
+            assert conn.execute(text("SELECT count(*) FROM jobs")).scalar_one() == 2
+        with pytest.raises(IntegrityError), engine.begin() as conn:  # the foreign key still holds
+            conn.execute(text(job), {"id": "j-bad", "lid": "0" * 64, "kind": "train", "at": at})
+    finally:
+        db.dispose()
+
+    downgrade(database_url, "0004", force=True)
+    nullable, fks = _jobs_language_column(database_url)
+    assert nullable is False and [fk["name"] for fk in fks] == ["fk_jobs_language_id"]
+    engine = create_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            assert [r[0] for r in conn.execute(text("SELECT id FROM jobs"))] == ["j-train"]
+    finally:
+        engine.dispose()
+    upgrade(database_url)
+    assert _jobs_language_column(database_url)[0] is True

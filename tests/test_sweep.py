@@ -142,3 +142,18 @@ def test_python_api_sweep(tmp_path):
     out = langclass.sweep(2, 2, per_cell=1, out=str(tmp_path), overrides=TINY)
     assert out["records"] and (tmp_path / "sweep.md").exists()
     assert set(out["aggregate"]["cells"]) == set(out["cells"])
+
+
+def test_cancel_between_languages_keeps_the_finished_ones(tmp_path):
+    from langclass.models.sweep import SweepCancelled
+
+    langs = [_lang("mod", [0]), _lang("mod", [1])]
+    done = []
+    with pytest.raises(SweepCancelled) as err:
+        run_sweep(langs, _spec_for, tmp_path, overrides=TINY, progress=lambda d, t, rec: done.append(rec),
+                  should_cancel=lambda: len(done) > 1)  # True once the first language finished
+    part = err.value.partial
+    assert part["complete"] is False and part["languages"] == 2
+    assert [r["fingerprint"] for r in part["records"]] == [langs[0][1].fingerprint()]
+    again = run_sweep(langs, _spec_for, tmp_path, overrides=TINY)
+    assert again["resumed"] == 1 and again["records"][0] == part["records"][0]

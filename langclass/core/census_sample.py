@@ -43,7 +43,7 @@ from typing import Any
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError, LimitExceeded
 
-__all__ = ["CELLS", "CELL_NAMES", "CELL_KEYS", "MAX_SAMPLE_LANGUAGES", "cell_of", "cell_conditions", "census_languages",
+__all__ = ["CELLS", "CELL_NAMES", "CELL_KEYS", "MAX_SAMPLE_LANGUAGES", "cell_of", "cell_conditions", "check_census_size", "census_languages",
            "two_class_lengths", "Sample", "stratified_sample"]
 
 CELL_KEYS: tuple[str, ...] = ("ltl_p", "ltl_p_mod", "ltl_p_y", "ltl_p_y_mod", "star_free", "fo_mod")
@@ -98,6 +98,27 @@ def cell_of(profile: Mapping[str, bool | None]) -> str | None:
     raise AssertionError(f"no cell holds for the profile {dict(profile)}; the lattice's inclusions are violated")
 
 
+def check_census_size(max_states: int, alphabet_size: int, *, max_languages: int = MAX_SAMPLE_LANGUAGES) -> int:
+    """The number of languages :func:`census_languages` would read (the published counts,
+    :func:`langclass.core.census.expected_languages`), checked before anything is enumerated — the
+    sweep job calls it before it is queued.
+
+    Raises:
+        InputError: ``max_states`` or ``alphabet_size`` < 1.
+        LimitExceeded: ``max_sample_languages`` — more languages than ``max_languages``.
+    """
+    from langclass.core.census import expected_languages
+
+    if max_states < 1 or alphabet_size < 1:
+        raise InputError("states and alphabet must be ≥ 1", field="states" if max_states < 1 else "alphabet")
+    total = expected_languages(max_states, alphabet_size)
+    if total > max_languages:
+        raise LimitExceeded("max_sample_languages", max_languages,
+                            f"the census of ≤ {max_states} states over {alphabet_size} letters has {total:,} languages, more than "
+                            f"max_sample_languages = {max_languages:,}", field="states")
+    return total
+
+
 def census_languages(max_states: int, alphabet_size: int, *, max_languages: int = MAX_SAMPLE_LANGUAGES) -> Iterator[tuple[DFA, dict[str, bool | None]]]:
     """Every language with a minimal complete DFA of at most ``max_states`` states over the letters
     a, b, … (each once, :func:`langclass.core.automata.enumerate.minimal_dfas`) with its classification
@@ -108,15 +129,9 @@ def census_languages(max_states: int, alphabet_size: int, *, max_languages: int 
             the published counts before anything is enumerated).
     """
     from langclass.core.automata.enumerate import minimal_dfas
-    from langclass.core.census import classify, expected_languages
+    from langclass.core.census import classify
 
-    if max_states < 1 or alphabet_size < 1:
-        raise InputError("states and alphabet must be ≥ 1", field="states" if max_states < 1 else "alphabet")
-    total = expected_languages(max_states, alphabet_size)
-    if total > max_languages:
-        raise LimitExceeded("max_sample_languages", max_languages,
-                            f"the census of ≤ {max_states} states over {alphabet_size} letters has {total:,} languages, more than "
-                            f"max_sample_languages = {max_languages:,}", field="states")
+    check_census_size(max_states, alphabet_size, max_languages=max_languages)
     letters = [chr(ord("a") + i) for i in range(alphabet_size)]
     for n in range(1, max_states + 1):
         for table, mask in minimal_dfas(n, alphabet_size):

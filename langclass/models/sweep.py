@@ -28,7 +28,7 @@ from typing import Any
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError, LimitExceeded
 
-__all__ = ["SWEEP_ENCODINGS", "SWEEP_PROFILES", "MAX_SWEEP_RUNS", "SweepLanguage", "sweep_spec", "check_sweep",
+__all__ = ["SWEEP_ENCODINGS", "SWEEP_PROFILES", "MAX_SWEEP_RUNS", "SweepLanguage", "SweepCancelled", "sweep_spec", "check_sweep",
            "language_record", "run_language", "run_sweep"]
 
 SWEEP_ENCODINGS: tuple[str, ...] = ("nope", "sinusoidal", "sinusoidal_periodic", "rope", "rope_periodic", "alibi")
@@ -50,6 +50,16 @@ MAX_SWEEP_RUNS = 20_000
 
 SweepLanguage = tuple[str, DFA, Mapping[str, Any]]
 """(cell, canonical DFA, class profile) of one sampled language."""
+
+
+class SweepCancelled(Exception):
+    """``should_cancel()`` returned True during :func:`run_sweep`; ``partial`` holds
+    ``{"records": the languages finished so far (sample order), "languages": sample size,
+    "complete": False}`` (their records are also in ``out_dir``, so a rerun resumes from them)."""
+
+    def __init__(self, partial: dict[str, Any]) -> None:
+        super().__init__("the sweep was cancelled")
+        self.partial = partial
 
 
 def sweep_spec(base: Mapping[str, Any], profile: str, *, seeds: Sequence[int] | None = None,
@@ -126,24 +136,34 @@ def language_record(cell: str, dfa: DFA, profile: Mapping[str, Any], result: Map
             "language_period": pred.get("language_period"), "wall_s": result["wall_s"], "code_version": result["code_version"]}
 
 
-def run_language(cell: str, dfa_json: Mapping[str, Any], profile: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+def run_language(cell: str, dfa_json: Mapping[str, Any], profile: Mapping[str, Any], spec: Mapping[str, Any], *,
+                 should_cancel: Callable[[], bool] | None = None, limits: Any = None,
+                 progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Train one language's grid and return its record (a plain function of JSON data, so a Ray task
-    can run it)."""
+    can run it).
+
+    Args:
+        should_cancel, limits, progress: passed to :func:`langclass.models.experiment.run_experiment`.
+
+    Raises:
+        ExperimentCancelled: ``should_cancel()`` turned True during the training."""
     from langclass.core.ingest.source import DfaSource, parse_language
 
     from .experiment import run_experiment
 
     dfa = parse_language(DfaSource(dict(dfa_json), field="language")).dfa
-    return language_record(cell, dfa, profile, run_experiment(spec))
+    return language_record(cell, dfa, profile, run_experiment(spec, should_cancel=should_cancel, limits=limits, progress=progress))
 
 
 Runner = Callable[[list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]]], Iterable[dict[str, Any]]]
 """Runs :func:`run_language` on each ``(cell, dfa_json, profile, spec)`` and yields the records as they finish (any order)."""
 
 
-def _local_runner(todo: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]]) -> Iterable[dict[str, Any]]:
-    for args in todo:
-        yield run_language(*args)
+def _local_runner(todo: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]], *, should_cancel: Callable[[], bool] | None = None,
+                  limits: Any = None, language_progress: Callable[[int, dict[str, Any]], None] | None = None) -> Iterable[dict[str, Any]]:
+    for i, args in enumerate(todo):
+        report = None if language_progress is None else (lambda r, i=i: language_progress(i, r))
+        yield run_language(*args, should_cancel=should_cancel, limits=limits, progress=report)
 
 
 def _write(path: Path, data: Any) -> None:
@@ -155,7 +175,9 @@ def _write(path: Path, data: Any) -> None:
 def run_sweep(languages: Sequence[SweepLanguage], spec_for: Callable[[DFA], Mapping[str, Any]], out_dir: str | Path, *,
               profile: str = "cpu", seeds: Sequence[int] | None = None, overrides: Mapping[str, Any] | None = None,
               runner: Runner | None = None, limits: Any = None, max_runs: int = MAX_SWEEP_RUNS,
-              progress: Callable[[int, int, Mapping[str, Any] | None], None] | None = None) -> dict[str, Any]:
+              progress: Callable[[int, int, Mapping[str, Any] | None], None] | None = None,
+              should_cancel: Callable[[], bool] | None = None,
+              language_progress: Callable[[int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Train every language of the sample with every encoding of its spec; resumable.
 
     Args:
@@ -170,6 +192,11 @@ def run_sweep(languages: Sequence[SweepLanguage], spec_for: Callable[[DFA], Mapp
         limits: the job limits each language's experiment is checked against.
         max_runs: limit ``max_sweep_runs`` on the total runs.
         progress: called with ``(done, total, record or None)`` after each language.
+        should_cancel: polled before each language and (local runner) during its training; when it
+            turns True the sweep stops with :exc:`SweepCancelled` (the finished languages stay in
+            ``out_dir``; a rerun resumes from them).
+        language_progress: local runner only: ``(index in the languages still to train, the
+            experiment's progress report)`` while a language trains.
 
     Returns:
         ``{"records": [...] in sample order, "runs": total runs, "resumed": languages read from out_dir,
@@ -177,7 +204,10 @@ def run_sweep(languages: Sequence[SweepLanguage], spec_for: Callable[[DFA], Mapp
 
     Raises:
         LimitExceeded, InputError: as :func:`check_sweep` — before any training.
+        SweepCancelled: ``should_cancel()`` turned True (``.partial``: the finished records).
     """
+    from .experiment import ExperimentCancelled
+
     t0 = time.perf_counter()
     out = Path(out_dir)
     (out / "languages").mkdir(parents=True, exist_ok=True)
@@ -200,7 +230,25 @@ def run_sweep(languages: Sequence[SweepLanguage], spec_for: Callable[[DFA], Mapp
     resumed = len(records)
     if progress is not None:
         progress(resumed, len(languages), None)
-    for rec in (runner or _local_runner)(todo):
+
+    def cancelled() -> SweepCancelled:
+        done = [records[dfa.fingerprint()] for _c, dfa, _p in languages if dfa.fingerprint() in records]
+        return SweepCancelled({"records": done, "languages": len(languages), "complete": False, "profile": profile})
+
+    if runner is None:
+        results = _local_runner(todo, should_cancel=should_cancel, limits=limits, language_progress=language_progress)
+    else:
+        results = runner(todo)
+    it = iter(results)
+    while True:
+        if should_cancel is not None and should_cancel():
+            raise cancelled()
+        try:
+            rec = next(it)
+        except StopIteration:
+            break
+        except ExperimentCancelled:
+            raise cancelled() from None
         spec = next(t[3] for t in todo if t[1] == rec["dfa"])
         rec["spec"] = json.loads(json.dumps(spec, default=str))
         _write(out / "languages" / f"{rec['fingerprint']}.json", rec)

@@ -4,6 +4,7 @@
 
     langclass sweep --states 3 --alphabet 2 --per-cell 10 --profile cpu --seed 0 --out sweep-n3
     langclass sweep ... --ray auto          one Ray task per language
+    langclass sweep --census-run RUN_ID ... sample a stored census run's members (no enumeration)
 
 Writes ``sweep.json``, ``sweep.csv``, ``sweep.md`` and ``sweep.png`` to ``--out`` and each finished
 language to ``--out/languages/``; the same command again resumes (finished languages are skipped).
@@ -26,12 +27,13 @@ __all__ = ["register", "sweep"]
 
 def sweep(
     out: Annotated[Path, typer.Option("--out", "-o", help="output directory (results, checkpoints per language)")],
-    states: Annotated[int, typer.Option("--states", "-n", min=1, max=5, help="N: at most this many states in the minimal DFA")] = 3,
-    alphabet: Annotated[int, typer.Option("--alphabet", "-k", min=1, max=4, help="K: letters a, b, ...")] = 2,
+    states: Annotated[Optional[int], typer.Option("--states", "-n", min=1, max=5, help="N: at most this many states in the minimal DFA (default 3, or the census run's N)")] = None,
+    alphabet: Annotated[Optional[int], typer.Option("--alphabet", "-k", min=1, max=4, help="K: letters a, b, ... (default 2, or the census run's K)")] = None,
     per_cell: Annotated[int, typer.Option("--per-cell", "-m", min=1, max=1000, help="languages drawn per cell")] = 10,
     profile: Annotated[str, typer.Option("--profile", help="cpu (about an hour for N=3, 10 per cell) or paper (App. E.2, GPU)")] = "cpu",
     seed: Annotated[int, typer.Option("--seed", min=0, help="seed of the draw")] = 0,
     ray: Annotated[Optional[str], typer.Option("--ray", help="train on a Ray cluster, one task per language: 'auto', 'HOST:PORT' or 'local'")] = None,
+    census_run: Annotated[Optional[str], typer.Option("--census-run", help="id of a stored census run (langclass census) to sample from instead of enumerating")] = None,
 
     overrides: Annotated[Optional[str], typer.Option("--overrides", help="JSON object of experiment overrides, e.g. '{\"max_steps\": 5}'")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print sweep.json instead of the table")] = False,
@@ -39,8 +41,9 @@ def sweep(
     """Draw --per-cell languages from each cell of the lattice among the census languages of at most
     --states states over --alphabet letters, train each with every catalogue encoding, and report per
     cell × encoding the share whose N* reaches the longest tested length (predicted encodings marked
-    *) and every run that contradicts the prediction."""
-    from langclass.app.usecases.sweep import run
+    *) and every run that contradicts the prediction. With --census-run the sample is drawn from that
+    stored run's members (LANGCLASS_DATABASE_URL) and sweep.json names the run."""
+    from langclass.app.usecases.sweep import load_census_run, run
 
     try:
         ov = json.loads(overrides) if overrides else None
@@ -65,7 +68,10 @@ def sweep(
             typer.echo(f"{done}/{total} languages already in {out}", err=True)
 
     try:
-        result = run(states, alphabet, per_cell, seed, out, profile=profile, overrides=ov, runner=runner, progress=progress)
+        row = load_census_run(census_run) if census_run is not None else None
+        n = states if states is not None else (row.max_states if row is not None else 3)
+        k = alphabet if alphabet is not None else (row.alphabet_size if row is not None else 2)
+        result = run(n, k, per_cell, seed, out, profile=profile, overrides=ov, runner=runner, progress=progress, census_run=row)
     except LangclassError as err:
         fail(err, as_json)
         return

@@ -54,12 +54,13 @@ class WorkerConfig:
         cpus: CPU ids this worker's process is pinned to (None = no pinning).
         progress_s: the most often a progress report is written (seconds; also extends the lease).
         checkpoint_root: train jobs checkpoint under ``<checkpoint_root>/<job id>`` so that an
-            attempt after a lost worker resumes instead of restarting (None = no checkpoints). The
-            directory is removed once the job has a final outcome.
+            attempt after a lost worker resumes instead of restarting (None = no checkpoints); sweep
+            jobs keep their finished languages there (``out_dir``), so a retry trains only the
+            rest. The directory is removed once the job has a final outcome.
         time_limit_s: wall-clock budget of one run (None = none). Past it ``should_cancel()``
             turns True and the job fails with ``limit-exceeded`` naming ``job_time_limit_s``.
         job_limits: the :class:`~langclass.models.specs.JobLimits` values (as a dict) handed to
-            train jobs, which check their spec against them (None = the defaults).
+            train, sectors and sweep jobs, which check their specs against them (None = the defaults).
         limits: the service's :class:`~langclass.core.base.limits.Limits` (as a dict: ``max_states``,
             ``time_limit_s``, …) handed to construct jobs, which parse, synthesize and verify under
             them — the same ``LANGCLASS_*`` limits as a classification (None = the library defaults).
@@ -301,8 +302,11 @@ def run_claim(
     if config.checkpoint_root and held.kind == "train" and isinstance(spec, Mapping) and not spec.get("checkpoint_dir"):
         ckpt = os.path.join(config.checkpoint_root, held.job_id)
         spec = {**spec, "checkpoint_dir": ckpt}
+    if config.checkpoint_root and held.kind == "sweep" and isinstance(spec, Mapping) and not spec.get("out_dir"):
+        ckpt = os.path.join(config.checkpoint_root, held.job_id)  # finished languages: a retry trains only the rest
+        spec = {**spec, "out_dir": ckpt}
     extra: dict[str, Any] = {}
-    if config.job_limits is not None and held.kind in ("train", "sectors"):
+    if config.job_limits is not None and held.kind in ("train", "sectors", "sweep"):
         from langclass.models.specs import job_limits_from
 
         extra["limits"] = job_limits_from(config.job_limits)

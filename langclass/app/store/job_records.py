@@ -54,10 +54,21 @@ def _spec_notes(row: JobRow) -> list[str]:
 def job_resource(row: JobRow) -> dict[str, Any]:
     """The Job resource of a row (what ``GET /v1/jobs/{id}`` returns).
 
+    ``language_id`` is None for a sweep job (no single language); its links then name the sweep and
+    its heat map instead of a language and a plot.
+
     ``error`` describes the job as it stands: while a retry runs, the stored error belongs to the
     attempt before it (a lost worker), so it is shown as ``previous_error`` and ``error`` is null.
     """
     running_retry = row.status == "running" and row.error is not None
+    links = {"self": f"/v1/jobs/{row.id}"}
+    if row.language_id is not None:  # a sweep job has no language: no link
+        links["language"] = f"/v1/languages/{row.language_id}"
+    if row.kind == "sweep":
+        links["sweep"] = f"/v1/sweeps/{row.id}"
+        links["heatmap"] = f"/v1/sweeps/{row.id}/heatmap.png"
+    else:
+        links["plot"] = f"/v1/jobs/{row.id}/plot.png"
     return {
         "id": row.id,
         "language_id": row.language_id,
@@ -77,11 +88,7 @@ def job_resource(row: JobRow) -> dict[str, Any]:
         "heartbeat_at": row.heartbeat_at,
         "lease_expires_at": row.lease_expires_at,
         "finished_at": row.finished_at,
-        "links": {
-            "self": f"/v1/jobs/{row.id}",
-            "language": f"/v1/languages/{row.language_id}",
-            "plot": f"/v1/jobs/{row.id}/plot.png",
-        },
+        "links": links,
     }
 
 

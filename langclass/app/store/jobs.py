@@ -2,8 +2,11 @@
 :class:`~langclass.app.store.orm.JobRow`; the executors and workers call the functions here).
 
 A job is one long computation on a stored language — kind ``train`` (train recognizers and compare
-with the predicted encoding, :func:`langclass.models.experiment.run_experiment`) or ``construct``
-(build a transformer by construction and verify it, :func:`langclass.models.verify.run_construction`).
+with the predicted encoding, :func:`langclass.models.experiment.run_experiment`), ``construct``
+(build a transformer by construction and verify it, :func:`langclass.models.verify.run_construction`)
+or ``sectors`` (:func:`langclass.models.sectors.run_sectors`) — or a ``sweep`` over a stratified
+sample of census languages (:func:`langclass.app.usecases.sweep_jobs.run_sweep_job`), which has no
+single language (``language_id`` NULL).
 The database row *is* the record: executors only run what they claim here.
 
 Life cycle (``status``)::
@@ -65,6 +68,7 @@ __all__ = [
     "expire_leases_of_dead_local_owners",
     "pid_alive",
     "JOB_KINDS",
+    "LANGUAGE_FREE_KINDS",
     "STATUSES",
     "TERMINAL",
     "Claim",
@@ -99,10 +103,14 @@ JOB_KINDS: dict[str, str] = {
     "train": "langclass.models.experiment:run_experiment",
     "construct": "langclass.models.verify:run_construction",
     "sectors": "langclass.models.sectors:run_sectors",
+    "sweep": "langclass.app.usecases.sweep_jobs:run_sweep_job",
 }
 """Job kind → ``"module:function"`` of the job function ``f(spec, *, progress, should_cancel) -> dict``.
 
 Workers import the function lazily (torch is loaded only in the process that runs a job)."""
+
+LANGUAGE_FREE_KINDS = frozenset({"sweep"})
+"""Job kinds with no single language (``language_id`` NULL)."""
 
 
 class Claim:
@@ -149,22 +157,25 @@ def _token(owner: str) -> str:
 
 
 def create_job(
-    session: Session, *, language_id: str, kind: str, spec: dict[str, Any], max_attempts: int
+    session: Session, *, language_id: str | None, kind: str, spec: dict[str, Any], max_attempts: int
 ) -> JobRow:
     """Insert a queued job in the caller's transaction (visible to workers once it commits).
 
     Args:
-        language_id: a stored language's fingerprint (the caller checked it exists).
+        language_id: a stored language's fingerprint (the caller checked it exists); None for a
+            ``sweep`` job, which has no single language.
         kind: a key of :data:`JOB_KINDS`.
         spec: the complete JSON-ready input of the job function.
         max_attempts: claims allowed before a lost worker fails the job (≥ 1).
 
     Raises:
-        ValueError: unknown ``kind`` or ``max_attempts < 1`` (programming errors: the route
-            validated the request).
+        ValueError: unknown ``kind``, ``max_attempts < 1``, or a language missing on a kind that
+            needs one (programming errors: the route validated the request).
     """
     if kind not in JOB_KINDS:
         raise ValueError(f"unknown job kind {kind!r}")
+    if language_id is None and kind not in LANGUAGE_FREE_KINDS:
+        raise ValueError(f"a {kind} job needs a language")
     if max_attempts < 1:
         raise ValueError("max_attempts must be >= 1")
     row = JobRow(

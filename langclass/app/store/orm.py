@@ -7,8 +7,9 @@
                       when undecided, e.g. monoid over its size cap), so ``?class=K&member=true``
                       is an indexed query on SQLite and PostgreSQL alike.
 
-``jobs``              one row per long computation (train / construct) on a stored language, with
-                      its life cycle; written only by :mod:`langclass.app.store.jobs`.
+``jobs``              one row per long computation (train / construct / sectors) on a stored
+                      language, or a sweep over census languages (no language: ``language_id``
+                      NULL), with its life cycle; written only by :mod:`langclass.app.store.jobs`.
 ``census_runs``       one row per stored census run (N, K, classes, counts, where the per-language
                       data file is, its SHA-256 and size); written only by
                       :mod:`langclass.app.store.census_runs`.
@@ -122,8 +123,9 @@ class JobRow(Base):
 
     Columns:
         id: UUID4 string.
-        language_id: the stored language (DELETE with ``?cascade=true`` deletes its jobs; without it a language that has jobs is kept, 409).
-        kind: ``train`` | ``construct``.
+        language_id: the stored language (DELETE with ``?cascade=true`` deletes its jobs; without it a language that has jobs is kept, 409);
+            NULL for a ``sweep`` job, which trains a sample of census languages (migration 0005).
+        kind: ``train`` | ``construct`` | ``sectors`` | ``sweep``.
         status: ``queued`` | ``running`` | ``succeeded`` | ``failed`` | ``cancelled``.
         spec: the job function's input, complete (language DFA, encodings with their resolved
             parameters, profile, seeds, learning rates, overrides, prediction).
@@ -140,8 +142,8 @@ class JobRow(Base):
     __tablename__ = "jobs"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    language_id: Mapped[str] = mapped_column(
-        String(64), ForeignKey("languages.id", ondelete="CASCADE", name="fk_jobs_language_id"), nullable=False
+    language_id: Mapped[str | None] = mapped_column(
+        String(64), ForeignKey("languages.id", ondelete="CASCADE", name="fk_jobs_language_id"), nullable=True
     )
     kind: Mapped[str] = mapped_column(String(32), nullable=False)
     status: Mapped[str] = mapped_column(String(16), nullable=False, default="queued")

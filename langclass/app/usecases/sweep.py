@@ -3,23 +3,29 @@
 :func:`train_spec_for` is the train job's spec of a language (:func:`~langclass.app.usecases.experiments.build_train_spec`
 on the language's analysis: periodic encodings get the language's period, each encoding the
 prediction of :func:`~langclass.app.usecases.experiments.predicted_sufficient`). :func:`run` draws the
-sample (:mod:`langclass.core.census_sample`), trains (:func:`langclass.models.sweep.run_sweep`) and writes
-``sweep.json`` (everything), ``sweep.csv`` (per language × encoding, the injection-safe cells of
-:mod:`~langclass.app.usecases.export_csv`), ``sweep.md`` (the table and the contradictions) and
-``sweep.png`` (the heat map) to the output directory.
+sample (:mod:`langclass.core.census_sample`) — from the enumeration, or from the members of a stored
+census run (:func:`load_census_run`, :func:`stored_run_languages`; the same reservoir sampler reads
+them) — trains (:func:`langclass.models.sweep.run_sweep`) and writes ``sweep.json`` (everything),
+``sweep.csv`` (per language × encoding, the injection-safe cells of
+:mod:`~langclass.app.usecases.export_csv`), ``sweep.md`` (the table and the contradictions,
+:func:`markdown_report`) and ``sweep.png`` (the heat map) to the output directory.
+
+The sweep confirms (or not) the predictions of *Disentangling the Expressivity of RoPE* (§2.2,
+Thm 3.1, Thm 3.2, Cor. 4.1); docs/sweep.md.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError
 
-__all__ = ["train_spec_for", "draw", "run", "write_outputs", "heatmap_figure", "MAX_PER_CELL"]
+__all__ = ["train_spec_for", "draw", "run", "write_outputs", "markdown_report", "heatmap_figure", "heatmap_png", "MAX_PER_CELL",
+           "load_census_run", "check_census_run", "stored_run_languages", "census_run_summary", "sweep_test_lengths"]
 
 MAX_PER_CELL = 1000
 """Most languages per cell a sweep takes (field ``per_cell``)."""
@@ -39,20 +45,111 @@ def train_spec_for(encodings: Sequence[str]) -> Callable[[DFA], dict[str, Any]]:
     return spec_for
 
 
-def draw(states: int, alphabet: int, per_cell: int, seed: int, test_lengths: Sequence[int]) -> tuple[list[tuple[str, DFA, dict]], dict[str, Any]]:
+def draw(states: int, alphabet: int, per_cell: int, seed: int, test_lengths: Sequence[int], *,
+         census_run: Any = None) -> tuple[list[tuple[str, DFA, dict]], dict[str, Any]]:
     """The stratified sample of the census of ≤ ``states`` states over ``alphabet`` letters:
     ``([(cell, dfa, profile)], sample summary)``.
 
+    Args:
+        census_run: a stored census run (a ``CensusRunRow``, :func:`load_census_run`): the sample is
+            drawn from its members of at most ``states`` states (:func:`stored_run_languages`)
+            instead of enumerating and classifying; the run's order is the enumeration's, so the
+            same seed draws the same languages as the enumeration of the same N and K.
+
     Raises:
-        InputError: ``per_cell`` outside 1..MAX_PER_CELL; LimitExceeded: ``max_sample_languages``.
+        InputError: ``per_cell`` outside 1..MAX_PER_CELL; a census run that does not fit
+            (:func:`check_census_run`). LimitExceeded: ``max_sample_languages`` (enumeration).
+        CensusDataError: the run's data file is missing or altered.
     """
     from langclass.core.census_sample import census_languages, stratified_sample
 
     if not 1 <= per_cell <= MAX_PER_CELL:
         raise InputError(f"per_cell must be 1..{MAX_PER_CELL}", field="per_cell")
-    sample = stratified_sample(census_languages(states, alphabet), per_cell, seed, test_lengths=test_lengths)
+    if census_run is not None:
+        check_census_run(census_run, states, alphabet)
+        items: Any = stored_run_languages(census_run, states)
+    else:
+        items = census_languages(states, alphabet)
+    sample = stratified_sample(items, per_cell, seed, test_lengths=test_lengths)
     langs = [(cell, dfa, prof) for cell, items in sample.languages.items() for dfa, prof in items]
     return langs, sample.to_dict()
+
+
+def load_census_run(run_id: str, database_url: str | None = None) -> Any:
+    """The stored census run ``run_id`` (a detached ``CensusRunRow``) from ``database_url``
+    (default: the configured database, ``LANGCLASS_DATABASE_URL``).
+
+    Raises:
+        NotFoundError: no such run (``field="census_run"``).
+    """
+    from langclass.app.errors import NotFoundError
+    from langclass.app.store.census_runs import get_run
+    from langclass.app.store.db import Database, get_database
+
+    db = Database(database_url) if database_url is not None else get_database()
+    try:
+        with db.session_scope() as session:
+            row = get_run(session, run_id)
+            if row is not None:
+                session.expunge(row)
+    finally:
+        if database_url is not None:
+            db.dispose()
+    if row is None:
+        raise NotFoundError(f"no census run with id {run_id!r}", field="census_run")
+    return row
+
+
+def check_census_run(row: Any, states: int, alphabet: int) -> None:
+    """Whether a stored run can be sampled for ≤ ``states`` states over ``alphabet`` letters: it has
+    every class the cells need (:data:`~langclass.core.census_sample.CELL_KEYS`), ``states`` ≤ its N
+    and ``alphabet`` = its K.
+
+    Raises:
+        InputError: naming ``census_run``, ``states`` or ``alphabet``.
+    """
+    from langclass.core.census_sample import CELL_KEYS
+
+    missing = [k for k in CELL_KEYS if k not in list(row.class_keys)]
+    if missing:
+        raise InputError(f"census run {row.id} lacks the classes {', '.join(missing)} the cells need", field="census_run")
+    if states > row.max_states:
+        raise InputError(f"states={states} exceeds the census run's N={row.max_states}", field="states")
+    if alphabet != row.alphabet_size:
+        raise InputError(f"alphabet={alphabet} differs from the census run's K={row.alphabet_size}", field="alphabet")
+
+
+def stored_run_languages(row: Any, states: int) -> Iterator[tuple[DFA, dict[str, bool | None]]]:
+    """The members of a stored run with at most ``states`` states as ``(dfa, profile)`` for
+    :func:`~langclass.core.census_sample.stratified_sample`, in the run's order (n = 1, 2, …, then
+    enumeration order — the order of :func:`~langclass.core.census_sample.census_languages`), each
+    profile restricted to the cell classes.
+
+    Raises:
+        CensusDataError: the run's data file is missing or altered (read lazily, on the first member).
+    """
+    from langclass.app.store.census_runs import iter_members
+    from langclass.core.census_sample import CELL_KEYS
+
+    for n in range(1, min(states, row.max_states) + 1):
+        for _index, dfa, profile in iter_members(row, states=n):
+            yield dfa, {k: profile.get(k) for k in CELL_KEYS}
+
+
+def census_run_summary(row: Any) -> dict[str, Any] | None:
+    """What a sweep records of the run it sampled: ``{id, max_states, alphabet_size, total, data_sha256}``."""
+    if row is None:
+        return None
+    return {"id": row.id, "max_states": row.max_states, "alphabet_size": row.alphabet_size, "total": row.total,
+            "data_sha256": row.data_sha256}
+
+
+def sweep_test_lengths(profile: str, overrides: Mapping[str, Any] | None) -> list[int]:
+    """The test lengths of a sweep profile with ``overrides`` (checked).
+
+    Raises:
+        InputError: unknown profile (``field="profile"``), malformed ``overrides.test_lengths``."""
+    return _test_lengths(profile, overrides)
 
 
 def _test_lengths(profile: str, overrides: Mapping[str, Any] | None) -> list[int]:
@@ -77,26 +174,42 @@ def _test_lengths(profile: str, overrides: Mapping[str, Any] | None) -> list[int
 
 def run(states: int, alphabet: int, per_cell: int, seed: int, out_dir: str | Path, *, profile: str = "cpu",
         encodings: Sequence[str] | None = None, seeds: Sequence[int] | None = None, overrides: Mapping[str, Any] | None = None,
-        runner: Any = None, limits: Any = None, progress: Any = None) -> dict[str, Any]:
+        runner: Any = None, limits: Any = None, progress: Any = None, census_run: Any = None, write: bool = True,
+        should_cancel: Callable[[], bool] | None = None, language_progress: Any = None) -> dict[str, Any]:
     """Draw, train (resumable in ``out_dir``) and write every output; returns the ``sweep.json`` content.
+
+    Args:
+        census_run: a stored census run to sample from (:func:`draw`); recorded as ``census_run``
+            (:func:`census_run_summary`; null when the census was enumerated).
+        write: write ``sweep.json`` / ``.csv`` / ``.md`` / ``.png`` (the sweep job keeps the
+            content in its result instead).
+        should_cancel, language_progress: see :func:`langclass.models.sweep.run_sweep`.
+
+    Returns:
+        ``{states, alphabet, per_cell, seed, profile, census_run, cells, sample, encodings,
+        aggregate, contradictions, records, runs, resumed, settings, overrides, seeds, wall_s}``.
 
     Raises:
         InputError, LimitExceeded: before any training (the sample's and every language's limits).
+        SweepCancelled: ``should_cancel()`` turned True (the finished languages stay in ``out_dir``).
     """
     from langclass.core.census_sample import CELL_NAMES, CELLS
     from langclass.models.sweep import SWEEP_ENCODINGS, run_sweep
     from langclass.models.sweep_report import aggregate, contradictions
 
     encs = list(encodings or SWEEP_ENCODINGS)
-    langs, summary = draw(states, alphabet, per_cell, seed, _test_lengths(profile, overrides))
+    langs, summary = draw(states, alphabet, per_cell, seed, _test_lengths(profile, overrides), census_run=census_run)
     res = run_sweep(langs, train_spec_for(encs), out_dir, profile=profile, seeds=seeds, overrides=overrides,
-                    runner=runner, limits=limits, progress=progress)
+                    runner=runner, limits=limits, progress=progress, should_cancel=should_cancel,
+                    language_progress=language_progress)
     labels = list(res["records"][0]["encodings"]) if res["records"] else encs
     agg = aggregate(res["records"], list(CELLS), labels)
     out = {"states": states, "alphabet": alphabet, "per_cell": per_cell, "seed": seed, "profile": profile,
+           "census_run": census_run_summary(census_run),
            "cells": {c: CELL_NAMES[c] for c in CELLS}, "sample": summary, "encodings": labels, "aggregate": agg,
            "contradictions": contradictions(res["records"]), **res}
-    write_outputs(out, out_dir)
+    if write:
+        write_outputs(out, out_dir)
     return out
 
 
@@ -136,9 +249,35 @@ def heatmap_figure(out: Mapping[str, Any]) -> Any:
     return fig
 
 
+def heatmap_png(out: Mapping[str, Any], *, dpi: int = 110) -> bytes:
+    """The heat map of :func:`heatmap_figure` as PNG bytes (``sweep.png``; ``GET /v1/sweeps/{id}/heatmap.png``)."""
+    import io
+
+    buf = io.BytesIO()
+    heatmap_figure(out).savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+def markdown_report(out: Mapping[str, Any]) -> str:
+    """``sweep.md``: the cells × encodings table (:func:`~langclass.models.sweep_report.markdown_table`)
+    and every contradicting run with its language (canonical DFA JSON)."""
+    from langclass.models.sweep_report import markdown_table
+
+    md = [markdown_table(out["aggregate"], out["cells"], out["encodings"]), "", "## Contradicting runs", ""]
+    if out.get("census_run"):
+        md[1:1] = ["", f"sampled from census run {out['census_run']['id']}"]
+    if not out["contradictions"]:
+        md.append("none")
+    for c in out["contradictions"]:
+        md.append(f"- {c['kind']}: cell {c['cell']}, {c['encoding']}, N* = {c['longest_perfect_length']} of "
+                  f"{c['longest_tested_length']}, language {c['fingerprint'][:16]} "
+                  f"`{json.dumps(c['dfa'], separators=(',', ':'))}` — {c['note']}")
+    return "\n".join(md) + "\n"
+
+
 def write_outputs(out: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path]:
     """Write ``sweep.json``, ``sweep.csv``, ``sweep.md`` and ``sweep.png``; returns their paths."""
-    from langclass.models.sweep_report import CSV_FIELDS, csv_records, markdown_table
+    from langclass.models.sweep_report import CSV_FIELDS, csv_records
 
     from .export_csv import csv_cell
 
@@ -154,13 +293,6 @@ def write_outputs(out: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path
     for row in csv_records(out["records"]):
         w.writerow([csv_cell(row[f]) for f in CSV_FIELDS])
     paths["csv"].write_text(buf.getvalue(), encoding="utf-8", newline="")
-    md = [markdown_table(out["aggregate"], out["cells"], out["encodings"]), "", "## Contradicting runs", ""]
-    if not out["contradictions"]:
-        md.append("none")
-    for c in out["contradictions"]:
-        md.append(f"- {c['kind']}: cell {c['cell']}, {c['encoding']}, N* = {c['longest_perfect_length']} of "
-                  f"{c['longest_tested_length']}, language {c['fingerprint'][:16]} "
-                  f"`{json.dumps(c['dfa'], separators=(',', ':'))}` — {c['note']}")
-    paths["md"].write_text("\n".join(md) + "\n", encoding="utf-8")
-    heatmap_figure(out).savefig(paths["png"], dpi=110)
+    paths["md"].write_text(markdown_report(out), encoding="utf-8")
+    paths["png"].write_bytes(heatmap_png(out))
     return paths

@@ -261,6 +261,8 @@ async def job_page(request: Request, job_id: Annotated[str, PathParam(max_length
     runs = result.get("runs") or [] if isinstance(result, dict) else []
     if not runs and isinstance(job.get("progress"), dict):
         runs = job["progress"].get("runs_done") or []
+    if not isinstance(runs, list):  # a sweep's result counts its runs (the languages' runs are in its records)
+        runs = []
     return templates.TemplateResponse(request, "job.html", {"job": job, "runs": runs, "result": result})
 
 

@@ -10,6 +10,7 @@ from .census import router as census_router
 from .health import router as health_router
 from .jobs import router as jobs_router
 from .languages import router as languages_router
+from .sweeps import router as sweeps_router
 
 ROUTERS: list[APIRouter] = [
     health_router,
@@ -17,5 +18,6 @@ ROUTERS: list[APIRouter] = [
     languages_router,
     jobs_router,
     census_router,
+    sweeps_router,
     problems_router,
 ]

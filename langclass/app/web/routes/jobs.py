@@ -49,7 +49,7 @@ class JobSummary(BaseModel):
     """A job without its spec and result (the listing form)."""
 
     id: str
-    language_id: str
+    language_id: str | None = Field(description="the stored language; null for a sweep job (a sample of census languages, GET /v1/sweeps/{id})")
     kind: str
     status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
     cancel_requested: bool
@@ -176,7 +176,7 @@ async def list_jobs(
     request: Request,
     language_id: Annotated[str | None, Query(max_length=200, description="only this language's jobs", json_schema_extra={"pattern": NO_NUL_PATTERN})] = None,
     status: Annotated[Literal["queued", "running", "succeeded", "failed", "cancelled"] | None, Query()] = None,
-    kind: Annotated[Literal["train", "construct", "sectors"] | None, Query()] = None,
+    kind: Annotated[Literal["train", "construct", "sectors", "sweep"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=200, description="page size")] = 50,
     cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page", json_schema_extra=CURSOR_SCHEMA)] = None,
 ) -> dict[str, Any]:
