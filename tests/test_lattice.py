@@ -242,3 +242,21 @@ def test_soft_answer_of_quasi_aperiodic_languages_follows_ltl_p_y_mod():
     assert soft["encoding"] is None and "outside LTL[P,Y,MOD]" in soft["reason"] and "why" in soft["reason"]
     soft = choose_encodings(base)["soft"]
     assert soft["encoding"] is None and "LTL[P,Y,MOD]" not in soft["reason"]
+
+
+def test_an_implied_membership_of_a_periodic_class_carries_period_one():
+    """Over its monoid cap, (a|b)*a(a|b){5} is decided locally testable without the monoid; the
+    lattice then answers LTL[P,Y,MOD] through locally testable ⊆ LTL[P,Y], so m = 1 — recorded, and
+    checked by the replay (a tampered period is refused)."""
+    from langclass.core.base.limits import Limits
+    from langclass.core.algebra.classes import ReplayError
+
+    dfa = parse_regex("(a|b)*a(a|b){5}", ["a", "b"])
+    an = analyze(dfa, Limits(max_monoid_size=10))
+    r = an.to_dict()["classes"]["ltl_p_y_mod"]
+    assert r["member"] and r["method"] == "lattice" and r["period"] == 1, r
+    replay(dfa, r)
+    with pytest.raises(ReplayError):
+        replay(dfa, {**r, "period": None})
+    with pytest.raises(ReplayError):
+        replay(dfa, {**r, "period": 2})

@@ -51,7 +51,7 @@ from .local import (
 from .delay import ltl_p_y_delay
 from .extras import monoid_extras
 from .temporal import TEMPORAL_KEYS, decide_unary_temporal, orbit_engine
-from .implied import Implied, ImpliedWitness, implied_result, replay_implied
+from .implied import Implied, ImpliedWitness, implied_period, implied_result, replay_implied
 from .replaykit import Checker, ReplayError, describe_failed_check
 from langclass.core.base.wording import count_noun
 
@@ -155,6 +155,8 @@ def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None, *
     try:
         chk = Checker(dfa, limits)
         if lattice:
+            if member and d.get("period") != implied_period(key, ev.implied_by):
+                raise ReplayError(f"the period of an implied answer is {implied_period(key, ev.implied_by)}")
             replay_implied(chk, key, bool(member), ev)
         elif member:
             if key == "ltl_p_mod" and d.get("period") != ev.k:

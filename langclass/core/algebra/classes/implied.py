@@ -15,7 +15,7 @@ from ..lattice import CLASS_INFO, implied_by
 from .base import REGISTRY, ClassResult, Evidence, parse_evidence
 from .replaykit import Checker, ReplayError
 
-__all__ = ["Implied", "ImpliedWitness", "implied_result"]
+__all__ = ["Implied", "ImpliedWitness", "implied_result", "implied_period", "MOD_FREE"]
 
 
 @dataclass(frozen=True)
@@ -58,16 +58,35 @@ def _key(d: dict[str, Any], where: str) -> str:
     return by
 
 
+MOD_FREE = {"ltl_p_mod": "ltl_p", "ltl_p_y_mod": "ltl_p_y"}
+"""The classes with a period (least k of LTL[P,MOD_k], least m of LTL[P,Y,MOD_m]) and their
+MOD-free counterparts: a language of the counterpart has period 1."""
+
+
+def implied_period(key: str, by: str) -> int | None:
+    """The period an implied membership of ``key`` carries: 1 when the implying class ``by`` lies
+    inside ``key``'s MOD-free counterpart (e.g. locally testable ⊆ LTL[P,Y], so m = 1), else None
+    (not determined by the inclusion; also for classes without a period)."""
+    free = MOD_FREE.get(key)
+    return 1 if free is not None and (by == free or free in implied_by(by)) else None
+
+
 def implied_result(key: str, val: bool, by: ClassResult, error: dict[str, Any] | None = None) -> ClassResult:
-    """The answer for ``key`` implied by the decided answer ``by`` (see :func:`langclass.core.algebra.lattice.infer`)."""
+    """The answer for ``key`` implied by the decided answer ``by`` (see :func:`langclass.core.algebra.lattice.infer`).
+    A member of a class with a period gets :func:`implied_period`; when the inclusion does not
+    determine it, the reason says so."""
     nb, nk = CLASS_INFO[by.key].name, CLASS_INFO[key].name
     rel = f"{nb} ⊆ {nk}" if val else f"{nk} ⊆ {nb}"
     cert = Implied(by.key, rel, by.certificate) if val else None
     wit = None if val else ImpliedWitness(by.key, by.witness)
-    return ClassResult(key, val,
-                       f"{'member' if val else 'not a member'} because the language is "
-                       f"{'in' if val else 'not in'} {nb} and {rel}",
-                       cert if val else wit, wit, CLASS_INFO[key].source, "lattice", period=None, error=error)
+    period = implied_period(key, by.key) if val else None
+    reason = f"{'member' if val else 'not a member'} because the language is {'in' if val else 'not in'} {nb} and {rel}"
+    if val and key in MOD_FREE:
+        free = CLASS_INFO[MOD_FREE[key]].name
+        reason += (f"; period 1 ({nb} ⊆ {free})" if period == 1 else
+                   "; the least period is not determined by this inclusion (the decision hit a limit)")
+    return ClassResult(key, val, reason, cert if val else wit, wit, CLASS_INFO[key].source, "lattice",
+                       period=period, error=error)
 
 
 def replay_implied(chk: Checker, key: str, member: bool, ev: Implied | ImpliedWitness) -> None:
