@@ -331,7 +331,11 @@ def format_table(analysis: Analysis, state_names: Mapping[int, Sequence[str]] | 
     for fam in ("soft", "hard"):
         e = a.encodings[fam]
         thm = f" — {e['theorem']}" if e.get("theorem") else ""
-        lines.append(f"  {fam}: {e['name']} [{e['length_guarantee']}]{thm}")
+        guarantee = "" if e["length_guarantee"] in e["name"] else f" [{e['length_guarantee']}]"
+        lines.append(f"  {fam}: {e['name']}{guarantee}{thm}")
+        for alt in e.get("alternatives") or []:  # e.g. recency heads beside conventional RoPE for LTL[P,Y]
+            label = alt.get("name") or f"{alt['encoding']} ({', '.join(f'{k} {v}' for k, v in alt.get('parameters', {}).items())})"
+            lines.append(f"  {'':<{len(fam)}}  or: {label}" + (f" — {alt['theorem']}" if alt.get("theorem") and not alt.get("name") else ""))
     groups = ms.get("nontrivial_groups") or []
     if groups and not a.beyond:
         names = ", ".join(f"{g['name']}" for g in groups[:5]) + (" …" if len(groups) > 5 else "")
