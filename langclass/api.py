@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langclass.core.automata.automaton import DFA
-from langclass.core.base.errors import AlphabetError, DfaFormatError
+from langclass.core.base.errors import AlphabetError, DfaFormatError, InputError
 from .core.drawing import user_state_names
 from langclass.core.base.limits import DEFAULT_LIMITS, Limits
 
@@ -253,13 +253,16 @@ class RunResult(Mapping[str, Any]):
 
 def construct(regex: str | None = None, *, alphabet: str | Sequence[str] | None = None, dfa: Any = None,
               formula: str | None = None, program: str | None = None, limits: Limits | None = None,
-              **options: Any) -> RunResult:
+              time_limit_s: float | None = None, max_parameters: int | None = None, **options: Any) -> RunResult:
     """Build an exact transformer for the language and verify it (imports torch).
 
     Same inputs as :func:`classify` plus ``program=`` (B-RASP text, hard attention); ``options``
     are those of :func:`langclass.models.verify.run_construction` (``all_words_up_to``,
     ``random_words``, ``attention``, ``dtype``, ``seed``, ``mask``, ``by_class``, ``max_parameters``, ...).
     ``limits`` default: the settings' (``LANGCLASS_TIME_LIMIT_S``, ``LANGCLASS_MAX_PARAMETERS``, …).
+    ``time_limit_s`` replaces the time limit (as ``langclass construct --time-limit``);
+    ``max_parameters`` may only lower the parameter budget of ``limits``, never raise it.
+    An unknown keyword raises :class:`InputError` listing the valid option names.
 
     Returns:
         :class:`RunResult` of kind ``"construct"`` (``r["exact"]``, ``r["encoding"]``, ``r["formula"]``, ...).
@@ -267,9 +270,20 @@ def construct(regex: str | None = None, *, alphabet: str | Sequence[str] | None 
     Raises:
         InputError, UnsupportedError (no construction known), LimitExceeded.
     """
-    from .models.verify import run_construction
+    from .models.verify import _OPTION_KEYS, run_construction
 
+    unknown = sorted(set(options) - _OPTION_KEYS - {"options"})
+    if unknown:
+        import difflib
+
+        hints = [f"{k!r} (did you mean {', '.join(repr(m) for m in close)}?)" if close else repr(k)
+                 for k in unknown
+                 for close in [difflib.get_close_matches(k, [*_OPTION_KEYS, "time_limit_s"], n=2, cutoff=0.6)]]
+        raise InputError(f"unknown construct option(s) {', '.join(hints)}; valid: "
+                         f"{', '.join(sorted([*_OPTION_KEYS, 'limits', 'time_limit_s']))}", field=unknown[0])
     spec: dict[str, Any] = dict(options)
+    if max_parameters is not None:
+        spec["max_parameters"] = max_parameters
     for key, value in (("regex", regex), ("formula", formula), ("program", program)):
         if value is not None:
             spec[key] = value
@@ -281,6 +295,12 @@ def construct(regex: str | None = None, *, alphabet: str | Sequence[str] | None 
         from .app.settings import Settings
 
         limits = Settings().limits()
+    if time_limit_s is not None:
+        if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float)) or not time_limit_s > 0:
+            raise InputError(f"time_limit_s must be a positive number of seconds, got {time_limit_s!r}", field="time_limit_s")
+        import dataclasses
+
+        limits = dataclasses.replace(limits, time_limit_s=float(time_limit_s))
     return RunResult("construct", run_construction(spec, limits=limits))
 
 

@@ -61,17 +61,33 @@ def census(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from langclass.core.census import MAX_CENSUS_LANGUAGES, census as run_census, format_census
+    from .common import check_output_dir, check_output_file
 
     err_console = Console(stderr=True)
     settings = None
-    if not no_store:
-        from langclass.app.settings import get_settings
+    ckpt = None if no_checkpoint else (checkpoint or default_checkpoint(states, alphabet))
+    try:  # the size and the paths are checked before any work (and before the progress bar)
+        from langclass.core.base.errors import LimitExceeded
+        from langclass.core.census import expected_languages
 
-        settings = get_settings()
-        settings.check_database_url()
+        bound = max_languages or MAX_CENSUS_LANGUAGES
+        expected = expected_languages(states, alphabet)
+        if expected > bound:
+            raise LimitExceeded("max_census_languages", bound,
+                                f"N={states}, K={alphabet} means up to {expected} languages; max_census_languages={bound}")
+        if not no_store:
+            from langclass.app.settings import get_settings
+
+            settings = get_settings()
+            settings.check_database_url()
+            check_output_dir(Path(settings.census_directory), "LANGCLASS_CENSUS_DIR")
+        if ckpt is not None:
+            check_output_file(ckpt, "checkpoint") if ckpt.parent.is_dir() else check_output_dir(ckpt.parent, "checkpoint")
+    except LangclassError as err:
+        fail(err, as_json)
+        return
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     workers = jobs or cpus
-    ckpt = None if no_checkpoint else (checkpoint or default_checkpoint(states, alphabet))
     if ckpt is not None and fresh and ckpt.exists():
         ckpt.unlink()
     runner = None

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+import typer.core
 
 from langclass.core.base.errors import InputError, LangclassError
 from . import census, construct, jobs, sectors, sweep
@@ -39,8 +40,26 @@ __all__ = ["app", "main", "SUBCOMMAND_MODULES", "parse_alphabet"]
 SUBCOMMAND_MODULES = (jobs, construct, census, sectors, sweep)
 """Modules whose ``register(app)`` adds commands to :data:`app` (worker, train; construct; census; sectors)."""
 
+class _Commands(typer.core.TyperGroup):
+    """The top-level group: an OS error on a path the user gave (an ``--output`` in a directory that
+    does not exist, ``--out`` naming a file, ``LANGCLASS_CENSUS_DIR`` naming a file, …) is one line
+    ``error (invalid-input): cannot use the path …: <reason>`` and exit status 2, in every subcommand."""
+
+    def invoke(self, ctx):  # type: ignore[no-untyped-def]
+        as_json = "--json" in [*getattr(ctx, "protected_args", []), *ctx.args]
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.filename is None:  # not about a path: a bug or the environment, keep the traceback
+                raise
+            from .common import path_error
+
+            _fail(path_error(exc), as_json)
+
+
 app = typer.Typer(
     name="langclass",
+    cls=_Commands,
     help="Classify regular languages for transformer expressivity; serve the REST API.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -74,7 +93,7 @@ def _exit_after_graceful_shutdown(signum: int, frame: object) -> None:
 @app.command()
 def serve(
     host: Annotated[Optional[str], typer.Option(help="interface to bind (default LANGCLASS_HOST or 127.0.0.1)")] = None,
-    port: Annotated[Optional[int], typer.Option(help="port (default LANGCLASS_PORT or 8000)")] = None,
+    port: Annotated[Optional[int], typer.Option(min=1, max=65535, help="port 1..65535 (default LANGCLASS_PORT or 8000)")] = None,
     migrate: Annotated[bool, typer.Option(help="apply migrations before serving")] = True,
     workers: Annotated[int, typer.Option(min=1, help="uvicorn worker processes")] = 1,
 ) -> None:
@@ -108,7 +127,10 @@ def db_upgrade(revision: Annotated[str, typer.Argument(help="target revision")] 
 
     settings = get_settings()
     settings.check_database_url()
-    upgrade(settings.database_url, revision)
+    try:
+        upgrade(settings.database_url, revision)
+    except LangclassError as err:
+        _fail(err, False)
     typer.echo(f"database at {revision} ({_safe_url(settings)})")
 
 
@@ -215,6 +237,11 @@ def _classify_batch(source: Path, output: Path | None, jobs: int, progress: bool
             raise InputError("--batch needs --output FILE.jsonl or FILE.csv (a rerun resumes it)", field="output")
         if not source.is_file():
             raise InputError(f"cannot read the batch file {source}", field="batch")
+        if output.suffix.lower() not in (".jsonl", ".csv"):  # checked before the progress bar starts
+            raise InputError(f"batch output must end in .jsonl or .csv, not {output.name!r}", field="output")
+        from .common import check_output_file
+
+        check_output_file(output, "output")
         workers = jobs or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
         from rich.console import Console

@@ -13,7 +13,7 @@ import typer
 
 from langclass.core.base.errors import LangclassError
 
-__all__ = ["parse_alphabet", "fail"]
+__all__ = ["parse_alphabet", "fail", "path_error", "check_output_file", "check_output_dir"]
 
 
 def parse_alphabet(text: str) -> list[str]:
@@ -84,3 +84,63 @@ def fail(err: LangclassError, as_json: bool) -> None:
         line = f"error ({err.code}){where}: {err.detail}{extra}"
         typer.echo(line.encode("utf-8", "backslashreplace").decode("utf-8"), err=True)
     raise typer.Exit(code=2)
+
+
+def path_error(exc: OSError) -> LangclassError:
+    """The ``invalid-input`` error for an OS error on a path the user gave (``--output``, ``--out``,
+    ``--checkpoint``, ``LANGCLASS_CENSUS_DIR``): it names the path and the operating system's reason."""
+    from langclass.core.base.errors import InputError
+
+    path = exc.filename if exc.filename is not None else ""
+    other = f" -> {exc.filename2}" if getattr(exc, "filename2", None) else ""
+    reason = exc.strerror or type(exc).__name__
+    return InputError(f"cannot use the path {str(path)!r}{other}: {reason}", path=str(path))
+
+
+def _nearest_existing(path: "Path") -> "Path":
+    from pathlib import Path
+
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def check_output_file(path: "Path", field: str) -> None:
+    """Refuse (``InputError`` naming ``field``) a file the command cannot create or append to, before any work."""
+    import os
+    from pathlib import Path
+
+    from langclass.core.base.errors import InputError
+
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{field} {str(path)!r} is a directory, not a file", field=field)
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise InputError(f"{field} {str(path)!r} is not writable", field=field)
+        return
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        existing = _nearest_existing(parent)
+        why = "is not a directory" if existing.exists() and not existing.is_dir() else "does not exist"
+        raise InputError(f"cannot create {field} {str(path)!r}: the directory {str(parent)!r} {why}", field=field)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"cannot create {field} {str(path)!r}: the directory {str(parent)!r} is not writable", field=field)
+
+
+def check_output_dir(path: "Path", field: str) -> None:
+    """Refuse (``InputError`` naming ``field``) a directory the command cannot use or create, before any work."""
+    import os
+    from pathlib import Path
+
+    from langclass.core.base.errors import InputError
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{field} {str(path)!r} exists and is not a directory", field=field)
+    existing = _nearest_existing(path)
+    if not existing.is_dir():
+        raise InputError(f"cannot create {field} {str(path)!r}: {str(existing)!r} is not a directory", field=field)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{field} {str(path)!r}: {str(existing)!r} is not writable", field=field)

@@ -113,7 +113,7 @@ def construct(
 
         result = run_construction(spec, limits=construct_limits(time_limit, max_parameters))
     except LangclassError as err:
-        _fail(err, as_json)
+        _fail(_as_flags(err), as_json)
         return
     if as_json:
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
@@ -228,7 +228,8 @@ def _scale_note(model: dict) -> str:
 def construct_limits(time_limit: float | None = None, max_parameters: int | None = None):
     """The :class:`~langclass.core.base.limits.Limits` of one ``construct`` run: the service settings
     (``LANGCLASS_TIME_LIMIT_S``, ``LANGCLASS_MAX_PARAMETERS``, …) with ``--time-limit`` and
-    ``--max-parameters`` in their place when given.
+    ``--max-parameters`` in their place when given (``--max-parameters`` only lowers
+    ``LANGCLASS_MAX_PARAMETERS``, never raises it).
 
     Raises:
         InputError: a non-positive ``time_limit`` or ``max_parameters``.
@@ -245,8 +246,26 @@ def construct_limits(time_limit: float | None = None, max_parameters: int | None
     if max_parameters is not None:
         if max_parameters < 1:
             raise InputError("--max-parameters must be ≥ 1", field="max_parameters")
-        limits = dataclasses.replace(limits, max_parameters=int(max_parameters))
+        # the option may lower the setting's budget, never raise it (as the API job's option)
+        budget = int(max_parameters) if limits.max_parameters is None else min(int(max_parameters), limits.max_parameters)
+        limits = dataclasses.replace(limits, max_parameters=budget)
     return limits
+
+
+_FLAGS = {"all_words_up_to": "--all-words", "random_words": "--random-words", "random_max_length": "--random-max-length",
+          "seed": "--seed", "y_mode": "--y-mode", "g": "--g", "C_y": "--c-y", "target_length": "--target-length",
+          "attention": "--attention", "dtype": "--dtype", "mask": "--mask", "route": "--route", "by_class": "--as-written"}
+"""The construct option behind each CLI flag (errors name the flag the user typed)."""
+
+
+def _as_flags(err: LangclassError) -> LangclassError:
+    """``err`` with an ``options.<key>`` field and ``option <key>`` in its text named by the CLI flag."""
+    key = err.field[len("options."):] if err.field and err.field.startswith("options.") else None
+    if key in _FLAGS:
+        flag = _FLAGS[key]
+        err.detail = err.detail.replace(f"option {key} ", f"{flag} ").replace(f"{key} must", f"{flag} must")
+        err.field = flag
+    return err
 
 
 def register(app: typer.Typer) -> None:

@@ -50,7 +50,7 @@ def sweep(
         if ov is not None and not isinstance(ov, dict):
             raise ValueError("not an object")
     except ValueError as err:
-        typer.echo(f"--overrides must be a JSON object: {err}", err=True)
+        typer.echo(f"error (invalid-input) [overrides]: --overrides must be a JSON object: {err}", err=True)
         raise typer.Exit(code=2)
     runner = None
     if ray is not None:

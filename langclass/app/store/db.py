@@ -184,11 +184,49 @@ def alembic_config(url: str) -> Any:
     return cfg
 
 
+def check_revision(url: str, revision: str) -> None:
+    """Refuse a revision the migrations do not know.
+
+    Raises:
+        InputError: ``revision`` names no migration (``field`` = ``"revision"``, the known ones listed).
+    """
+    from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
+
+    script = ScriptDirectory.from_config(alembic_config(url))
+    try:
+        script.get_revisions(revision)
+    except CommandError as err:
+        from langclass.core.base.errors import InputError
+
+        known = ["base", *sorted(r.revision for r in script.walk_revisions()), "head"]
+        raise InputError(f"unknown revision {revision!r} ({err}); known: {', '.join(known)}, or relative as -1",
+                         field="revision") from None
+
+
+def _alembic(step: Any, url: str, revision: str) -> None:
+    """Run an Alembic command; its refusal of the revision (CommandError) as an InputError."""
+    from alembic.util import CommandError
+
+    try:
+        step(alembic_config(url), revision)
+    except CommandError as err:
+        from langclass.core.base.errors import InputError
+
+        raise InputError(f"cannot migrate to revision {revision!r}: {err}", field="revision") from None
+
+
 def upgrade(url: str, revision: str = "head") -> None:
-    """Apply migrations up to ``revision`` (default: the newest) on ``url``."""
+    """Apply migrations up to ``revision`` (default: the newest) on ``url``.
+
+    Raises:
+        InputError: a revision Alembic refuses (unknown, or not reachable upwards).
+    """
     from alembic import command
 
-    command.upgrade(alembic_config(url), revision)
+    if not revision.startswith("+"):
+        check_revision(url, revision)
+    _alembic(command.upgrade, url, revision)
 
 
 def stored_rows(url: str) -> dict[str, int]:
@@ -211,11 +249,13 @@ def downgrade(url: str, revision: str, *, force: bool = False) -> None:
     """Revert migrations down to ``revision`` (``"base"`` removes every table).
 
     Raises:
-        InputError: the database holds rows (a downgrade drops tables and their data) and
-            ``force`` is False; ``extra["rows"]`` counts them per table.
+        InputError: an unknown revision (refused first, whatever ``force``); the database holds
+            rows (a downgrade drops tables and their data) and ``force`` is False; ``extra["rows"]``
+            counts them per table.
     """
     from alembic import command
 
+    check_revision(url, revision)
     if not force:
         rows = {k: v for k, v in stored_rows(url).items() if v}
         if rows:
@@ -224,7 +264,7 @@ def downgrade(url: str, revision: str, *, force: bool = False) -> None:
             held = ", ".join(f"{n} row(s) in {t}" for t, n in rows.items())
             raise InputError(f"the database holds {held}; a downgrade drops tables and deletes their rows — "
                              "back it up and pass --force to go ahead", field="revision", rows=rows)
-    command.downgrade(alembic_config(url), revision)
+    _alembic(command.downgrade, url, revision)
 
 
 def schema_status(engine: Engine, url: str) -> dict[str, Any]:

@@ -75,7 +75,7 @@ def check_alphabet(symbols: Any, limits: Limits | None = None, *, field: str = "
     if len(symbols) == 0:
         raise AlphabetError("the alphabet is empty", field=field)
     if limits is not None:
-        limits.check("max_alphabet", len(symbols))
+        limits.check("max_alphabet", len(symbols), field=field)
     out: list[str] = []
     seen: dict[str, int] = {}
     for i, s in enumerate(symbols):

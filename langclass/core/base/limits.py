@@ -44,11 +44,11 @@ class Limits:
     time_limit_s: float | None = 60.0
     max_parameters: int | None = 10_000_000
 
-    def check(self, name: str, observed: int | float) -> None:
-        """Raise :class:`LimitExceeded` naming ``name`` when ``observed`` exceeds the limit."""
+    def check(self, name: str, observed: int | float, *, field: str | None = None) -> None:
+        """Raise :class:`LimitExceeded` naming ``name`` (and the input ``field``) when ``observed`` exceeds the limit."""
         bound = getattr(self, name)
         if bound is not None and observed > bound:
-            raise LimitExceeded(name, bound, f"{name}={bound} exceeded (needed at least {observed})")
+            raise LimitExceeded(name, bound, f"{name}={bound} exceeded (needed at least {observed})", field=field)
 
     def deadline(self) -> "Deadline":
         """A :class:`Deadline` starting now for ``time_limit_s``."""

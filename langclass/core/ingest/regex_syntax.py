@@ -242,9 +242,9 @@ def parse_regex_ast(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT
                 field=f"alphabet[{i}]",
                 symbol=s,
             )
-    limits.check("max_regex_length", len(text))
+    limits.check("max_regex_length", len(text), field="regex")
     text = unicodedata.normalize("NFC", text)
-    limits.check("max_regex_length", len(text))
+    limits.check("max_regex_length", len(text), field="regex")
     _check_paren_depth(text, limits)
     if not text.strip():
         raise RegexSyntaxError("the regex is empty; write ε (or ()) for the empty word and ∅ for the empty language", field="regex", **located(text, 0))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Union
 
 from langclass.core.automata.automaton import DFA
-from langclass.core.base.errors import AlphabetError, InputError, UnsupportedError
+from langclass.core.base.errors import AlphabetError, InputError, LangclassError, TimeLimitExceeded, UnsupportedError
 from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
 
 __all__ = [
@@ -189,7 +189,12 @@ def parse_language(source: LanguageSource, limits: Limits = DEFAULT_LIMITS, *, d
     if isinstance(source, RegexSource):
         from .parse import parse_regex
 
-        machine = parse_regex(source.regex, list(source.alphabet), limits, deadline=deadline)
+        try:
+            machine = parse_regex(source.regex, list(source.alphabet), limits, deadline=deadline)
+        except LangclassError as err:  # a limit (max_states) of this regex names it
+            if err.field is None and not isinstance(err, TimeLimitExceeded):
+                err.field = "regex"
+            raise
         record: dict[str, Any] = {"kind": "regex", "regex": source.regex, "alphabet": list(source.alphabet)}
     elif isinstance(source, DfaSource):
         machine, record, document = _parse_dfa(source, limits)
@@ -199,8 +204,8 @@ def parse_language(source: LanguageSource, limits: Limits = DEFAULT_LIMITS, *, d
         try:
             formula = parse_formula(source.formula, list(source.alphabet), limits)
             machine = formula_to_dfa(formula, list(source.alphabet), limits)
-        except InputError as err:
-            if err.field is None:
+        except LangclassError as err:  # an input error or a limit (max_states) of this formula
+            if err.field is None and not isinstance(err, TimeLimitExceeded):
                 err.field = "formula"
             raise
         record = {"kind": "formula", "formula": source.formula, "alphabet": list(source.alphabet), "parsed": formula.text()}

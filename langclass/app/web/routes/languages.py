@@ -316,6 +316,13 @@ async def list_languages(
     period and encodings; formula-like cells prefixed with ``'``); the next page in ``Link``."""
     if member is not None and class_key is None:
         raise InputError("'member' needs 'class' (which class to test membership of)", field="member")
+    if min_states is not None and max_states is not None and min_states > max_states:
+        raise InputError(f"min_states={min_states} is greater than max_states={max_states}: no language can match",
+                         field="min_states")
+    for label, bound, bad in (("min_states", min_states, states is not None and min_states is not None and states < min_states),
+                              ("max_states", max_states, states is not None and max_states is not None and states > max_states)):
+        if bad:
+            raise InputError(f"states={states} is outside {label}={bound}: no language can match", field="states")
     for label, value in (("name", name), ("tag", tag)):
         if value is not None and "\x00" in value:
             raise InputError(f"the {label} filter holds a NUL character (U+0000), which no stored {label} contains", field=label)

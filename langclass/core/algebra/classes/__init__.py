@@ -112,12 +112,14 @@ AUTOMATON_KEYS: tuple[str, ...] = tuple(k for k in _ORDER if REGISTRY[k].on_auto
 """The classes decided on the minimal DFA alone (answered even when the monoid is over its cap)."""
 
 
-def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None, *,
+def replay(dfa: DFA | Mapping[str, Any], result: ClassResult | dict[str, Any], monoid: Any = None, *,
            limits: Limits = DEFAULT_LIMITS) -> None:
     """Re-check a result's certificate (member) or witness (non-member) on the DFA alone.
 
     Args:
-        dfa: the language's DFA (any complete DFA; minimized here).
+        dfa: the language's DFA (any complete DFA; minimized here), or its DFA JSON (a mapping or
+            JSON text, e.g. the ``dfa`` of the record the API returns), read by
+            :func:`~langclass.core.ingest.parse.parse_dfa_json`.
         result: a :class:`ClassResult` or its ``to_dict()`` record (as the API returns it).
         monoid: unused (kept for callers that pass it); the replay never reads the decider's monoid.
         limits: bounds of the replay's own enumeration of the monoid (``max_monoid_size``,
@@ -127,11 +129,16 @@ def replay(dfa: DFA, result: ClassResult | dict[str, Any], monoid: Any = None, *
     diagram of A_k, group orders and names), also for certificates without the monoid's words.
 
     Raises:
+        InputError (DfaFormatError, …): malformed DFA JSON.
         LimitExceeded / TimeLimitExceeded: the replay itself is over a bound (the evidence is neither
             confirmed nor refuted); the error names the bound.
         ReplayError: (an ``AssertionError``) the evidence is malformed or does not hold on the DFA;
             the message names the class key, the evidence kind and the check that failed.
     """
+    if isinstance(dfa, (Mapping, str, bytes)):  # the DFA JSON as the API returns it
+        from langclass.core.ingest.parse import parse_dfa_json
+
+        dfa = parse_dfa_json(dfa if isinstance(dfa, (str, bytes)) else dict(dfa), limits)
     d = result.to_dict() if isinstance(result, ClassResult) else result
     key, member = d["key"], d["member"]
     if member is None:

@@ -128,7 +128,7 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
     # NFC first (as for regexes): a decomposed symbol such as "e\u0301" is one letter "é";
     # error positions refer to the normalized text.
     text = unicodedata.normalize("NFC", text)
-    limits.check("max_regex_length", len(text))
+    limits.check("max_regex_length", len(text), field="formula")
     if not text.strip():
         raise FormulaSyntaxError("the formula is empty (position 0)", field="formula", **located(text, 0))
     if deepest_paren(text, limits.max_nesting_depth) is not None:
@@ -180,9 +180,11 @@ def parse_formula(text: str, alphabet: Sequence[str], limits: Limits = DEFAULT_L
             raise FormulaSyntaxError(f"{what} must be ≥ {minimum}, got {v} at position {tok.start_pos}",
                                      field="formula", **located(text, tok.start_pos))
         if v > limits.max_repetition:
-            raise LimitExceeded("max_repetition", limits.max_repetition,
+            err = LimitExceeded("max_repetition", limits.max_repetition,
                                 f"{what} {v} at position {tok.start_pos} exceeds max_repetition={limits.max_repetition}",
                                 field="formula")
+            err.extra.update(located(text, tok.start_pos))
+            raise err
         return v
 
     def mod_of(m: int, r: int) -> Formula:
