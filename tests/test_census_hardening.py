@@ -125,3 +125,105 @@ def test_opening_a_member_that_needs_a_key_is_a_problem_for_json_clients(make_cl
     assert ok.status_code == 303 and ok.headers["location"].startswith("/languages/")
     codes = {p["code"]: p["status"] for p in client.get("/problems").json()}
     assert codes["forbidden"] == 403 and codes["census-data-changed"] == 409
+
+
+# --- a finished census: no checkpoint left, honest seconds ------------------------------------------
+
+
+def test_seconds_are_the_shards_compute_seconds_resumed_ones_included(tmp_path: Path) -> None:
+    """Each shard reports 1.0 s (fixed, not measured): the run's seconds are the sum over every
+    shard, those read from the checkpoint of the interrupted first attempt included."""
+    from dataclasses import replace
+
+    from langclass.core.census import census, run_shard
+
+    path = tmp_path / "c.jsonl"
+    ran: list[str] = []
+
+    def interrupted(todo, keys):
+        for s in todo:
+            if len(ran) == 3:
+                raise KeyboardInterrupt
+            ran.append(s.id)
+            yield replace(run_shard(s, keys), seconds=1.0)
+
+    with pytest.raises(KeyboardInterrupt):
+        census(3, 2, runner=interrupted, checkpoint=path, shard_target=16)
+
+    def one_second(todo, keys):
+        for s in todo:
+            yield replace(run_shard(s, keys), seconds=1.0)
+
+    resumed = census(3, 2, runner=one_second, checkpoint=path, shard_target=16)
+    assert resumed.resumed == 3 and resumed.seconds == pytest.approx(resumed.shards * 1.0)
+    assert resumed.to_dict()["seconds"] == pytest.approx(resumed.shards) and "wall_seconds" in resumed.to_dict()
+    whole = census(3, 2, runner=one_second, checkpoint=path, shard_target=16)  # read back whole
+    assert whole.resumed == whole.shards and whole.seconds == pytest.approx(whole.shards * 1.0)
+
+
+def _cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Any:
+    from typer.testing import CliRunner
+
+    from langclass.app.cli.commands import app
+    from langclass.app.settings import get_settings
+
+    monkeypatch.setenv("LANGCLASS_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
+    monkeypatch.setenv("LANGCLASS_CENSUS_DIR", str(tmp_path / "data"))
+    get_settings.cache_clear()
+    try:
+        return CliRunner().invoke(app, ["census", "--states", "2", "--alphabet", "2", "--jobs", "1", "--no-progress",
+                                        "--checkpoint", str(tmp_path / "ck.jsonl"), *args])
+    finally:
+        get_settings.cache_clear()
+
+
+def test_a_stored_census_removes_its_checkpoint_and_a_rerun_counts_afresh(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    ck = tmp_path / "ck.jsonl"
+    first = _cli(tmp_path, monkeypatch, "--json")
+    assert first.exit_code == 0, first.output
+    d1 = json.loads(first.stdout)
+    assert not ck.exists() and not (tmp_path / "ck.jsonl.members").exists()
+    assert d1["same_runs"] == [] and d1["resumed_shards"] == 0
+    second = _cli(tmp_path, monkeypatch)
+    assert second.exit_code == 0, second.output
+    assert "from the checkpoint" not in second.stdout and "s of compute" in second.stdout
+    assert f"stored before with the same N, K and classes: {d1['run_id']}" in second.stdout
+    third = json.loads(_cli(tmp_path, monkeypatch, "--json").stdout)
+    assert third["resumed_shards"] == 0 and len(third["same_runs"]) == 2 and d1["run_id"] in third["same_runs"]
+    from langclass.app.store import census_runs
+    from langclass.app.store.db import Database
+
+    db = Database(f"sqlite:///{tmp_path}/cli.db")
+    try:
+        with db.session_scope() as session:
+            row = census_runs.get_run(session, d1["run_id"])
+            rec = census_runs.run_record(row)
+    finally:
+        db.dispose()
+    assert rec["seconds"] == pytest.approx(d1["seconds"], abs=0.006)  # stored unrounded, printed to 0.01
+    assert rec["wall_seconds"] == d1["wall_seconds"]
+    assert not ck.exists()
+    nostore = _cli(tmp_path, monkeypatch, "--no-store")
+    assert nostore.exit_code == 0 and "not stored" in nostore.stdout and not ck.exists()
+
+
+def test_a_census_that_fails_before_it_is_stored_keeps_its_checkpoint(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from langclass.app.cli import census as cli_census
+
+    def broken(result: Any, settings: Any) -> Any:
+        raise KeyboardInterrupt  # as a kill between the last shard and the stored run
+
+    monkeypatch.setattr(cli_census, "_store", broken)
+    out = _cli(tmp_path, monkeypatch)
+    assert out.exit_code != 0
+    ck = tmp_path / "ck.jsonl"
+    assert ck.exists() and len(ck.read_text().splitlines()) > 1
+    assert list((tmp_path / "ck.jsonl.members").glob("*.npz"))
+    monkeypatch.undo()
+    again = _cli(tmp_path, monkeypatch)
+    assert again.exit_code == 0, again.output
+    assert "from the checkpoint" in again.stdout and not ck.exists()
