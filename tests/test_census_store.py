@@ -126,11 +126,14 @@ def test_rest_errors(api: Any, migrated_url: str, small: Any, tmp_path: Path) ->
     assert api.get(f"/v1/census/{run_id}", params={"in": "ltl_p", "offset": -1}).status_code == 422
     assert api.get(f"/v1/census/{run_id}", params={"states": 4}).status_code == 422  # above N = 3
     assert api.get("/v1/census", params={"cursor": "!!"}).status_code == 400
-    Path(api.get(f"/v1/census/{run_id}").json()["data"]["path"]).write_bytes(b"altered")
+    data = api.get(f"/v1/census/{run_id}").json()["data"]
+    assert data["file"] == f"{run_id}.npz" and "path" not in data
+    (tmp_path / data["file"]).write_bytes(b"altered")
     from langclass.app.store import census_runs
 
     census_runs._CACHE.clear()
-    assert api.get(f"/v1/census/{run_id}/languages").status_code == 409
+    r = api.get(f"/v1/census/{run_id}/languages")
+    assert r.status_code == 409 and r.json()["code"] == "census-data-changed" and str(tmp_path) not in r.text
 
 
 def test_iter_members_filters(migrated_url: str, small: Any, tmp_path: Path) -> None:

@@ -25,6 +25,8 @@ __all__ = [
     "NotFoundError",
     "AuthenticationError",
     "ConflictError",
+    "CensusDataChanged",
+    "ForbiddenError",
     "InvalidCursorError",
     "NotReadyError",
     "MalformedJsonError",
@@ -98,6 +100,26 @@ class ConflictError(ServiceError):
     code = "conflict"
     status = 409
     title = "Conflict"
+
+
+class CensusDataChanged(ConflictError):
+    """A stored census run's data file is missing (``reason`` ``missing``) or differs from the
+    SHA-256 stored with the run (``reason`` ``altered``); ``file`` is its name under
+    LANGCLASS_CENSUS_DIR. Checked on every read, also after the run was read once."""
+
+    code = "census-data-changed"
+    title = "Census data file changed"
+
+
+class ForbiddenError(ServiceError):
+    """The request would store something that this service stores only with an API key: opening a
+    census member as its language page (``GET /census/{run}/languages/{index}``) stores the
+    language, and under LANGCLASS_REQUIRE_KEY_FOR_WRITES that needs a key (send
+    ``Authorization: Bearer <key>``, or post the member's ``dfa`` to ``POST /v1/languages`` with one)."""
+
+    code = "forbidden"
+    status = 403
+    title = "Forbidden"
 
 
 class InvalidCursorError(ServiceError):

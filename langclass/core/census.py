@@ -265,7 +265,10 @@ class Census:
         by_states: ``{n: languages with a minimal DFA of exactly n states}``.
         published: ``{n: the published count}`` where known.
         profiles: ``{membership tuple (in class_keys order): languages}``.
-        seconds: wall-clock time of the run (this invocation).
+        seconds: compute time: the sum of every shard's own run time (:attr:`ShardResult.seconds`),
+            shards resumed from a checkpoint included with the seconds they took then — so a run
+            resumed, or read back whole from a checkpoint, reports what the census cost.
+        wall_seconds: wall-clock time of this invocation (small when most shards were resumed).
         jobs: worker processes (or Ray's CPUs) used.
         class_keys: the classes, in profile order.
         tables: transition tables enumerated.
@@ -289,6 +292,7 @@ class Census:
     resumed: int = 0
     executor: str = "local"
     members: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = field(default=None, compare=False, repr=False)
+    wall_seconds: float = 0.0
 
     @property
     def total(self) -> int:
@@ -330,7 +334,7 @@ class Census:
             "undecided": sum(c for p, c in self.profiles.items() if None in p),
             "profiles": {profile_text(p): c for p, c in sorted(self.profiles.items(), key=lambda kv: -kv[1])},
             "tables": self.tables, "shards": self.shards, "resumed_shards": self.resumed,
-            "seconds": round(self.seconds, 2), "jobs": self.jobs, "executor": self.executor,
+            "seconds": round(self.seconds, 2), "wall_seconds": round(self.wall_seconds, 2), "jobs": self.jobs, "executor": self.executor,
         }
 
 
@@ -387,7 +391,9 @@ def census(max_states: int, alphabet_size: int, *, jobs: int = 1, runner: ShardR
         runner: how to run the shards (default :func:`local_runner`; the Ray one is
             :func:`langclass.app.execution.census_ray.ray_runner`).
         checkpoint: a JSON-lines file of finished shards (:class:`Checkpoint`): shards found there
-            are not run again, and each finished shard is appended.
+            are not run again, and each finished shard is appended. It is left in place (the
+            caller removes it with :meth:`Checkpoint.remove` once the result is kept: the CLI does
+            after storing the run).
         max_languages: the limit below.
         shard_target: shards per state number (:func:`shards`).
         executor: recorded in the result (``"local"``, ``"ray"``).
@@ -442,16 +448,19 @@ def census(max_states: int, alphabet_size: int, *, jobs: int = 1, runner: ShardR
     by_states = {n: 0 for n in range(1, max_states + 1)}
     profiles: Counter[tuple[bool | None, ...]] = Counter()
     tables = 0
+    compute = 0.0
     for s in plan:
         r = done[s.id]
         by_states[r.n] += r.languages
         tables += r.tables
+        compute += r.seconds
         for p, c in r.profiles.items():
             profiles[_profile_from_text(p)] += c
     members = _gather_members(plan, done, list(profiles), max_states, alphabet_size) if keep_members else None
     pub = PUBLISHED.get(alphabet_size, {})
     return Census(max_states, alphabet_size, by_states, {n: pub[n] for n in by_states if n in pub}, dict(profiles),
-                  time.perf_counter() - t0, jobs, keys, tables, len(plan), resumed, executor, members)
+                  compute, jobs, keys, tables, len(plan), resumed, executor, members,
+                  wall_seconds=time.perf_counter() - t0)
 
 
 def _gather_members(plan: list[Shard], done: dict[str, ShardResult], order: list[tuple[bool | None, ...]],
@@ -518,5 +527,6 @@ def format_census(c: Census, *, profiles: int = 12) -> str:
     lines.append("")
     how = f"{c.jobs} worker process{'es' if c.jobs != 1 else ''}" if c.executor == "local" else f"Ray ({c.jobs} CPUs)"
     resumed = f", {c.resumed} of {c.shards} shards from the checkpoint" if c.resumed else ""
-    lines.append(f"{c.seconds:.1f} s with {how}; {c.tables} tables in {c.shards} shards{resumed}")
+    lines.append(f"{c.seconds:.1f} s of compute ({c.wall_seconds:.1f} s wall) with {how}; {c.tables} tables in "
+                 f"{c.shards} shards{resumed}")
     return "\n".join(lines)

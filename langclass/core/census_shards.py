@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -216,6 +217,17 @@ class Checkpoint:
                 return r.with_members({key: z[key] for key in ("tables", "masks", "profiles")})
         except (OSError, KeyError, ValueError):
             return None  # missing or damaged: the shard runs again
+
+    @staticmethod
+    def remove(path: str | os.PathLike[str]) -> bool:
+        """Delete a checkpoint file and its sidecar folder ``<path>.members/`` (once the census it
+        holds is kept elsewhere, so the same command later counts afresh); whether anything was there."""
+        p = Path(path)
+        side = p.with_name(p.name + ".members")
+        found = p.exists() or side.exists()
+        p.unlink(missing_ok=True)
+        shutil.rmtree(side, ignore_errors=True)
+        return found
 
     def add(self, result: ShardResult) -> None:
         """Append one finished shard (durably; its per-language records first, when it has them)."""

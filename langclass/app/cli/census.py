@@ -15,7 +15,11 @@ run id is printed last (``GET /v1/census/{run}``, the page ``/census/{run}``).
 
 Finished shards go to a checkpoint file (default under ``$XDG_CACHE_HOME/langclass/census/``,
 ``--checkpoint`` to choose it); a run stopped by Ctrl-C or a kill resumes from it when the same
-command runs again (``--fresh`` starts over). See :mod:`langclass.core.census` for the enumeration
+command runs again (``--fresh`` starts over). Once the run is stored (or printed, with
+``--no-store``) the checkpoint and its ``.members/`` folder are removed, so the same command later
+counts afresh. The run's ``seconds`` are compute seconds summed over the shards (resumed ones
+included); ``wall_seconds`` is this invocation's wall time. Runs stored before with the same N, K
+and classes are named (``"same_runs"`` in ``--json``). See :mod:`langclass.core.census` for the enumeration
 and the published counts it is checked against (exit 1 on a mismatch).
 """
 
@@ -119,20 +123,27 @@ def census(
         where = f"the finished shards are in {ckpt}; run the same command again to resume" if ckpt else "no checkpoint kept"
         typer.echo(f"interrupted: {where}", err=True)
         raise typer.Exit(code=130)
-    run_id = _store(result, settings) if settings is not None else None
+    run_id, same = _store(result, settings) if settings is not None else (None, [])
+    if ckpt is not None:  # the run is kept (stored, or printed with --no-store): the same command counts afresh
+        from langclass.core.census import Checkpoint
+
+        Checkpoint.remove(ckpt)
     if as_json:
-        typer.echo(json.dumps({**result.to_dict(), "run_id": run_id}, indent=2, ensure_ascii=False))
+        typer.echo(json.dumps({**result.to_dict(), "run_id": run_id, "same_runs": same}, indent=2, ensure_ascii=False))
     else:
         typer.echo(format_census(result))
         typer.echo(f"stored as census run {run_id}" if run_id else "not stored (--no-store)")
+        if same:
+            typer.echo(f"stored before with the same N, K and classes: {', '.join(same)}")
     if result.matches_published is False:
         typer.echo("MISMATCH: the counts per state number differ from the published ones", err=True)
         raise typer.Exit(code=1)
 
 
-def _store(result: object, settings: object) -> str:
-    """Apply migrations (when ``auto_migrate``) and store the run; its id."""
-    from langclass.app.store.census_runs import save_run
+def _store(result: object, settings: object) -> tuple[str, list[str]]:
+    """Apply migrations (when ``auto_migrate``) and store the run; its id and the ids of the runs
+    stored before with the same N, K and classes (another is stored all the same)."""
+    from langclass.app.store.census_runs import same_runs, save_run
     from langclass.app.store.db import Database, upgrade
     from langclass.version import code_version
 
@@ -141,9 +152,11 @@ def _store(result: object, settings: object) -> str:
     db = Database(settings.database_url)  # type: ignore[attr-defined]
     try:
         with db.session_scope() as session:
+            same = same_runs(session, result.max_states, result.alphabet_size,  # type: ignore[attr-defined]
+                             list(result.class_keys))  # type: ignore[attr-defined]
             row = save_run(session, result, settings.census_directory,  # type: ignore[attr-defined]
                            code_version=settings.code_version or code_version())  # type: ignore[attr-defined]
-            return row.id
+            return row.id, same
     finally:
         db.dispose()
 

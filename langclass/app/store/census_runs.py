@@ -24,6 +24,7 @@ computed on demand (:func:`member_dfa`).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 import uuid
@@ -37,11 +38,14 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from langclass.app.errors import CensusDataChanged as CensusDataError
 from .orm import CensusProfileRow, CensusRunRow
 from .pagination import decode_cursor, encode_cursor
 
-__all__ = ["save_run", "list_runs", "get_run", "run_record", "MemberQuery", "parse_filter", "member_page",
+__all__ = ["save_run", "list_runs", "get_run", "same_runs", "run_record", "MemberQuery", "parse_filter", "member_page",
            "iter_members", "member_dfa", "load_data", "UnknownClassKey", "CensusDataError"]
+
+log = logging.getLogger("langclass.app")
 
 
 class UnknownClassKey(ValueError):
@@ -51,10 +55,6 @@ class UnknownClassKey(ValueError):
         super().__init__(f"unknown class key {key!r}; the run's classes are: {', '.join(valid)}")
         self.key = key
         self.valid = list(valid)
-
-
-class CensusDataError(RuntimeError):
-    """A run's data file is missing or differs from the SHA-256 stored with the run."""
 
 
 def _alphabet(k: int) -> list[str]:
@@ -135,7 +135,9 @@ def run_record(row: CensusRunRow, *, full: bool = True) -> dict[str, Any]:
         "by_states": row.by_states, "published": row.published, "matches_published": row.matches_published,
         "class_keys": list(row.class_keys), "seconds": row.seconds, "executor": row.executor, "jobs": row.jobs,
         "code_version": row.code_version, "created_at": row.created_at,
-        "data": {"path": row.data_path, "sha256": row.data_sha256, "bytes": row.data_bytes},
+        "wall_seconds": (row.counts or {}).get("wall_seconds"),
+        # the file's name only: the folder is the server's business (the log has the full path)
+        "data": {"file": Path(row.data_path).name, "sha256": row.data_sha256, "bytes": row.data_bytes},
     }
     if full:
         c = row.counts
@@ -163,6 +165,13 @@ def get_run(session: Session, run_id: str) -> CensusRunRow | None:
     return session.get(CensusRunRow, run_id)
 
 
+def same_runs(session: Session, max_states: int, alphabet_size: int, class_keys: Sequence[str]) -> list[str]:
+    """Ids of the stored runs with this N, K and these classes (in this order), oldest first."""
+    q = (select(CensusRunRow).where(CensusRunRow.max_states == max_states, CensusRunRow.alphabet_size == alphabet_size)
+         .order_by(CensusRunRow.created_at, CensusRunRow.id))
+    return [r.id for r in session.scalars(q) if list(r.class_keys) == list(class_keys)]
+
+
 def profile_counts(session: Session, run_id: str) -> list[tuple[str, int, int]]:
     """``(profile, states, count)`` rows of a run (from ``census_profiles``, no data file read)."""
     return [(r.profile, r.states, r.count) for r in
@@ -177,32 +186,71 @@ def profile_total(session: Session, run_id: str) -> int:
 
 # ============================================================================ the data file
 
-_CACHE: OrderedDict[str, dict[str, np.ndarray]] = OrderedDict()
+@dataclass(frozen=True)
+class _Cached:
+    """A data file read and verified, with the :func:`_stamp` it had then."""
+
+    sha256: str
+    stamp: tuple[int, int, int, int]
+    arrays: dict[str, np.ndarray]
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What changes when a file is rewritten, appended to, replaced or touched: size, mtime,
+    ctime (not settable by ``utime``) and inode (a rename over it)."""
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+
+
+_CACHE: OrderedDict[str, _Cached] = OrderedDict()  # by run id (two runs may have equal files)
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 2
 
 
+def _data_error(row: CensusRunRow, reason: str, why: str) -> CensusDataError:
+    name = Path(row.data_path).name
+    log.warning("census run %s: data file %s %s", row.id, row.data_path, why)
+    with _CACHE_LOCK:
+        _CACHE.pop(row.id, None)
+    return CensusDataError(f"the data file {name} of census run {row.id} {why}", field="run", reason=reason, file=name)
+
+
 def load_data(row: CensusRunRow) -> dict[str, np.ndarray]:
-    """The arrays of a run's data file (checked against its SHA-256; the last two are cached).
+    """The arrays of a run's data file, checked against its SHA-256. The last two files read are
+    cached; every call stats the file, so a cached file that was deleted since is refused, and one
+    whose size or mtime changed is read and hashed again.
 
     Raises:
-        CensusDataError: the file is missing or its SHA-256 differs."""
-    with _CACHE_LOCK:
-        if row.data_sha256 in _CACHE:
-            _CACHE.move_to_end(row.data_sha256)
-            return _CACHE[row.data_sha256]
+        CensusDataError: the file is missing (``reason`` ``missing``) or its SHA-256 differs
+            (``altered``); the message names the file, not its folder (the log has the path)."""
+    path = Path(row.data_path)
     try:
-        raw = Path(row.data_path).read_bytes()
+        st = path.stat()
+    except FileNotFoundError:
+        raise _data_error(row, "missing", "is missing") from None
     except OSError as err:
-        raise CensusDataError(f"the data file of census run {row.id} cannot be read: {err}") from err
+        raise _data_error(row, "missing", f"cannot be read ({err.strerror or type(err).__name__})") from None
+    with _CACHE_LOCK:
+        hit = _CACHE.get(row.id)
+        if hit is not None and (hit.sha256, hit.stamp) == (row.data_sha256, _stamp(st)):
+            _CACHE.move_to_end(row.id)
+            return hit.arrays
+    if row.data_bytes is not None and st.st_size != row.data_bytes:
+        raise _data_error(row, "altered", f"has {st.st_size} bytes, not the {row.data_bytes} stored with the run")
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise _data_error(row, "missing", "is missing") from None
+    except OSError as err:
+        raise _data_error(row, "missing", f"cannot be read ({err.strerror or type(err).__name__})") from None
     if hashlib.sha256(raw).hexdigest() != row.data_sha256:
-        raise CensusDataError(f"the data file {row.data_path} of census run {row.id} differs from its stored SHA-256")
+        raise _data_error(row, "altered", "differs from its stored SHA-256")
     import io
 
     with np.load(io.BytesIO(raw)) as z:
         arrays = {key: z[key] for key in z.files}
     with _CACHE_LOCK:
-        _CACHE[row.data_sha256] = arrays
+        _CACHE[row.id] = _Cached(row.data_sha256, _stamp(st), arrays)
+        _CACHE.move_to_end(row.id)
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     return arrays
@@ -259,9 +307,12 @@ def member_dfa(row: CensusRunRow, index: int) -> tuple[Any, int, str]:
 
     Raises:
         IndexError: no such language. CensusDataError: see :func:`load_data`."""
+    return _member(row, load_data(row), index)
+
+
+def _member(row: CensusRunRow, data: dict[str, np.ndarray], index: int) -> tuple[Any, int, str]:
     from langclass.core.automata.automaton import DFA
 
-    data = load_data(row)
     if index < 0:
         raise IndexError(index)
     k = row.alphabet_size
@@ -297,7 +348,7 @@ def member_page(row: CensusRunRow, q: MemberQuery, *, offset: int, limit: int) -
             skip -= len(pos)
             continue
         for i in pos[skip:skip + limit - len(out)].tolist():
-            dfa, states, text = member_dfa(row, base + i)
+            dfa, states, text = _member(row, data, base + i)
             out.append({"index": base + i, "states": states, "dfa": dfa.to_canonical_dict(),
                         "profile": _profile_dict(row.class_keys, text), "fingerprint": dfa.fingerprint()})
         skip = 0
@@ -324,5 +375,5 @@ def iter_members(row: CensusRunRow, in_: Iterable[str] = (), not_in: Iterable[st
     data = load_data(row)
     for _n, base, pos in _matches(row, data, q):
         for i in pos.tolist():
-            dfa, _s, text = member_dfa(row, base + i)
+            dfa, _s, text = _member(row, data, base + i)
             yield base + i, dfa, _profile_dict(row.class_keys, text)

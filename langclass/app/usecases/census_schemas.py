@@ -11,9 +11,10 @@ __all__ = ["CensusDataFile", "CensusRunSummary", "CensusRunPage", "CensusMember"
 
 
 class CensusDataFile(BaseModel):
-    """Where a run's per-language records are (compressed ``.npz``; docs/census.md)."""
+    """A run's per-language records (compressed ``.npz``; docs/census.md): the file's name under the
+    server's LANGCLASS_CENSUS_DIR (the folder is not exposed), its SHA-256 and size."""
 
-    path: str
+    file: str = Field(description="the file's name (<run id>.npz), without the server's folder")
     sha256: str = Field(description="SHA-256 hex of the file")
     bytes: int
 
@@ -29,7 +30,10 @@ class CensusRunSummary(BaseModel):
     published: dict[str, int] = Field(description="state number → the published count (docs/census.md names the sources)")
     matches_published: bool | None
     class_keys: list[str] = Field(description="the classes, in profile order")
-    seconds: float
+    seconds: float = Field(description="compute seconds: the sum over every shard's run time (shards resumed from a "
+                                        "checkpoint count with the seconds they took then)")
+    wall_seconds: float | None = Field(None, description="wall-clock seconds of the invocation that finished and stored "
+                                                         "the run (null for runs stored before it was recorded)")
     executor: str
     jobs: int
     code_version: str

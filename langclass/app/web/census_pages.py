@@ -11,8 +11,10 @@
 Why a GET may store: the record is fixed by the run (no user input reaches it), and storing is
 idempotent by fingerprint, so a repeated or cross-site GET can only create the one record that the
 link names, under the classification limits of any other store. With
-``LANGCLASS_REQUIRE_KEY_FOR_WRITES`` a language not yet stored is not stored by a GET: the page
-says so (403) and the API (``POST /v1/languages`` with the member's ``dfa``) is the way.
+``LANGCLASS_REQUIRE_KEY_FOR_WRITES`` (and keys set) a language not yet stored is stored by a GET
+only with ``Authorization: Bearer <key>``; otherwise 403 ``forbidden`` (an HTML page for a browser,
+problem+json when JSON is asked for) saying so — signing in and adding it from its DFA, or
+``POST /v1/languages`` with the member's ``dfa`` and a key, are the ways.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from langclass.core.algebra.lattice import CLASS_INFO, INCLUSIONS
 from langclass.core.base.errors import InputError
 from langclass.core.drawing import lattice_svg
 from .pages import templates
-from .problems import ConflictError, NotFoundError
+from .problems import ForbiddenError, NotFoundError
+from .security import check_key
 
 __all__ = ["router"]
 
@@ -87,10 +90,7 @@ async def census_run_page(
                              else "not_in") from None
         if n_states is not None and not 1 <= n_states <= row.max_states:
             raise InputError(f"states must be in 1..{row.max_states}", field="states")
-        try:
-            total, items = runs.member_page(row, q, offset=offset, limit=PAGE_SIZE)
-        except runs.CensusDataError as err:
-            raise ConflictError(str(err), field="run") from None
+        total, items = runs.member_page(row, q, offset=offset, limit=PAGE_SIZE)  # 409 census-data-changed
         return {"record": record, "q": q, "total": total, "items": items}
 
     ctx = await anyio.to_thread.run_sync(load)
@@ -113,6 +113,24 @@ async def census_run_page(
     })
 
 
+def _check_may_store(request: Request, run_id: str, index: int) -> None:
+    """Whether this GET may store the member: always, unless writes need a key
+    (``LANGCLASS_REQUIRE_KEY_FOR_WRITES`` with keys set, as for ``POST /v1/languages``); then only
+    with ``Authorization: Bearer <key>`` (a wrong key is 401). A browser's session cookie does not
+    count on a plain GET (it counts only with the pages' header: security.py)."""
+    settings = request.app.state.settings
+    if not (settings.require_key_for_writes and settings.api_keys):
+        return
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        check_key(settings, token.strip())
+        return
+    raise ForbiddenError(
+        f"opening census member #{index} stores it as a language, and storing needs an API key here "
+        "(LANGCLASS_REQUIRE_KEY_FOR_WRITES): sign in and add it from its DFA on /languages, send Authorization: Bearer <key>, "
+        f"or POST its dfa (from GET /v1/census/{run_id}/languages) to /v1/languages with a key", field="Authorization")
+
+
 @router.get("/census/{run_id}/languages/{index}")
 async def census_member_page(request: Request, run_id: Annotated[str, PathParam(max_length=64)],
                              index: Annotated[int, PathParam(ge=0, le=2**40)]) -> Response:
@@ -127,18 +145,12 @@ async def census_member_page(request: Request, run_id: Annotated[str, PathParam(
             dfa, _n, _p = runs.member_dfa(row, index)
         except IndexError:
             raise NotFoundError(f"census run {run_id} has no language #{index} (it has {row.total})", field="index") from None
-        except runs.CensusDataError as err:
-            raise ConflictError(str(err), field="run") from None
         with db.session_scope() as session:
             return dfa, repo.get_language(session, dfa.fingerprint()) is not None
 
     dfa, stored = await anyio.to_thread.run_sync(member)
     if not stored:
-        if request.app.state.settings.require_key_for_writes:
-            return HTMLResponse(
-                "<!doctype html><title>Not stored</title><h1>Not stored yet</h1><p>This language is not stored, and "
-                "storing needs an API key here (LANGCLASS_REQUIRE_KEY_FOR_WRITES): POST its <code>dfa</code> from "
-                f"GET /v1/census/{run_id}/languages to /v1/languages.</p>", status_code=403)
+        _check_may_store(request, run_id, index)
         body = LanguageInput(dfa=dfa.to_canonical_dict())
         await store_language(body, request, Response(), budget_end=_budget_end(request))
     return RedirectResponse(f"/languages/{dfa.fingerprint()}", status_code=303)

@@ -32,7 +32,9 @@ from langclass.core.base import errors as core_errors
 from langclass.core.base.errors import LangclassError
 from langclass.app.errors import (  # noqa: F401 - re-exported: the problem handlers render these
     AuthenticationError,
+    CensusDataChanged,
     ConflictError,
+    ForbiddenError,
     InvalidCursorError,
     MalformedJsonError,
     NotFoundError,
@@ -55,6 +57,8 @@ __all__ = [
     "InvalidCursorError",
     "NotReadyError",
     "ConflictError",
+    "CensusDataChanged",
+    "ForbiddenError",
     "PayloadTooLarge",
     "MalformedJsonError",
     "UnsupportedMediaTypeError",
@@ -462,8 +466,9 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
         400: "Malformed request (not UTF-8 JSON, bad cursor)",
         401: "Missing or wrong API key",
+        403: "Needs an API key for a write that this request would make",
         404: "Not found",
-        409: "Conflicts with stored state (a language that still has jobs)",
+        409: "Conflicts with stored state (a language that still has jobs, a census data file changed)",
         413: "Request body too large",
         415: "The body is not application/json",
         422: "Invalid input (names the field) or a limit hit (names the limit)",

@@ -20,7 +20,7 @@ from langclass.app.usecases.census_schemas import CensusMembers, CensusRun, Cens
 from langclass.app.usecases.schemas import CURSOR_SCHEMA, NO_NUL_PATTERN
 from langclass.core.base.errors import InputError
 from ..body import JsonBodyRoute
-from ..problems import ConflictError, NotFoundError, problem_responses
+from ..problems import NotFoundError, problem_responses
 
 __all__ = ["router", "run_resource"]
 
@@ -47,10 +47,7 @@ def run_resource(row: Any, *, full: bool = True) -> dict[str, Any]:
 
 
 def _member_resources(row: Any, q: runs.MemberQuery, offset: int, limit: int) -> dict[str, Any]:
-    try:
-        total, items = runs.member_page(row, q, offset=offset, limit=limit)
-    except runs.CensusDataError as err:
-        raise ConflictError(str(err), field="run") from None
+    total, items = runs.member_page(row, q, offset=offset, limit=limit)  # CensusDataError: 409 census-data-changed
     for it in items:
         it["links"] = {"language_url": f"/census/{row.id}/languages/{it['index']}",
                        "language": f"/v1/languages/{it['fingerprint']}"}
@@ -111,7 +108,8 @@ async def get_census_run(
     every class of ``not_in`` (``?in=ltl_p_y_mod&not_in=ltl_p_y``), in the run's order.
 
     Errors: 404 unknown run; 422 an unknown class key (the message lists the run's classes), a
-    states number above N, a bad limit or offset; 409 the data file is missing or altered."""
+    states number above N, a bad limit or offset; 409 ``census-data-changed`` the data file is missing
+    or altered (checked on every request)."""
     db = _db(request)
 
     def load() -> dict[str, Any]:
