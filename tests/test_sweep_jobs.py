@@ -96,6 +96,8 @@ def test_sweep_list_is_paginated(make_client: Any, migrated_url: str) -> None:
     ({"states": 2, "per_cell": 1000}, "per_cell", "max_sweep_runs"),
     ({"states": 2, "overrides": {"max_steps": 10**9}}, "overrides.max_steps", "job_max_steps"),
     ({"states": 2, "overrides": {"test_lengths": {"range": [41, 10_000_000]}}}, "overrides.test_lengths", "max_test_length"),
+    ({"states": True}, "states", None),      # strict: true is not 1
+    ({"per_cell": "1"}, "per_cell", None),   # nor "1"
 ])
 def test_bad_sweep_requests_are_422_naming_the_field(make_client: Any, migrated_url: str, body: dict[str, Any],
                                                       field: str, limit: str | None) -> None:
@@ -121,6 +123,20 @@ def test_census_run_unknown_404_and_misfit_422(make_client: Any, migrated_url: s
     assert (spec["states"], spec["alphabet"], spec["census_run"]["id"]) == (2, 2, run_id)
     # the bound uses the run's cell sizes (≤ 2 states over 2 letters: no language in y_mod or sf)
     assert spec["runs_bound"] == 5 * 6
+    # the served spec names the data file, never the server path (the stored spec keeps it for the worker)
+    assert "data_path" not in spec["census_run"] and spec["census_run"]["data_file"] == f"{run_id}.npz"
+    assert str(tmp_path) not in r.text and str(tmp_path) not in client.get(r.headers["location"]).text
+
+
+def test_sweep_of_an_altered_census_run_is_409_before_queueing(make_client: Any, migrated_url: str, census2: Any,
+                                                             tmp_path: Path) -> None:
+    client = make_client(migrated_url, worker_slots=0)
+    run_id = _store_run(migrated_url, census2, tmp_path)
+    with open(tmp_path / f"{run_id}.npz", "ab") as f:
+        f.write(b"x")
+    r = client.post("/v1/sweeps", json={"census_run": run_id, "per_cell": 1, "overrides": TINY})
+    assert r.status_code == 409 and r.json()["code"] == "census-data-changed", r.text
+    assert client.get("/v1/sweeps").json()["items"] == []  # nothing queued
 
 
 # --- the worker ------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ these functions); routes, pages and workers render rows and exceptions with them
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 import traceback
 from collections.abc import Mapping
 from typing import Any
@@ -39,6 +41,17 @@ def error_record(exc: BaseException, *, attempt: int | None = None) -> dict[str,
     if attempt is not None:
         out["attempt"] = attempt
     return out
+
+
+def _public_spec(spec: Any) -> Any:
+    """The spec as served: a sweep's census run names its data file, not the server path the worker
+    reads it from (``data_path`` → ``data_file``)."""
+    run = spec.get("census_run") if isinstance(spec, Mapping) else None
+    if not (isinstance(run, Mapping) and "data_path" in run):
+        return spec
+    public = {k: v for k, v in run.items() if k != "data_path"}
+    public["data_file"] = PurePath(str(run["data_path"])).name
+    return {**spec, "census_run": public}
 
 
 def _spec_notes(row: JobRow) -> list[str]:
@@ -77,7 +90,7 @@ def job_resource(row: JobRow) -> dict[str, Any]:
         "cancel_requested": bool(row.cancel_requested),
         "attempts": row.attempts,
         "max_attempts": row.max_attempts,
-        "spec": row.spec,
+        "spec": _public_spec(row.spec),
         "progress": row.progress,
         "result": row.result,
         "error": None if running_retry else row.error,

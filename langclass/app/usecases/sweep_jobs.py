@@ -21,12 +21,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
+
 
 from langclass.core.base.errors import LimitExceeded
-from langclass.models.specs import TrainOverrides
+from langclass.models.specs import TrainOverrides, _Integral  # integral numbers: 2 and 2.0, never true or "2"
 from langclass.models.sweep import SWEEP_ENCODINGS
 
 __all__ = ["SweepRequest", "build_sweep_spec", "run_sweep_job", "sweep_report", "census_run_spec", "cell_bounds"]
@@ -50,17 +51,17 @@ class SweepRequest(BaseModel):
             {"census_run": "3f0c…", "per_cell": 5, "overrides": {"max_steps": 50}},
         ]},
     )
-    states: int | None = Field(None, ge=1, le=5, description="N: at most this many states in the minimal DFA (default 3, or the census run's N)")
-    alphabet: int | None = Field(None, ge=1, le=4, description="K: letters a, b, … (default 2, or the census run's K)")
-    per_cell: int = Field(10, ge=1, le=1000, description="languages drawn per cell of the lattice")
+    states: Annotated[int, Field(ge=1, le=5), _Integral, Strict()] | None = Field(None, description="N: at most this many states in the minimal DFA (default 3, or the census run's N)")
+    alphabet: Annotated[int, Field(ge=1, le=4), _Integral, Strict()] | None = Field(None, description="K: letters a, b, … (default 2, or the census run's K)")
+    per_cell: Annotated[int, Field(ge=1, le=1000), _Integral, Strict()] = Field(10, description="languages drawn per cell of the lattice")
     profile: Literal["cpu", "paper"] = Field("cpu", description="cpu (2-core CPU, about an hour for N=3, 10 per cell) or paper (App. E.2, GPU)")
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="seed of the draw")
+    seed: Annotated[int, Field(ge=0, le=2**31 - 1), _Integral, Strict()] = Field(0, description="seed of the draw")
     encodings: list[SweepEncoding] | None = Field(None, min_length=1, max_length=6,
                                                   description="catalogue encodings to train (default all six)")
     overrides: TrainOverrides | None = Field(None, description="experiment settings to change (max_steps, test_lengths, …), as --overrides")
     census_run: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[^\x00]*$",
                                    description="id of a stored census run (GET /v1/census) to sample from instead of enumerating")
-    max_attempts: int | None = Field(None, ge=1, le=10, description="claims allowed if workers die (default LANGCLASS_JOB_MAX_ATTEMPTS)")
+    max_attempts: Annotated[int, Field(ge=1, le=10), _Integral, Strict()] | None = Field(None, description="claims allowed if workers die (default LANGCLASS_JOB_MAX_ATTEMPTS)")
 
 
 def census_run_spec(row: Any) -> dict[str, Any]:

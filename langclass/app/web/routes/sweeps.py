@@ -88,7 +88,8 @@ async def create_sweep(body: SweepRequest, request: Request, response: Response,
     ``max_sweep_runs`` (on the most runs the sample can have), the job limits of one language's
     experiment, the profile and test lengths, and the census run (N, K, classes).
 
-    Errors: 422 naming the field or the limit; 404 ``census_run`` names no stored run; 401 without
+    Errors: 422 naming the field or the limit; 404 ``census_run`` names no stored run; 409
+    ``census-data-changed`` when that run's data file is missing or altered; 401 without
     an API key when keys are configured."""
     db = _db(request)
     settings = _settings(request)
@@ -102,6 +103,7 @@ async def create_sweep(body: SweepRequest, request: Request, response: Response,
                     raise NotFoundError(f"no census run with id {body.census_run!r}", field="census_run")
                 counts = runs.profile_counts(session, row.id)
                 session.expunge(row)
+            runs.load_data(row)  # a missing or altered data file: 409 census-data-changed now, not a failed job later
         return build_sweep_spec(body, census_run=row, run_profile_counts=counts, limits=settings.job_limits())
 
     spec = await anyio.to_thread.run_sync(build)
