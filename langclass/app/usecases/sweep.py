@@ -225,7 +225,8 @@ def heatmap_figure(out: Mapping[str, Any]) -> Any:
     cells = list(out["aggregate"]["cells"])
     encs = list(out["encodings"])
     share = np.full((len(cells), len(encs)), np.nan)
-    fig = Figure(figsize=(1.5 + 1.3 * len(encs), 1.0 + 0.6 * len(cells)), layout="constrained")
+    # at least 7.5 in wide: the title and the cell names need it even for one encoding
+    fig = Figure(figsize=(max(7.5, 1.5 + 1.3 * len(encs)), 1.0 + 0.6 * len(cells)), layout="constrained")
     ax = fig.add_subplot()
     for i, c in enumerate(cells):
         for j, e in enumerate(encs):
@@ -254,7 +255,7 @@ def heatmap_png(out: Mapping[str, Any], *, dpi: int = 110) -> bytes:
     import io
 
     buf = io.BytesIO()
-    heatmap_figure(out).savefig(buf, format="png", dpi=dpi)
+    heatmap_figure(out).savefig(buf, format="png", dpi=dpi, bbox_inches="tight")  # nothing clipped
     return buf.getvalue()
 
 
