@@ -214,6 +214,17 @@ def _data_error(row: CensusRunRow, reason: str, why: str) -> CensusDataError:
     return CensusDataError(f"the data file {name} of census run {row.id} {why}", field="run", reason=reason, file=name)
 
 
+def _read(row: CensusRunRow, step: Any) -> Any:
+    """``step()`` (a stat or a read of the run's data file), an OS error as :class:`CensusDataError`
+    (``missing``)."""
+    try:
+        return step()
+    except FileNotFoundError:
+        raise _data_error(row, "missing", "is missing") from None
+    except OSError as err:
+        raise _data_error(row, "missing", f"cannot be read ({err.strerror or type(err).__name__})") from None
+
+
 def load_data(row: CensusRunRow) -> dict[str, np.ndarray]:
     """The arrays of a run's data file, checked against its SHA-256. The last two files read are
     cached; every call stats the file, so a cached file that was deleted since is refused, and one
@@ -223,12 +234,7 @@ def load_data(row: CensusRunRow) -> dict[str, np.ndarray]:
         CensusDataError: the file is missing (``reason`` ``missing``) or its SHA-256 differs
             (``altered``); the message names the file, not its folder (the log has the path)."""
     path = Path(row.data_path)
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise _data_error(row, "missing", "is missing") from None
-    except OSError as err:
-        raise _data_error(row, "missing", f"cannot be read ({err.strerror or type(err).__name__})") from None
+    st = _read(row, path.stat)
     with _CACHE_LOCK:
         hit = _CACHE.get(row.id)
         if hit is not None and (hit.sha256, hit.stamp) == (row.data_sha256, _stamp(st)):
@@ -236,12 +242,7 @@ def load_data(row: CensusRunRow) -> dict[str, np.ndarray]:
             return hit.arrays
     if row.data_bytes is not None and st.st_size != row.data_bytes:
         raise _data_error(row, "altered", f"has {st.st_size} bytes, not the {row.data_bytes} stored with the run")
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise _data_error(row, "missing", "is missing") from None
-    except OSError as err:
-        raise _data_error(row, "missing", f"cannot be read ({err.strerror or type(err).__name__})") from None
+    raw = _read(row, path.read_bytes)
     if hashlib.sha256(raw).hexdigest() != row.data_sha256:
         raise _data_error(row, "altered", "differs from its stored SHA-256")
     import io
