@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from langclass.core import census as C  # noqa: E402
+from langclass.core.census import run as C  # noqa: E402
 from langclass.core.automata.enumerate import bfs_tables, minimal_masks  # noqa: E402
 
 

@@ -49,7 +49,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from langclass.core.analysis import analyze  # noqa: E402
+from langclass.core.classification.analysis import analyze  # noqa: E402
 from langclass.core.automata.automaton import DFA  # noqa: E402
 from langclass.core.algebra.classes import AUTOMATON_KEYS, DECIDERS, Context, monoid_extras  # noqa: E402
 from langclass.core.base.limits import Limits  # noqa: E402

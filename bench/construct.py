@@ -10,7 +10,7 @@ Usage:
     .venv/bin/python bench/construct.py --hard-classes --attention hard --all-words 6 --random-words 2 \
         --max-length 100 --no-side-by-side          # every star-free / quasi-aperiodic language, hard attention
 
-Every row runs :func:`langclass.models.verify.run_construction` on the language's DFA (a formula is
+Every row runs :func:`langclass.models.construct.verify.run_construction` on the language's DFA (a formula is
 synthesized: LTL[P] monomials, Prop. 3.2, LTL[P,MOD] state formulas, or the LTL[P,Y] window
 product); "verified ≤" is the longest word checked (all words up to ``--all-words``, random words
 up to ``--max-length``, capped at N_max for conventional RoPE). Languages without a construction
@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langclass.app.errors import http_status  # noqa: E402
 from langclass.core.base.errors import LangclassError  # noqa: E402
-from langclass.models.verify import run_construction  # noqa: E402
+from langclass.models.construct.verify import run_construction  # noqa: E402
 
 GROUND_TRUTH = Path(__file__).resolve().parents[1] / "tests" / "ground_truth.json"
 
@@ -160,8 +160,8 @@ def _kv_long(regex: str, alphabet: list[str], length: int, words: int) -> list[d
     from langclass.core.ingest.regex import regex_to_dfa
     from langclass.core.synthesis.synthesis import synthesize
     from langclass.models.construct import ConstructionOptions, build_formula_transformer
-    from langclass.models.tokens import BOS, EOS, NUM_SPECIAL
-    from langclass.models.verify import _random_set
+    from langclass.models.nn.tokens import BOS, EOS, NUM_SPECIAL
+    from langclass.models.construct.verify import _random_set
 
     dfa = regex_to_dfa(regex, alphabet)
     model = build_formula_transformer(synthesize(dfa).formula, alphabet, ConstructionOptions(y_mode="recency"))
@@ -246,7 +246,7 @@ def _refusals(budget: int) -> list[dict]:
     from langclass.core.base.errors import LimitExceeded
     from langclass.models.construct import FormulaTransformer
     from langclass.models.construct.hard import BraspTransformer
-    from langclass.models.verify import validate_spec
+    from langclass.models.construct.verify import validate_spec
 
     assembled: list[str] = []
     for cls in (FormulaTransformer, BraspTransformer):  # count every weight allocation

@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         r = conventional_rope_length(5, G, c, dtype, MAX_LENGTH)
         print(f"  {dtype:<9} C = {c:<6g} N_max = {r['n_max']:<5} min {1e3 * w_min:7.2f}  median {1e3 * w_med:7.2f}")
 
-    from langclass.core.analysis import analyze
+    from langclass.core.classification.analysis import analyze
     from langclass.core.ingest.regex import regex_to_dfa
 
     d = regex_to_dfa("(a|b)*a(a|b)(a|b)", ["a", "b"])

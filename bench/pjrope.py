@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from langclass.models.pj import PJBias, beta_l, phi_l  # noqa: E402
-from langclass.models.pj_diagnostics import order_masses  # noqa: E402
+from langclass.models.nn.pj import PJBias, beta_l, phi_l  # noqa: E402
+from langclass.models.experiments.pj_diagnostics import order_masses  # noqa: E402
 
 PAPER_T5 = {"raw": (5.86e12, 1.0, 1708.92), "scaled": (2.24e2, 1.0, 1708.92), "lc": (2.00, 0.031, 73.96), "lc_wrong_scale": (2.00, 3.05e-5, 0.07)}
 PAPER_T9 = {  # target -> RoPE, ALiBi, M+A, FJ-R1, FJ-R2, LC ("—" = R² < −10 as None)

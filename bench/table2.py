@@ -14,7 +14,7 @@ languages, NoPE fails on (aa)*; conventional RoPE does not generalize perfectly 
     .venv/bin/python bench/table2.py --batched             # sequential and batched training, same run
 
 Without ``--batched`` the grid takes the default path of ``run_experiment`` (runs sharing a model
-shape trained and evaluated together, :mod:`langclass.models.train_batched`). ``--batched`` trains
+shape trained and evaluated together, :mod:`langclass.models.training.train_batched`). ``--batched`` trains
 every language both ways in one process, back to back (alternating which goes first, since the
 machine's load drifts) — one run after another (``run_experiment(spec, batched=False)``) and
 together (``batched=True``) — and prints both N* tables, whether every run's steps and N* agree,
@@ -47,8 +47,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langclass.core.automata.automaton import DFA  # noqa: E402
-from langclass.models.experiment import run_experiment  # noqa: E402
-from langclass.models.train import configure_threads  # noqa: E402
+from langclass.models.experiments.experiment import run_experiment  # noqa: E402
+from langclass.models.training.train import configure_threads  # noqa: E402
 
 LANGUAGES = {
     # (aa)* over {a, b}: states 0 (even a^n), 1 (odd a^n), 2 (sink)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from langclass.core.automata.automaton import DFA  # noqa: E402
-from langclass.models.experiment import run_experiment  # noqa: E402
+from langclass.models.experiments.experiment import run_experiment  # noqa: E402
 
 AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0])  # (aa)* over {a, b}
 

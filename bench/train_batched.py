@@ -3,8 +3,8 @@
 Measures, in one process with one torch thread (``--threads`` to change it; CPU seconds, which the machine's load inflates far
 less than wall seconds), on (aa)* with the quick model (2 layers, d_model 32, 4 heads, batch 64):
 
-* ``sequential``: :func:`langclass.models.train.train_recognizer` / ``make_predict`` — one run at a time;
-* ``grouped R=1``: :func:`langclass.models.train_batched.train_group` / ``evaluate_group`` with one
+* ``sequential``: :func:`langclass.models.training.train.train_recognizer` / ``make_predict`` — one run at a time;
+* ``grouped R=1``: :func:`langclass.models.training.train_batched.train_group` / ``evaluate_group`` with one
   run — the grouped implementation (length buckets, last layer at EOS only, the first layer from
   key-class counts for NoPE) without any batching across runs;
 * ``grouped R=9``: the 3 encodings × 3 seeds of a Table 2 language in one group.
@@ -30,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from langclass.core.automata.automaton import DFA  # noqa: E402
-from langclass.models.data import LanguageSampler  # noqa: E402
-from langclass.models.evaluate import build_test_sets, evaluate_lengths  # noqa: E402
-from langclass.models.recognizer import RecognizerConfig  # noqa: E402
-from langclass.models.train import TrainConfig, make_predict, train_recognizer  # noqa: E402
-from langclass.models.train_batched import evaluate_group, train_group  # noqa: E402
+from langclass.models.training.data import LanguageSampler  # noqa: E402
+from langclass.models.training.evaluate import build_test_sets, evaluate_lengths  # noqa: E402
+from langclass.models.nn.recognizer import RecognizerConfig  # noqa: E402
+from langclass.models.training.train import TrainConfig, make_predict, train_recognizer  # noqa: E402
+from langclass.models.training.train_batched import evaluate_group, train_group  # noqa: E402
 
 AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0])
 ENCODINGS = [{"name": "nope"}, {"name": "rope_periodic", "periods": 2}, {"name": "rope", "base": 1e4}]

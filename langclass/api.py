@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import AlphabetError, DfaFormatError, InputError
-from .core.drawing import user_state_names
+from langclass.core.drawing.svg import user_state_names
 from langclass.core.base.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .core.analysis import Analysis
+    from langclass.core.classification.analysis import Analysis
     from langclass.core.algebra.classes import ClassResult
 
 __all__ = ["Classification", "RunResult", "classify", "construct", "train", "sweep", "read_alphabet", "from_automata_lib",
@@ -56,7 +56,7 @@ class Classification:
 
     Attributes:
         source: the input as given: ``{"kind": "regex"|"dfa"|"formula", ...}``.
-        analysis: the full :class:`~langclass.core.analysis.Analysis`.
+        analysis: the full :class:`~langclass.core.classification.analysis.Analysis`.
         state_names: ``{canonical state: user names}`` for DFA input (empty otherwise).
 
     ``classes``, ``encodings``, ``dfa``, ``monoid``, ``id`` read through to the analysis;
@@ -115,13 +115,13 @@ class Classification:
 
     def table(self) -> str:
         """The plain-text table ``langclass classify`` prints."""
-        from .core.analysis import format_table
+        from langclass.core.classification.analysis import format_table
 
         return format_table(self.analysis)
 
     def svg(self, *, hide_sink: bool = False) -> str:
-        """The minimal DFA drawn as SVG (:func:`langclass.core.drawing.dfa_svg`), user state names shown."""
-        from .core.drawing import dfa_svg
+        """The minimal DFA drawn as SVG (:func:`langclass.core.drawing.svg.dfa_svg`), user state names shown."""
+        from langclass.core.drawing.svg import dfa_svg
 
         return dfa_svg(self.dfa, state_names=self.state_names or None, hide_sink=hide_sink, title=self._title())
 
@@ -134,7 +134,7 @@ class Classification:
         return self.svg()
 
     def _repr_html_(self) -> str:
-        from .core.drawing import word_text
+        from langclass.core.drawing.svg import word_text
 
         rows = []
         for key, r in self.classes.items():
@@ -206,7 +206,7 @@ def classify(regex: str | None = None, *, alphabet: str | Sequence[str] | None =
     Sources: see each class's ``source`` (e.g. LTL[P,MOD] = QR: "Disentangling the Expressivity of
     RoPE", Thm 3.3).
     """
-    from .core.analysis import analyze
+    from langclass.core.classification.analysis import analyze
 
     machine, source, names = _parse(regex, alphabet, dfa, formula, limits)
     return Classification(source, analyze(machine, limits), names)
@@ -221,8 +221,8 @@ class RunResult(Mapping[str, Any]):
 
     Attributes:
         kind: ``"construct"`` or ``"train"``.
-        record: the record (see :func:`langclass.models.verify.run_construction` and
-            :func:`langclass.models.experiment.run_experiment` for its fields).
+        record: the record (see :func:`langclass.models.construct.verify.run_construction` and
+            :func:`langclass.models.experiments.experiment.run_experiment` for its fields).
     """
 
     kind: str
@@ -257,7 +257,7 @@ def construct(regex: str | None = None, *, alphabet: str | Sequence[str] | None 
     """Build an exact transformer for the language and verify it (imports torch).
 
     Same inputs as :func:`classify` plus ``program=`` (B-RASP text, hard attention); ``options``
-    are those of :func:`langclass.models.verify.run_construction` (``all_words_up_to``,
+    are those of :func:`langclass.models.construct.verify.run_construction` (``all_words_up_to``,
     ``random_words``, ``attention``, ``dtype``, ``seed``, ``mask``, ``by_class``, ``max_parameters``, ...).
     ``limits`` default: the settings' (``LANGCLASS_TIME_LIMIT_S``, ``LANGCLASS_MAX_PARAMETERS``, …).
     ``time_limit_s`` replaces the time limit (as ``langclass construct --time-limit``);
@@ -270,7 +270,7 @@ def construct(regex: str | None = None, *, alphabet: str | Sequence[str] | None 
     Raises:
         InputError, UnsupportedError (no construction known), LimitExceeded.
     """
-    from .models.verify import _OPTION_KEYS, run_construction
+    from langclass.models.construct.verify import _OPTION_KEYS, run_construction
 
     unknown = sorted(set(options) - _OPTION_KEYS - {"options"})
     if unknown:
@@ -311,7 +311,7 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
     """Train recognizers for the language with each encoding and report accuracy by length (imports torch).
 
     The language is given as in :func:`classify`; the experiment fields are those of
-    :func:`langclass.models.experiment.run_experiment` (``encodings`` names or
+    :func:`langclass.models.experiments.experiment.run_experiment` (``encodings`` names or
     ``{"name", "params"}`` objects, ``profile`` ``"quick"``/``"paper"``, ``overrides`` such as
     ``{"max_steps": 200, "train_lengths": [1, 20], "test_lengths": [21, 40]}``). Without a
     ``prediction`` the theory's prediction is not compared and every encoding is ``"measured"``.
@@ -322,7 +322,7 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
     Raises:
         InputError (a malformed spec, naming the field), LimitExceeded.
     """
-    from .models.experiment import run_experiment
+    from langclass.models.experiments.experiment import run_experiment
 
     machine, _source, _names = _parse(regex, alphabet, dfa, formula, DEFAULT_LIMITS)
     spec: dict[str, Any] = {"language": _dfa_json(machine), "encodings": list(encodings), "profile": profile}

@@ -9,7 +9,7 @@ import io
 from typing import Any
 
 from langclass.app.web.routes.batch import MAX_BATCH_LANGUAGES
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.algebra.lattice import CLASS_KEYS
 from langclass.core.ingest.parse import parse_regex
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langclass.core.precision.numerics import f_large
-from langclass.models.attention import MultiHeadAttention, hard_attention_weights, stable_softmax, visibility
-from langclass.models.encodings import ALiBi, RoPE
+from langclass.models.nn.attention import MultiHeadAttention, hard_attention_weights, stable_softmax, visibility
+from langclass.models.nn.encodings import ALiBi, RoPE
 
 DT = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 

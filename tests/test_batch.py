@@ -19,7 +19,7 @@ from _ground_truth import LANGUAGES
 from langclass.app.cli.batch import COLUMNS, classify_row, done_rows, run_batch
 from langclass.app.cli.commands import app
 from langclass.app.settings import get_settings
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.algebra.lattice import CLASS_KEYS
 from langclass.core.base.limits import Limits
 from langclass.core.ingest.parse import parse_regex

@@ -246,7 +246,7 @@ def census_run(server: dict, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     """A tiny stored census (at most 3 states over 2 letters: 1,054 languages, under a second)."""
     from langclass.app.store.census_runs import save_run
     from langclass.app.store.db import Database
-    from langclass.core.census import census
+    from langclass.core.census.run import census
 
     c = census(3, 2, keep_members=True)
     db = Database(server["url"])

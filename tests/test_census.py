@@ -15,12 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from langclass.app.cli.commands import app
-from langclass.core import census as census_mod
+from langclass.core.census import run as census_mod
 from langclass.core.algebra import lattice
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import LimitExceeded
-from langclass.core.census import (PUBLISHED, Checkpoint, CheckpointMismatch, bfs_tables, census, classify,
+from langclass.core.census.run import (PUBLISHED, Checkpoint, CheckpointMismatch, bfs_tables, census, classify,
                                    is_minimal, local_runner, minimal_dfas, minimal_masks, run_shard, shards)
 
 

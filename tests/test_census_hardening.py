@@ -38,7 +38,7 @@ from conftest import make_settings  # noqa: E402
 
 @pytest.fixture(scope="module")
 def two() -> Any:
-    from langclass.core.census import census
+    from langclass.core.census.run import census
 
     return census(2, 2, keep_members=True)
 
@@ -135,7 +135,7 @@ def test_seconds_are_the_shards_compute_seconds_resumed_ones_included(tmp_path: 
     shard, those read from the checkpoint of the interrupted first attempt included."""
     from dataclasses import replace
 
-    from langclass.core.census import census, run_shard
+    from langclass.core.census.run import census, run_shard
 
     path = tmp_path / "c.jsonl"
     ran: list[str] = []

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from langclass.core.census import census
+from langclass.core.census.run import census
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -1,11 +1,11 @@
-"""The sweep's cells and stratified sample (langclass.core.census_sample)."""
+"""The sweep's cells and stratified sample (langclass.core.census.sample)."""
 
 from __future__ import annotations
 
 import pytest
 
 from langclass.core.algebra.lattice import INCLUSIONS
-from langclass.core.census_sample import (CELLS, cell_conditions, cell_of, census_languages, stratified_sample,
+from langclass.core.census.sample import (CELLS, cell_conditions, cell_of, census_languages, stratified_sample,
                                           two_class_lengths)
 from langclass.core.base.errors import InputError, LimitExceeded
 

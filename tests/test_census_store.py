@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from langclass.core.automata.automaton import DFA
-from langclass.core.census import census, classify, minimal_dfas, profile_text, run_shard
+from langclass.core.census.run import census, classify, minimal_dfas, profile_text, run_shard
 
 from conftest import make_settings
 
@@ -44,7 +44,7 @@ def test_members_equal_a_brute_force_recount(small: Any) -> None:
 
 
 def test_shard_records_add_up_and_survive_a_round_trip() -> None:
-    from langclass.core.census import shards
+    from langclass.core.census.run import shards
 
     s = shards(3, 2, 16)[5]
     r = run_shard(s)

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from langclass.core.analysis import analyze, format_table
+from langclass.core.classification.analysis import analyze, format_table
 from langclass.core.algebra.classes import REGISTRY, ClassResult, Evidence, replay
 from langclass.core.base.limits import Limits
 from langclass.core.ingest.parse import parse_regex
@@ -230,7 +230,7 @@ def test_every_replay_failure_carries_a_message() -> None:
 # check written as an assert would let the tampered record through there. The script uses no assert.
 _TAMPER_SCRIPT = r'''
 import copy, json, sys
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.algebra.classes import ReplayError, replay
 from langclass.core.ingest.parse import parse_regex
 

@@ -1,4 +1,4 @@
-"""Tests of langclass.models.class_attention: attention from key-class counts is the T × T attention."""
+"""Tests of langclass.models.nn.class_attention: attention from key-class counts is the T × T attention."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.models.class_attention import MAX_POSITION_CLASSES, class_count_attention, position_classes
-from langclass.models.encodings import make_encoding
-from langclass.models import grouped
-from langclass.models.grouped import GroupedRecognizers
-from langclass.models.recognizer import Recognizer, RecognizerConfig
+from langclass.models.nn.class_attention import MAX_POSITION_CLASSES, class_count_attention, position_classes
+from langclass.models.nn.encodings import make_encoding
+from langclass.models.nn import grouped
+from langclass.models.nn.grouped import GroupedRecognizers
+from langclass.models.nn.recognizer import Recognizer, RecognizerConfig
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
@@ -198,7 +198,7 @@ def test_grouped_count_path_equals_each_recognizer_on_a_larger_alphabet():
     the largest that qualifies) in the interleaved layout, NoPE, and a conventional RoPE run between
     them, log-length scaling, strings long enough (T > V·P = 64) for the count path; logits and the
     gradients of every parameter."""
-    from langclass.models.train import encode_batch
+    from langclass.models.training.train import encode_batch
 
     alphabet = ("a", "b", "c", "d", "e")
     encodings = [{"name": "rope_periodic", "periods": [2, 8], "pair_layout": "interleaved"}, {"name": "rope"}, {"name": "nope"}]

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.automata.automaton import DFA
 from langclass.core.algebra.classes import Context, ltl_p_y_delay, replay
 from langclass.core.algebra.lattice import CLASS_KEYS, INCLUSIONS

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.automata.automaton import DFA
 from langclass.core.algebra.classes import DECIDERS, Context, ReplayError, monoid_extras, replay
 from langclass.core.algebra.classes.definite import Definite, check_definite, find_definite

@@ -213,7 +213,7 @@ def test_local_classes_fast_path_equals_definition(seed, monkeypatch):
 
 
 def _analysis_record(dfa: DFA) -> dict:
-    from langclass.core.analysis import analyze
+    from langclass.core.classification.analysis import analyze
 
     d = analyze(dfa).to_dict()
     d.pop("timings_ms")
@@ -303,7 +303,7 @@ def test_ltl_p_y_delay_dictionary_fallback_for_wide_windows(monkeypatch):
 
 
 def test_ltl_p_y_delay_deadline_is_reported_by_analyze(monkeypatch):
-    from langclass.core.analysis import analyze
+    from langclass.core.classification.analysis import analyze
     from langclass.core.base.limits import Deadline, Limits
 
     class DelayDeadline(Deadline):

@@ -100,7 +100,7 @@ def test_census_dir_naming_a_file_is_refused_before_the_census(monkeypatch: pyte
     afile.write_text("x", encoding="utf-8")
     monkeypatch.setenv("LANGCLASS_CENSUS_DIR", str(afile))
     get_settings.cache_clear()
-    import langclass.core.census as core_census
+    import langclass.core.census.run as core_census
 
     def no_work(*a: object, **k: object) -> None:
         raise AssertionError("the census ran before the directory was checked")

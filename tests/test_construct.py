@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedError
 from langclass.core.precision.numerics import f_large
 from langclass.models.construct import ConstructionOptions, build_formula_transformer
-from langclass.models.verify import ConstructionCancelled, default_all_words_length, run_construction
+from langclass.models.construct.verify import ConstructionCancelled, default_all_words_length, run_construction
 
 from _ground_truth import LANGUAGES as GT
 
@@ -216,7 +216,7 @@ def test_random_s_free_formulas_are_simulated_exactly(f):
     """Every LTL[P,Y,MOD] formula's transformer simulates it exactly (every node, every position) on all
     words ≤ 7 and on a few words up to 150 (below N_max)."""
     from langclass.core.logic.formulas import formula_to_dfa
-    from langclass.models.verify import verify_formula_model
+    from langclass.models.construct.verify import verify_formula_model
 
     model = build_formula_transformer(f, ["a", "b"])
     out = verify_formula_model(model, f, ["a", "b"], formula_to_dfa(f, ["a", "b"]), all_words_up_to=7,

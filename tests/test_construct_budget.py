@@ -15,14 +15,14 @@ from langclass.core.base.limits import Deadline, Limits
 from langclass.core.ingest.regex import regex_to_dfa
 from langclass.core.logic.brasp import DYCK_1_DEPTH_2, formula_to_brasp, parse_program
 from langclass.core.logic.brasp_nonstrict import nonstrict_program
-from langclass.models import verify_stream
+from langclass.models.construct import verify_stream
 from langclass.models.construct import ConstructionOptions, build_brasp_transformer, build_formula_transformer
 from langclass.models.construct.brasp_plan import plan_brasp
 from langclass.models.construct.hard import BraspTransformer
 from langclass.models.construct.plan import plan_formula
 from langclass.models.construct.size import planned_parameters
 from langclass.models.construct.soft import FormulaTransformer
-from langclass.models.verify import ConstructionCancelled, run_construction, validate_spec, verify_brasp_model
+from langclass.models.construct.verify import ConstructionCancelled, run_construction, validate_spec, verify_brasp_model
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -86,8 +86,8 @@ def test_a_plan_over_the_budget_is_refused_before_any_allocation(spec, no_assemb
 
 def _planned(spec: dict) -> int:
     """The planned parameter count, from a run within the budget (no allocation is needed for it)."""
-    from langclass.models.construct_choice import plan_model
-    from langclass.models.verify import _prepare
+    from langclass.models.construct.choice import plan_model
+    from langclass.models.construct.verify import _prepare
 
     return plan_model(_prepare(spec, Limits()))[1]["parameters"]
 
@@ -186,7 +186,7 @@ def test_cancellation_stops_inside_one_long_word(monkeypatch: pytest.MonkeyPatch
     model = build_brasp_transformer(program)
     polls: list[int] = []
     interpreted: list[int] = []
-    import langclass.models.verify as verify
+    import langclass.models.construct.verify as verify
 
     original_run = verify.run_program
     monkeypatch.setattr(verify, "run_program", lambda *a, **k: interpreted.append(1) or original_run(*a, **k))
@@ -232,7 +232,7 @@ def test_cli_limits_follow_the_settings_and_the_options(monkeypatch: pytest.Monk
 def test_cli_construct_passes_its_limits_to_the_run(monkeypatch: pytest.MonkeyPatch):
     from typer.testing import CliRunner
 
-    import langclass.models.verify as verify
+    import langclass.models.construct.verify as verify
     from langclass.app.cli.commands import app
     from langclass.app.settings import get_settings
 
@@ -257,7 +257,7 @@ def test_cli_construct_passes_its_limits_to_the_run(monkeypatch: pytest.MonkeyPa
 
 def test_python_construct_reads_the_settings(monkeypatch: pytest.MonkeyPatch):
     import langclass
-    import langclass.models.verify as verify
+    import langclass.models.construct.verify as verify
 
     got: list[Limits] = []
     monkeypatch.setattr(verify, "run_construction", lambda spec, limits: got.append(limits) or {"kind": "construct"})

@@ -10,7 +10,7 @@ from langclass.core.base.limits import Deadline, Limits
 from langclass.core.ingest.regex import regex_to_dfa
 from langclass.models.construct import build_formula_transformer
 from langclass.models.construct.plan import plan_formula
-from langclass.models.verify import run_construction, verify_formula_model
+from langclass.models.construct.verify import run_construction, verify_formula_model
 
 
 def _shared_chain(n: int) -> F.Formula:
@@ -91,8 +91,7 @@ def test_every_step_of_a_construction_shares_one_deadline(monkeypatch: pytest.Mo
     """Synthesis, the route's plans, narrowing and verification all end at the run's start +
     time_limit_s: no step starts a budget of its own (a user's 5 s limit once took 13 s: the
     synthesis' two letter orders, its proof and the plan each had their own 5 s)."""
-    from langclass.models import verify_stream
-
+    from langclass.models.construct import verify_stream
     made: list[Deadline] = []
     original = verify_stream.CancellableLimits.deadline
 
@@ -113,7 +112,7 @@ def test_a_shorter_step_budget_ends_at_the_earlier_instant() -> None:
     import dataclasses
     import time
 
-    from langclass.models.verify_stream import CancellableLimits
+    from langclass.models.construct.verify_stream import CancellableLimits
 
     limits = CancellableLimits(time_limit_s=500, end=time.monotonic() - 1)  # the run's budget is spent
     with pytest.raises(TimeLimitExceeded):

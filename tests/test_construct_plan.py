@@ -154,7 +154,7 @@ def test_plan_then_assembly_simulates_every_node_on_all_words_up_to_8(formula, o
     import torch
 
     from langclass.models.construct import FormulaTransformer
-    from langclass.models.tokens import BOS, EOS, NUM_SPECIAL
+    from langclass.models.nn.tokens import BOS, EOS, NUM_SPECIAL
 
     plan = plan_formula(formula, ["a", "b"], ConstructionOptions(**options))
     model = FormulaTransformer.from_plan(plan)

@@ -24,7 +24,7 @@ from langclass.core.synthesis.fo_mod import synthesize_fo_mod
 from langclass.models.construct.brasp_plan import plan_brasp
 from langclass.models.construct.hard import BraspTransformer
 from langclass.models.construct.route import choose_hard_route, parameters_at_least, planned_parameters
-from langclass.models.verify import run_construction
+from langclass.models.construct.verify import run_construction
 
 TOMITA3 = "0*((11)+0+|1(11)*(00)+)*1*"
 

@@ -17,7 +17,7 @@ from langclass.core.base.errors import UnsupportedError
 from langclass.core.ingest.parse import parse_regex
 from langclass.core.synthesis.marked_y_mod import ltl_p_y_mod_search
 from langclass.models.construct.route_marked import MARKED_METHOD, default_y_mode
-from langclass.models.verify import run_construction
+from langclass.models.construct.verify import run_construction
 
 SMALL = {"all_words_up_to": 8, "random_words": 2, "random_max_length": 120}
 

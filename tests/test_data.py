@@ -1,4 +1,4 @@
-"""Tests of the DFA-based data sampler (langclass.models.data)."""
+"""Tests of the DFA-based data sampler (langclass.models.training.data)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from scipy.stats import chisquare
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError, LimitExceeded
-from langclass.models.data import LanguageSampler, MAX_SAMPLER_LENGTH
+from langclass.models.training.data import LanguageSampler, MAX_SAMPLER_LENGTH
 
 AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0])  # (aa)* over {a, b}
 AB = DFA.from_table(["a", "b"], [[1, 2], [2, 0], [2, 2]], 0, [0])  # (ab)* over {a, b}
@@ -202,8 +202,7 @@ def test_training_stream_is_pinned(dfa, digest):
 
 def test_memos_do_not_change_the_stream(monkeypatch):
     # Tiny memos (cleared every few words) and no unrank memo at all draw the same words as large ones.
-    from langclass.models import data
-
+    from langclass.models.training import data
     def stream() -> tuple:
         s = LanguageSampler(R3.canonical(), 60)
         outs = [s.draw_mixed(list(range(1, 41)), 128, random.Random(f"train/{k}")) for k in range(2)]

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from langclass.app.cli.commands import app
-from langclass.models.verify import MAX_RANDOM_LENGTH
+from langclass.models.construct.verify import MAX_RANDOM_LENGTH
 
 ROOT = Path(__file__).resolve().parents[1]
 

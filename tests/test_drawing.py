@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from langclass.core.drawing import dfa_svg, edge_label, eggbox, eggbox_html, layered_layout
+from langclass.core.drawing.svg import dfa_svg, edge_label, eggbox, eggbox_html, layered_layout
 from langclass.core.algebra.monoid import transition_monoid
 from langclass.core.ingest.parse import parse_regex
 
@@ -135,7 +135,7 @@ def test_lattice_labels_are_whole_and_fit_their_boxes() -> None:
 
     import html
 
-    from langclass.core.drawing import _CHAR_W, lattice_svg
+    from langclass.core.drawing.svg import _CHAR_W, lattice_svg
     from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS
 
     svg = lattice_svg({k: True for k in CLASS_KEYS})

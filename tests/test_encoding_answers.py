@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.automata.automaton import DFA
 from langclass.core.precision.encoding_choice import encoding_catalogue
 from langclass.core.synthesis.fo_mod import least_modulus
-from langclass.models.encodings import make_encoding
+from langclass.models.nn.encodings import make_encoding
 
 from _ground_truth import LANGUAGES as GT
 

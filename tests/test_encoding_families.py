@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.automata.automaton import DFA
 from langclass.core.precision.encoding_choice import encoding_catalogue
 from langclass.core.precision.encoding_families import EncodingFamily, families_of
 from langclass.core.base.errors import InputError
 from langclass.models.construct.plan import ConstructionOptions, plan_formula
-from langclass.models.encoding_base import PositionalEncoding, register_family
-from langclass.models.encodings import ENCODING_FAMILIES, make_encoding
+from langclass.models.nn.encoding_base import PositionalEncoding, register_family
+from langclass.models.nn.encodings import ENCODING_FAMILIES, make_encoding
 
 from _ground_truth import LANGUAGES as GT
 
@@ -73,7 +73,7 @@ def test_every_name_core_gives_is_a_member():
 
 def test_family_lists_elsewhere_are_members():
     from langclass.app.usecases.experiments import PERIODIC_FAMILIES
-    from langclass.models.train_batched import BATCHABLE_FAMILIES
+    from langclass.models.training.train_batched import BATCHABLE_FAMILIES
 
     for name in (*PERIODIC_FAMILIES, *BATCHABLE_FAMILIES):
         EncodingFamily(name)

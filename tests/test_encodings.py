@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from langclass.core.base.errors import InputError
-from langclass.models.encodings import (
+from langclass.models.nn.encodings import (
     ENCODING_FAMILIES,
     ALiBi,
     NoPE,
@@ -168,7 +168,7 @@ def test_periodic_rope_refuses_period_lists_that_give_no_or_too_many_pairs(perio
     """An empty list would be a NoPE run under a periodic label; a list longer than d_head/2 pairs
     cannot fit: both are refused naming ``periods`` (not a derived rotary_dim)."""
     from langclass.core.base.errors import InputError
-    from langclass.models.encodings import make_encoding
+    from langclass.models.nn.encodings import make_encoding
 
     with pytest.raises(InputError, match=words) as err:
         make_encoding("rope_periodic", d_model=32, d_head=8, n_heads=4, periods=periods)

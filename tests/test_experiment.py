@@ -1,4 +1,4 @@
-"""Tests of run_experiment (langclass.models.experiment): spec checks, result shape, Table 2."""
+"""Tests of run_experiment (langclass.models.experiments.experiment): spec checks, result shape, Table 2."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import DfaFormatError, InputError, LimitExceeded
-from langclass.models.evaluate import longest_perfect_length
+from langclass.models.training.evaluate import longest_perfect_length
 from langclass.core.ingest.source import DfaSource
 from langclass.core.ingest.source import parse_language as parse_source
-from langclass.models.experiment import (
+from langclass.models.experiments.experiment import (
     PROFILES,
     ExperimentCancelled,
     format_results,
@@ -212,7 +212,7 @@ def test_no_unseen_test_length_gives_not_tested():
 def test_verdict_statuses_follow_the_unseen_lengths():
     """_verdict on fixed summaries: the same perfect runs are 'confirmed' only when some test length
     lies beyond training."""
-    from langclass.models.experiment_report import GridEncoding as _Encoding, verdict as _verdict
+    from langclass.models.experiments.experiment_report import GridEncoding as _Encoding, verdict as _verdict
 
     enc = [_Encoding(label="rope_periodic", name="rope_periodic", params={})]
     summary = {"rope_periodic": {"runs": 1, "reached_longest": 1, "accuracy": {"max": 1.0},

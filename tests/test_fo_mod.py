@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.automata.automaton import DFA
 from langclass.core.logic.brasp import accepts_batch, formula_to_brasp, parse_program, run_program
 from langclass.core.base.errors import ProgramSyntaxError, UnsupportedError
@@ -20,8 +20,8 @@ from langclass.core.synthesis.fo_mod import least_modulus, synthesize_fo_mod
 from langclass.core.logic.formulas import And, Atom, Past, operators
 from langclass.core.algebra.monoid import transition_monoid
 from langclass.core.ingest.parse import parse_regex
-from langclass.models.encodings import make_encoding
-from langclass.models.verify import run_construction
+from langclass.models.nn.encodings import make_encoding
+from langclass.models.construct.verify import run_construction
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py

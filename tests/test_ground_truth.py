@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import pytest
 
-from langclass.core.analysis import analyze, format_table
+from langclass.core.classification.analysis import analyze, format_table
 from langclass.core.algebra.classes import replay
 from langclass.core.ingest.parse import parse_dfa_json, parse_regex
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from langclass.core.analysis import analyze, format_table
+from langclass.core.classification.analysis import analyze, format_table
 from langclass.core.automata.automaton import DFA
 from langclass.core.algebra.monoid import transition_monoid
 

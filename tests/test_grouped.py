@@ -1,4 +1,4 @@
-"""Tests of langclass.models.grouped: R stacked recognizers compute what each recognizer computes."""
+"""Tests of langclass.models.nn.grouped: R stacked recognizers compute what each recognizer computes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import random
 import pytest
 import torch
 
-from langclass.models.grouped import GROUPABLE_FAMILIES, GroupedRecognizers, StackedAdamW, group_key
-from langclass.models.recognizer import Recognizer, RecognizerConfig
-from langclass.models.train import encode_batch
+from langclass.models.nn.grouped import GROUPABLE_FAMILIES, GroupedRecognizers, StackedAdamW, group_key
+from langclass.models.nn.recognizer import Recognizer, RecognizerConfig
+from langclass.models.training.train import encode_batch
 
 ENCODINGS = [{"name": "nope"}, {"name": "rope"}, {"name": "rope_periodic", "periods": 2},
              {"name": "rope", "pair_layout": "interleaved", "rotary_dim": 4}, {"name": "rope_periodic", "periods": [2, 3, 5]},

@@ -67,7 +67,7 @@ def test_python_construct_refuses_unknown_keywords(kwargs: dict, named: str) -> 
 
 def test_python_construct_time_limit_and_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     import langclass
-    import langclass.models.verify as verify
+    import langclass.models.construct.verify as verify
 
     seen: dict[str, Any] = {}
 

@@ -12,11 +12,11 @@ import torch
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import LimitExceeded
-from langclass.models import experiment
-from langclass.models.footprint import footprint, parameter_count
-from langclass.models.recognizer import Recognizer, RecognizerConfig
-from langclass.models.sectors import validate_sectors_spec
-from langclass.models.specs import JobLimits
+from langclass.models.experiments import experiment
+from langclass.models.training.footprint import footprint, parameter_count
+from langclass.models.nn.recognizer import Recognizer, RecognizerConfig
+from langclass.models.experiments.sectors import validate_sectors_spec
+from langclass.models.training.specs import JobLimits
 
 AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0])
 BIG = {"d_model": 4096, "n_layers": 48, "d_ff": 16384, "n_heads": 64}

@@ -1,4 +1,4 @@
-"""Job specs (langclass.models.specs): one frozen model for API, CLI and worker; every number bounded
+"""Job specs (langclass.models.training.specs): one frozen model for API, CLI and worker; every number bounded
 by a named limit checked before anything is materialized; labels never reach the file system."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import torch
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError, LimitExceeded
-from langclass.models import experiment
-from langclass.models.specs import DEFAULT_JOB_LIMITS, JobLimits, TrainSpec, parse_train_spec
+from langclass.models.experiments import experiment
+from langclass.models.training.specs import DEFAULT_JOB_LIMITS, JobLimits, TrainSpec, parse_train_spec
 
 AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0])
 TINY = {"n_layers": 1, "d_model": 8, "n_heads": 2, "d_ff": 16, "max_steps": 2, "batch_size": 4,
@@ -137,9 +137,9 @@ def test_a_planted_checkpoint_is_never_unpickled(tmp_path: Path) -> None:
 
 
 def test_train_recognizer_loads_checkpoints_weights_only(tmp_path: Path) -> None:
-    from langclass.models.data import LanguageSampler
-    from langclass.models.recognizer import RecognizerConfig
-    from langclass.models.train import TrainConfig, train_recognizer
+    from langclass.models.training.data import LanguageSampler
+    from langclass.models.nn.recognizer import RecognizerConfig
+    from langclass.models.training.train import TrainConfig, train_recognizer
 
     torch.set_num_threads(1)
     marker = tmp_path / "pwned"

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from langclass.models.attention import MultiHeadAttention
+from langclass.models.nn.attention import MultiHeadAttention
 from langclass.models.construct import ConstructionOptions, build_formula_transformer
-from langclass.models.encodings import ENCODING_FAMILIES, make_encoding
-from langclass.models.recognizer import Recognizer, RecognizerConfig
-from langclass.models.tokens import BOS, EOS, NUM_SPECIAL
+from langclass.models.nn.encodings import ENCODING_FAMILIES, make_encoding
+from langclass.models.nn.recognizer import Recognizer, RecognizerConfig
+from langclass.models.nn.tokens import BOS, EOS, NUM_SPECIAL
 
 D, H, DH, T = 16, 2, 8, 11
 CONTEXT = {"d_model": D, "d_head": DH, "n_heads": H}

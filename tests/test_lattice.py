@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from langclass.core.analysis import analyze, format_table
+from langclass.core.classification.analysis import analyze, format_table
 from langclass.core.algebra.classes import replay
 from langclass.core.automata.automaton import DFA
 from langclass.core.precision.encoding_choice import choose_encodings, encoding_catalogue
@@ -168,7 +168,7 @@ def test_over_cap_answers_agree_with_full_analysis():
 def test_docstring_examples_run():
     import doctest
 
-    import langclass.core.analysis as analysis_mod
+    import langclass.core.classification.analysis as analysis_mod
     import langclass.core.algebra.monoid as monoid_mod
 
     for mod in (analysis_mod, monoid_mod):

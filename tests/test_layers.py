@@ -4,9 +4,13 @@ Stages, lowest first (docs/architecture.md draws them); the folder list of core/
 like the data flow:
 
     version ← core.base ← core.automata ← core.logic ← core.ingest ← core.algebra ← core.synthesis
-            ← core.precision ← {core.analysis, core.drawing, core.census} ← models
+            ← core.precision ← core.classification ← core.drawing ← core.census ← core (root)
+            ← models.nn ← models.construct ← models.training ← models.experiments ← models (root)
             ← {app.errors, app.settings} ← app.store ← app.execution ← app.usecases
             ← {app.web, app.cli, api} ← {app.main, langclass}
+
+Between sibling packages the allowed directions are named explicitly (``SIBLING_IMPORTS``): in models,
+construct and training both build on nn and never on each other, experiments on training and nn.
 
 Every ``import`` / ``from … import`` of a langclass module is read from the source with ``ast`` —
 module-level and inside functions alike (a lazy import that runs upward is still a dependency that
@@ -37,20 +41,38 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (5, "core.algebra: monoid, Green's structure, class deciders, lattice", ("langclass.core.algebra",)),
     (6, "core.synthesis: formulas and programs from automata", ("langclass.core.synthesis",)),
     (7, "core.precision: floats, rotation tables, the encoding choice", ("langclass.core.precision",)),
-    (8, "core on top: analysis, drawing, census, census_shards, census_sample", ("langclass.core",)),
-    (9, "models", ("langclass.models",)),
-    (10, "app on top: the service's errors and settings", ("langclass.app.errors", "langclass.app.settings")),
-    (11, "app.store: tables, database, cursors, repositories", ("langclass.app.store",)),
-    (12, "app.execution: isolation, the request runner, workers, executors", ("langclass.app.execution",)),
-    (13, "app.usecases: classification records, experiments, response models, plots", ("langclass.app.usecases",)),
-    (14, "interfaces: app.web, app.cli, the Python API", ("langclass.app.web", "langclass.app.cli", "langclass.api")),
-    (15, "entry points: the app factory and the package roots", ("langclass.app.main", "langclass.app", "langclass")),
+    (8, "core.classification: analyze, the entry of classification", ("langclass.core.classification",)),
+    (9, "core.drawing: pictures of a language", ("langclass.core.drawing",)),
+    (10, "core.census: shards, census runs, samples", ("langclass.core.census",)),
+    (11, "core package root", ("langclass.core",)),
+    (12, "models.nn: tokens, encodings, attention, the recognizer", ("langclass.models.nn",)),
+    (13, "models.construct: plans, assembly, routes, verification", ("langclass.models.construct",)),
+    (14, "models.training: data, specs, footprint, trainers, evaluation", ("langclass.models.training",)),
+    (15, "models.experiments: experiments, sweeps, sectors, reports", ("langclass.models.experiments",)),
+    (16, "models package root", ("langclass.models",)),
+    (17, "app on top: the service's errors and settings", ("langclass.app.errors", "langclass.app.settings")),
+    (18, "app.store: tables, database, cursors, repositories", ("langclass.app.store",)),
+    (19, "app.execution: isolation, the request runner, workers, executors", ("langclass.app.execution",)),
+    (20, "app.usecases: classification records, experiments, response models, plots", ("langclass.app.usecases",)),
+    (21, "interfaces: app.web, app.cli, the Python API", ("langclass.app.web", "langclass.app.cli", "langclass.api")),
+    (22, "entry points: the app factory and the package roots", ("langclass.app.main", "langclass.app", "langclass")),
 ]
 
 # the modules allowed directly in core/ and app/ (every other one lies in a stage folder)
 ON_TOP = {
-    "langclass.core": {"analysis", "drawing", "census", "census_shards", "census_sample"},
+    "langclass.core": set(),
     "langclass.app": {"errors", "settings", "main"},
+    "langclass.models": set(),
+}
+
+# every import between two stage packages of core or models that the layer numbers allow must be
+# one of these (importer stage, imported stage): the sibling stages of models (construct, training)
+# import nn and never each other; experiments imports training and nn
+SIBLING_IMPORTS: dict[str, set[tuple[str, str]]] = {
+    "langclass.models": {("construct", "nn"), ("training", "nn"), ("experiments", "training"), ("experiments", "nn")},
+    "langclass.core": {("classification", s) for s in ("base", "automata", "logic", "ingest", "algebra", "synthesis", "precision")}
+    | {("drawing", s) for s in ("base", "automata", "algebra")}
+    | {("census", s) for s in ("base", "automata", "algebra")},
 }
 
 
@@ -186,9 +208,46 @@ def test_core_and_app_rooms_lie_in_stage_folders() -> None:
         assert loose == allowed, f"{pkg}: modules outside a stage folder: {sorted(loose - allowed)}; missing: {sorted(allowed - loose)}"
 
 
+def _stage_of(module: str, root: str) -> str | None:
+    rest = module[len(root) + 1:] if module.startswith(root + ".") else None
+    return rest.split(".")[0] if rest else None
+
+
+@pytest.mark.parametrize("root", sorted(SIBLING_IMPORTS))
+def test_imports_between_stage_packages_run_only_the_named_ways(root: str) -> None:
+    """The direction of every import between the stage packages of core and models (issue 31)."""
+    allowed, seen, bad = SIBLING_IMPORTS[root], set(), []
+    for m, deps in GRAPH.items():
+        a = _stage_of(m, root)
+        for t, line, _ in deps:
+            b = _stage_of(t, root)
+            if a is None or b is None or a == b or (root == "langclass.core" and a in ORDERED_CORE and b in ORDERED_CORE
+                                                       and ORDERED_CORE.index(b) < ORDERED_CORE.index(a)):
+                continue
+            seen.add((a, b))
+            if (a, b) not in allowed:
+                bad.append(f"{m}:{line} imports {t} ({a} → {b})")
+    assert not bad, "imports between stage packages that run a way not named in SIBLING_IMPORTS:\n" + "\n".join(bad)
+    # the named ways are real (a stale entry would let a future upward import hide)
+    assert seen <= allowed and (root != "langclass.models" or seen == allowed), (seen, allowed)
+
+
+# the stages of core below classification form a chain: each may import every one before it
+ORDERED_CORE = ["base", "automata", "logic", "ingest", "algebra", "synthesis", "precision"]
+
+
+def test_the_models_and_core_rooms() -> None:
+    """models/ has at most 8 entries besides __init__.py; core/ has no loose module and at most 10 packages."""
+    models = [p for p in (PKG / "models").iterdir() if p.name != "__init__.py" and not p.name.startswith((".", "__pycache__"))]
+    assert len(models) <= 8, sorted(p.name for p in models)
+    core = [p for p in (PKG / "core").iterdir() if not p.name.startswith((".", "__pycache__"))]
+    assert [p.name for p in core if p.is_file() and p.name != "__init__.py"] == []
+    assert len([p for p in core if p.is_dir()]) <= 10
+
+
 def test_every_stage_package_says_what_it_is_and_may_import() -> None:
-    stages = [m for m in MODULES if MODULES[m][1] and m.count(".") == 2 and m.split(".")[1] in ("core", "app")]
-    assert len(stages) >= 12, stages
+    stages = [m for m in MODULES if MODULES[m][1] and m.count(".") == 2 and m.split(".")[1] in ("core", "app", "models")]
+    assert len(stages) >= 19, stages
     for m in stages:
         doc = ast.get_docstring(ast.parse(MODULES[m][0].read_text(encoding="utf-8"))) or ""
         first = doc.splitlines()[0] if doc else ""
@@ -198,7 +257,7 @@ def test_every_stage_package_says_what_it_is_and_may_import() -> None:
 def test_the_stages_run_in_data_flow_order() -> None:
     order = ["langclass.core.base.errors", "langclass.core.automata.automaton", "langclass.core.logic.formulas",
              "langclass.core.ingest.parse", "langclass.core.algebra.monoid", "langclass.core.synthesis.fo_mod",
-             "langclass.core.precision.numerics", "langclass.core.analysis", "langclass.models.train",
+             "langclass.core.precision.numerics", "langclass.core.classification.analysis", "langclass.models.training.train",
              "langclass.app.settings", "langclass.app.store.db", "langclass.app.execution.worker",
              "langclass.app.usecases.service", "langclass.app.web.routes", "langclass.app.main"]
     layers = [layer_of(m) for m in order]
@@ -210,10 +269,10 @@ def test_the_walker_sees_cycles_and_upward_imports() -> None:
     """The checks above are real: a planted cycle and a planted upward import are found."""
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": {"c"}}) is None
-    assert layer_of("langclass.core.analysis") < layer_of("langclass.models.train") < layer_of("langclass.app.store.jobs")
+    assert layer_of("langclass.core.classification.analysis") < layer_of("langclass.models.training.train") < layer_of("langclass.app.store.jobs")
     assert layer_of("langclass.app.store.jobs") < layer_of("langclass.app.usecases.service") < layer_of("langclass.app.cli.jobs")
     assert layer_of("langclass.app.execution.worker") < layer_of("langclass.app.main")
-    assert any(t == "langclass.core.automata.automaton" for t, _, _ in GRAPH["langclass.core.analysis"])
+    assert any(t == "langclass.core.automata.automaton" for t, _, _ in GRAPH["langclass.core.classification.analysis"])
 
 
 def _loaded_after(module: str) -> set[str]:
@@ -226,8 +285,8 @@ def test_worker_loads_no_web_framework_and_analysis_no_torch() -> None:
     worker = _loaded_after("langclass.app.execution.worker")
     assert "langclass.app.execution.worker" in worker
     assert not {"fastapi", "starlette"} & worker, sorted({"fastapi", "starlette"} & worker)
-    analysis = _loaded_after("langclass.core.analysis")
-    assert "langclass.core.analysis" in analysis
+    analysis = _loaded_after("langclass.core.classification.analysis")
+    assert "langclass.core.classification.analysis" in analysis
     assert not {"torch", "fastapi", "sqlalchemy"} & analysis
     root = _loaded_after("langclass")
     assert not {"torch", "fastapi", "sqlalchemy", "numpy"} & root

@@ -9,8 +9,8 @@ import pytest
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError, LimitExceeded
-from langclass.models.experiment import validate_spec
-from langclass.models.specs import length_notation_notes
+from langclass.models.experiments.experiment import validate_spec
+from langclass.models.training.specs import length_notation_notes
 
 AB = DFA.from_table(["a", "b"], [[1, 2], [2, 0], [2, 2]], 0, [0])  # (ab)*
 

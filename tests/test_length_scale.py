@@ -11,12 +11,12 @@ import random
 import pytest
 import torch
 
-from langclass.models.attention import MultiHeadAttention, length_factor, stable_softmax, visibility
-from langclass.models.encodings import ALiBi, RoPE
-from langclass.models.experiment import validate_spec
-from langclass.models.grouped import GroupedRecognizers, group_key
-from langclass.models.recognizer import Recognizer, RecognizerConfig
-from langclass.models.train import encode_batch
+from langclass.models.nn.attention import MultiHeadAttention, length_factor, stable_softmax, visibility
+from langclass.models.nn.encodings import ALiBi, RoPE
+from langclass.models.experiments.experiment import validate_spec
+from langclass.models.nn.grouped import GroupedRecognizers, group_key
+from langclass.models.nn.recognizer import Recognizer, RecognizerConfig
+from langclass.models.training.train import encode_batch
 
 AA = {"alphabet": ["a", "b"], "initial": 0, "accepting": [0], "transitions": [[1, 2], [0, 2], [2, 2]]}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.algebra.classes.ordered import qr_witness_words
 from langclass.core.ingest.parse import parse_regex
 

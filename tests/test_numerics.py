@@ -239,8 +239,8 @@ def test_certified_length_matches_the_torch_rope_head(C):
     """The App. D head built from the project's MultiHeadAttention + RoPE(angles=[g]) in float32 has
     realized scores within a couple of float32 ulps of C of the numerics model (BLAS may fuse
     multiply-adds and reorder the sum) and the same certified range N_max."""
-    from langclass.models.attention import MultiHeadAttention
-    from langclass.models.encodings import RoPE
+    from langclass.models.nn.attention import MultiHeadAttention
+    from langclass.models.nn.encodings import RoPE
 
     k, g, L = 1, 1.0, 120
     attn = MultiHeadAttention(2, 1, 2, mask="strict", score_scale=1.0)

@@ -16,7 +16,7 @@ from langclass.core.ingest.source import language_source, parse_language
 
 
 def _store(url: str, regex: str) -> str:
-    from langclass.core.analysis import analyze
+    from langclass.core.classification.analysis import analyze
 
     parsed = parse_language(language_source(regex=regex, alphabet=["a", "b"]), Limits(time_limit_s=None))
     analysis = analyze(parsed.dfa, Limits(time_limit_s=2.0, max_monoid_size=2_000)).to_dict()  # partial is fine

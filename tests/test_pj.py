@@ -12,13 +12,13 @@ import pytest
 import torch
 
 from langclass.core.base.errors import InputError
-from langclass.models.attention import MultiHeadAttention
-from langclass.models.encodings import ALiBi, RoPE, make_encoding
-from langclass.models.pj import PJBias, beta_l, fold_frequency, nearest_root, phi_l
-from langclass.models.pj_rotary import PJRotary
-from langclass.models.pj_diagnostics import functional_energy, head_readouts, leave_one_order_out, order_masses, sector_energies
-from langclass.models.recognizer import Recognizer, RecognizerConfig
-from langclass.models.train import parameter_groups
+from langclass.models.nn.attention import MultiHeadAttention
+from langclass.models.nn.encodings import ALiBi, RoPE, make_encoding
+from langclass.models.nn.pj import PJBias, beta_l, fold_frequency, nearest_root, phi_l
+from langclass.models.nn.pj_rotary import PJRotary
+from langclass.models.experiments.pj_diagnostics import functional_energy, head_readouts, leave_one_order_out, order_masses, sector_energies
+from langclass.models.nn.recognizer import Recognizer, RecognizerConfig
+from langclass.models.training.train import parameter_groups
 
 SEEDS = (0, 1, 2)
 
@@ -524,7 +524,7 @@ def test_parameters_move_with_the_model_keep_float32_and_skip_weight_decay():
 
 
 def test_pj_parameter_groups_have_their_own_learning_rates_and_no_weight_decay():
-    from langclass.models.sectors import PJ_DEFAULTS
+    from langclass.models.experiments.sectors import PJ_DEFAULTS
 
     enc_cfg = {"name": "pj_bias", **PJ_DEFAULTS}
     m = Recognizer(RecognizerConfig(alphabet=("a", "b"), d_model=16, n_heads=2, n_layers=1, encoding=enc_cfg))
@@ -567,7 +567,7 @@ def test_pj_parameter_groups_have_their_own_learning_rates_and_no_weight_decay()
 
 
 def test_frequency_ranges_split_the_fj_kernel_by_frequency_and_restore_the_amplitudes():
-    from langclass.models.pj_diagnostics import frequency_ranges
+    from langclass.models.experiments.pj_diagnostics import frequency_ranges
 
     enc = make_encoding("pj_bias", n_heads=2, n_freqs=3, max_order=1, compute_dtype="float64", omega_init=[[0.5, math.pi, 2.0], [1.0, 1.5, 2.5]])
     with torch.no_grad():

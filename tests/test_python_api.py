@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import langclass
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.base.errors import AlphabetError, DfaFormatError, InputError
 from langclass.core.logic.formulas import formula_to_dfa, parse_formula
 from langclass.core.ingest.parse import parse_dfa_json, parse_regex

@@ -22,7 +22,7 @@ import pytest
 from langclass.core.algebra.classes import REGISTRY, Evidence, Implied, ImpliedWitness, ReplayError, replay
 from langclass.core.algebra.classes.evidence import CERT_MONOID_MAX
 from langclass.core.algebra.classes.replaykit import Checker
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.base.limits import Limits
 from langclass.core.ingest.parse import parse_regex
 

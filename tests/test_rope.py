@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from langclass.core.base.errors import InputError
 from langclass.core.precision.numerics import rotation_table
-from langclass.models.attention import MultiHeadAttention
-from langclass.models.encodings import PeriodicRoPE, RoPE, make_encoding
+from langclass.models.nn.attention import MultiHeadAttention
+from langclass.models.nn.encodings import PeriodicRoPE, RoPE, make_encoding
 
 torch.manual_seed(0)
 

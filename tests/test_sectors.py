@@ -8,7 +8,7 @@ import pytest
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError, LimitExceeded
-from langclass.models.sectors import _run_verdict, _verdict, format_sectors, run_sectors, validate_sectors_spec
+from langclass.models.experiments.sectors import _run_verdict, _verdict, format_sectors, run_sectors, validate_sectors_spec
 
 AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0]).to_canonical_dict()
 TINY = {"max_steps": 3, "test_lengths": [41, 42], "eval_per_length": 8, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1}
@@ -92,7 +92,7 @@ def test_spec_errors_name_their_field():
         with pytest.raises(InputError) as e:
             validate_sectors_spec({"language": AA, **spec})
         assert e.value.field == field, (spec, e.value.field)
-    from langclass.models.specs import JobLimits
+    from langclass.models.training.specs import JobLimits
 
     with pytest.raises(LimitExceeded) as e:
         validate_sectors_spec({"language": AA, "sparsity": [0.0, 0.1, 0.2], "seeds": [0, 1]}, JobLimits(max_runs=5))
@@ -116,8 +116,8 @@ def test_a_tiny_run_reports_heads_kernels_and_a_verdict():
 def test_root_only_kernel_keeps_the_frequencies_at_valid_roots_and_restores_the_encoding():
     import torch
 
-    from langclass.models.pj import PJBias
-    from langclass.models.sectors import _root_only
+    from langclass.models.nn.pj import PJBias
+    from langclass.models.experiments.sectors import _root_only
 
     torch.manual_seed(0)
     enc = PJBias(2, n_freqs=2, max_order=1, omega_init=[[3.13, 1.0], [2.1, 0.5]], zeta_init_std=1.0, compute_dtype="float64")

@@ -15,7 +15,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from langclass.app.usecases.service import analysis_limits_hit, limits_hit
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.automata.automaton import DFA
 from langclass.core.algebra.classes import Context
 from langclass.core.algebra.classes import context as context_mod

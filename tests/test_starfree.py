@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.automata.automaton import DFA
 from langclass.core.logic.brasp import formula_to_brasp, run_program
 from langclass.core.logic.brasp_width import ATTENTION_COST, narrow_program
@@ -19,7 +19,7 @@ from langclass.core.base.errors import LimitExceeded, UnsupportedError
 from langclass.core.logic.formulas import evaluate_batch, operators
 from langclass.core.ingest.parse import parse_regex
 from langclass.core.synthesis.starfree import MAX_STAR_FREE_MONOID, synthesize_star_free
-from langclass.models.verify import run_construction
+from langclass.models.construct.verify import run_construction
 
 from _ground_truth import LANGUAGES as GT
 

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from langclass.app.cli.commands import app
 from langclass.app.settings import get_settings
 from langclass.core.algebra.classes import render, with_state_names
-from langclass.core.analysis import analyze
-from langclass.core.drawing import user_state_names
+from langclass.core.classification.analysis import analyze
+from langclass.core.drawing.svg import user_state_names
 from langclass.core.base.limits import Limits
 from langclass.core.ingest.parse import parse_regex
 from langclass.app.usecases.service import parse_language

@@ -1,4 +1,4 @@
-"""The sweep (langclass.models.sweep, sweep_report, app.usecases.sweep, ``langclass sweep``)."""
+"""The sweep (langclass.models.experiments.sweep, sweep_report, app.usecases.sweep, ``langclass sweep``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 from langclass.app.cli.commands import app
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError, LimitExceeded
-from langclass.models.sweep import check_sweep, run_sweep, sweep_spec
-from langclass.models.sweep_report import aggregate, contradictions, markdown_table
+from langclass.models.experiments.sweep import check_sweep, run_sweep, sweep_spec
+from langclass.models.experiments.sweep_report import aggregate, contradictions, markdown_table
 
 TINY = {"max_steps": 2, "eval_per_length": 2, "test_lengths": {"range": [41, 44]}, "train_lengths": {"range": [1, 8]}}
 
@@ -70,7 +70,7 @@ def test_resume_skips_finished_languages(tmp_path):
     calls = []
 
     def runner(todo):
-        from langclass.models.sweep import run_language
+        from langclass.models.experiments.sweep import run_language
 
         for args in todo:
             calls.append(args[1]["accepting"])
@@ -145,7 +145,7 @@ def test_python_api_sweep(tmp_path):
 
 
 def test_cancel_between_languages_keeps_the_finished_ones(tmp_path):
-    from langclass.models.sweep import SweepCancelled
+    from langclass.models.experiments.sweep import SweepCancelled
 
     langs = [_lang("mod", [0]), _lang("mod", [1])]
     done = []

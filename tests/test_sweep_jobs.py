@@ -20,7 +20,7 @@ SMALL = {"states": 2, "alphabet": 2, "per_cell": 1, "seed": 0, "overrides": TINY
 @pytest.fixture(scope="module")
 def census2() -> Any:
     """Every language of at most 2 states over 2 letters, with per-language records."""
-    from langclass.core.census import census
+    from langclass.core.census.run import census
 
     return census(2, 2, keep_members=True)
 
@@ -214,8 +214,8 @@ def test_cancel_a_running_sweep_between_languages(make_client: Any, sqlite_db: s
     from langclass.app.execution.worker import Worker, WorkerConfig
     from langclass.app.store import jobs as jobrepo
     from langclass.app.store.db import get_database
-    from langclass.models import sweep as sweep_model
-    from langclass.models.experiment import ExperimentCancelled
+    from langclass.models.experiments import sweep as sweep_model
+    from langclass.models.experiments.experiment import ExperimentCancelled
 
     url = sqlite_db
     client = make_client(url, worker_slots=0)
@@ -278,7 +278,7 @@ def test_run_sweep_job_with_a_census_run_names_it(migrated_url: str, census2: An
 def test_sample_from_a_stored_run_draws_its_members_in_their_cells(migrated_url: str, census2: Any, tmp_path: Path) -> None:
     from langclass.app.store.census_runs import iter_members
     from langclass.app.usecases.sweep import draw
-    from langclass.core.census_sample import CELL_KEYS, cell_of
+    from langclass.core.census.sample import CELL_KEYS, cell_of
 
     run_id = _store_run(migrated_url, census2, tmp_path)
     row = _run_row(migrated_url, run_id)

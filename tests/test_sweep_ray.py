@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from langclass.core.automata.automaton import DFA
-from langclass.models.sweep import run_sweep
+from langclass.models.experiments.sweep import run_sweep
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -133,7 +133,7 @@ def test_random_dfas_ltl_p_y_synthesis_iff_locally_r_trivial(A):
     """The window-product synthesis succeeds ⇔ the syntactic semigroup is locally R-trivial (the
     classifier's algebraic test, not the window criterion), and the formula agrees with the DFA on
     all words ≤ 6 (≤ 4 over three letters) by the vectorized formula semantics."""
-    from langclass.core.analysis import analyze
+    from langclass.core.classification.analysis import analyze
     from langclass.core.synthesis.synthesis_y import synthesize_ltl_p_y
 
     lr = analyze(A).classes["ltl_p_y"].member

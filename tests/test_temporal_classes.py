@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from langclass.core.algebra.classes import TEMPORAL_KEYS, ReplayError, replay
 from langclass.core.algebra.classes.temporal import OrbitCertificate, OrbitDAWitness, OrbitGreenWitness
 from langclass.core.algebra.lattice import CLASS_INFO, INCLUSIONS, LatticeViolation, check_consistency, implied_by
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.automata.automaton import DFA
 from langclass.core.ingest.parse import parse_regex
 

@@ -1,4 +1,4 @@
-"""Tests of training and evaluation (langclass.models.train / langclass.models.evaluate)."""
+"""Tests of training and evaluation (langclass.models.training.train / langclass.models.training.evaluate)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError
-from langclass.models.data import LanguageSampler
-from langclass.models.evaluate import build_test_sets, describe, evaluate_lengths, longest_perfect_length
-from langclass.models.recognizer import RecognizerConfig
-from langclass.models.tokens import Vocabulary
-from langclass.models.train import TrainConfig, TrainingCancelled, encode_batch, make_predict, train_recognizer
+from langclass.models.training.data import LanguageSampler
+from langclass.models.training.evaluate import build_test_sets, describe, evaluate_lengths, longest_perfect_length
+from langclass.models.nn.recognizer import RecognizerConfig
+from langclass.models.nn.tokens import Vocabulary
+from langclass.models.training.train import TrainConfig, TrainingCancelled, encode_batch, make_predict, train_recognizer
 
 AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0])  # (aa)* over {a, b}
 CONTAINS_B = DFA.from_table(["a", "b"], [[0, 1], [1, 1]], 0, [1])  # Σ*bΣ*
@@ -154,7 +154,7 @@ def test_early_stop_on_an_easy_language_and_progress():
 def test_make_predict_matches_single_word_forward():
     """Batched, de-duplicated prediction = the recognizer run on each word alone."""
     torch.manual_seed(0)
-    from langclass.models.recognizer import Recognizer
+    from langclass.models.nn.recognizer import Recognizer
 
     model = Recognizer(tiny_config(AA, {"name": "rope_periodic", "periods": 2})).eval()
     rng = random.Random(0)

@@ -1,4 +1,4 @@
-"""Tests of langclass.models.train_batched: runs trained together equal the runs trained alone."""
+"""Tests of langclass.models.training.train_batched: runs trained together equal the runs trained alone."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import torch
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError
-from langclass.models.data import LanguageSampler
-from langclass.models.experiment import run_experiment
-from langclass.models.recognizer import RecognizerConfig
-from langclass.models.train import TrainConfig, TrainingCancelled, make_predict, train_recognizer
-from langclass.models.evaluate import build_test_sets, evaluate_lengths
-from langclass.models.train_batched import BATCHABLE_FAMILIES, can_batch, evaluate_group, train_group
+from langclass.models.training.data import LanguageSampler
+from langclass.models.experiments.experiment import run_experiment
+from langclass.models.nn.recognizer import RecognizerConfig
+from langclass.models.training.train import TrainConfig, TrainingCancelled, make_predict, train_recognizer
+from langclass.models.training.evaluate import build_test_sets, evaluate_lengths
+from langclass.models.training.train_batched import BATCHABLE_FAMILIES, can_batch, evaluate_group, train_group
 
 AA = DFA.from_table(["a", "b"], [[1, 2], [0, 2], [2, 2]], 0, [0])  # (aa)* over {a, b}
 AB = DFA.from_table(["a", "b"], [[1, 2], [2, 0], [2, 2]], 0, [0])  # (ab)* over {a, b}
@@ -152,8 +152,8 @@ def test_run_experiment_batched_gives_the_sequential_results():
 def test_encode_runs_is_encode_batch_of_each_run():
     """The step's batches encoded at once: each run's rows are encode_batch's, padded with PAD to
     the longest training length + 2 (letter 0 is not taken for padding)."""
-    from langclass.models.train import encode_batch
-    from langclass.models.train_batched import _encode_runs
+    from langclass.models.training.train import encode_batch
+    from langclass.models.training.train_batched import _encode_runs
 
     runs = [[(0,), (1, 0, 0), (), (0, 0)], [(1, 1, 1, 0), (0,), (1,), ()]]
     ids, n = _encode_runs(runs, 5)

@@ -7,7 +7,7 @@ import pytest
 
 def test_one_code_version_function() -> None:
     from langclass.app.usecases import service
-    from langclass.models import experiment
+    from langclass.models.experiments import experiment
     from langclass.version import code_version
 
     assert service.code_version is code_version and experiment.code_version is code_version
@@ -15,7 +15,7 @@ def test_one_code_version_function() -> None:
 
 def test_construct_result_carries_the_code_version(monkeypatch: pytest.MonkeyPatch) -> None:
     """A construct job's result is stamped like a train job's (the container check found it unstamped)."""
-    from langclass.models import verify
+    from langclass.models.construct import verify
     from langclass.version import code_version
 
     assert verify.code_version is code_version

@@ -97,7 +97,7 @@ class Settings(BaseSettings):
         job_checkpoint_dir: where train jobs keep per-job checkpoints so a retried attempt resumes
             (shared storage for Ray; None = no checkpoints); removed when the job ends.
         max_runs, max_test_length, max_eval_strings, job_max_*: the named limits of a train job's
-            spec (:class:`~langclass.models.specs.JobLimits`: runs, string lengths, test strings,
+            spec (:class:`~langclass.models.training.specs.JobLimits`: runs, string lengths, test strings,
             steps, layers, width, heads, feed-forward width, batch, strings per length, seeds,
             encoding parameters); a spec over one is refused with 422 before it is queued.
         census_dir: folder of the stored census runs' per-language data files (``<run id>.npz``).
@@ -264,8 +264,8 @@ class Settings(BaseSettings):
         return Limits(**{name: getattr(self, name) for name in Limits.__dataclass_fields__})
 
     def job_limits(self) -> Any:
-        """The :class:`~langclass.models.specs.JobLimits` every job spec is checked against."""
-        from ..models.specs import JobLimits
+        """The :class:`~langclass.models.training.specs.JobLimits` every job spec is checked against."""
+        from langclass.models.training.specs import JobLimits
 
         return JobLimits(**{name: getattr(self, name) for name in JobLimits.names()})
 

@@ -1,20 +1,29 @@
-"""Transformer models (PyTorch): tokens, positional encodings, attention, the recognizer.
+"""Transformer models (PyTorch), one package per stage of the data flow, imports pointing down:
 
-Public entry points: :class:`~langclass.models.recognizer.Recognizer` with
-:class:`~langclass.models.recognizer.RecognizerConfig`, :func:`~langclass.models.encodings.make_encoding`,
-:class:`~langclass.models.tokens.Vocabulary`. Nothing here imports :mod:`langclass.app`.
+* :mod:`~langclass.models.nn` — the transformer itself: tokens, positional encodings, attention, the
+  recognizer and its grouped (stacked) form. Imports only :mod:`langclass.core` and :mod:`langclass.version`.
+* :mod:`~langclass.models.construct` — exact transformers built from automata, formulas and programs:
+  plans, assembly, route choice, verification. Imports :mod:`~langclass.models.nn`.
+* :mod:`~langclass.models.training` — data, job specs, footprints, the trainers and evaluation.
+  Imports :mod:`~langclass.models.nn`.
+* :mod:`~langclass.models.experiments` — experiments, sweeps, sectors and their reports. Imports
+  :mod:`~langclass.models.training` and :mod:`~langclass.models.nn`.
+
+Public entry points: :class:`~langclass.models.nn.recognizer.Recognizer` with
+:class:`~langclass.models.nn.recognizer.RecognizerConfig`, :func:`~langclass.models.nn.encodings.make_encoding`,
+:class:`~langclass.models.nn.tokens.Vocabulary`. Nothing here imports :mod:`langclass.app`.
 """
 
 from importlib import import_module
 from typing import Any
 
-# Imported lazily (PEP 562), so that torch-free submodules such as ``langclass.models.specs`` (the
+# Imported lazily (PEP 562), so that torch-free submodules such as ``langclass.models.training.specs`` (the
 # job-spec models the API validates with) can be imported without loading torch.
 _EXPORTS = {
-    "MultiHeadAttention": "attention", "hard_attention_weights": "attention", "stable_softmax": "attention",
-    "visibility": "attention", "ENCODING_FAMILIES": "encodings", "PositionalEncoding": "encodings",
-    "make_encoding": "encodings", "Recognizer": "recognizer", "RecognizerConfig": "recognizer",
-    "BOS": "tokens", "EOS": "tokens", "PAD": "tokens", "Batch": "tokens", "Vocabulary": "tokens",
+    "MultiHeadAttention": "nn.attention", "hard_attention_weights": "nn.attention", "stable_softmax": "nn.attention",
+    "visibility": "nn.attention", "ENCODING_FAMILIES": "nn.encodings", "PositionalEncoding": "nn.encodings",
+    "make_encoding": "nn.encodings", "Recognizer": "nn.recognizer", "RecognizerConfig": "nn.recognizer",
+    "BOS": "nn.tokens", "EOS": "nn.tokens", "PAD": "nn.tokens", "Batch": "nn.tokens", "Vocabulary": "nn.tokens",
 }
 
 

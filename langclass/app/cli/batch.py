@@ -115,7 +115,7 @@ def _error_row(i: int, row: Mapping[str, Any] | None, err: Mapping[str, Any]) ->
 
 def classify_row(i: int, row: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
     """The output row of input row ``i`` (never raises for bad input: that is an error row)."""
-    from langclass.core.analysis import analyze
+    from langclass.core.classification.analysis import analyze
     from langclass.app.usecases.export_csv import source_text
     from langclass.app.usecases.service import parse_language
 

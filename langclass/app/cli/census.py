@@ -19,7 +19,7 @@ command runs again (``--fresh`` starts over). Once the run is stored (or printed
 ``--no-store``) the checkpoint and its ``.members/`` folder are removed, so the same command later
 counts afresh. The run's ``seconds`` are compute seconds summed over the shards (resumed ones
 included); ``wall_seconds`` is this invocation's wall time. Runs stored before with the same N, K
-and classes are named (``"same_runs"`` in ``--json``). See :mod:`langclass.core.census` for the enumeration
+and classes are named (``"same_runs"`` in ``--json``). See :mod:`langclass.core.census.run` for the enumeration
 and the published counts it is checked against (exit 1 on a mismatch).
 """
 
@@ -64,7 +64,7 @@ def census(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from langclass.core.census import MAX_CENSUS_LANGUAGES, census as run_census, format_census
+    from langclass.core.census.run import MAX_CENSUS_LANGUAGES, census as run_census, format_census
     from .common import check_output_dir, check_output_file
 
     err_console = Console(stderr=True)
@@ -72,7 +72,7 @@ def census(
     ckpt = None if no_checkpoint else (checkpoint or default_checkpoint(states, alphabet))
     try:  # the size and the paths are checked before any work (and before the progress bar)
         from langclass.core.base.errors import LimitExceeded
-        from langclass.core.census import expected_languages
+        from langclass.core.census.run import expected_languages
 
         bound = max_languages or MAX_CENSUS_LANGUAGES
         expected = expected_languages(states, alphabet)
@@ -125,7 +125,7 @@ def census(
         raise typer.Exit(code=130)
     run_id, same = _store(result, settings) if settings is not None else (None, [])
     if ckpt is not None:  # the run is kept (stored, or printed with --no-store): the same command counts afresh
-        from langclass.core.census import Checkpoint
+        from langclass.core.census.run import Checkpoint
 
         Checkpoint.remove(ckpt)
     if as_json:

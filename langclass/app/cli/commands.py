@@ -205,7 +205,7 @@ def classify(
         alpha = parse_alphabet(alphabet) if alphabet is not None else None
         # DFA text goes to the parser as text, so repeated JSON keys are detected
         parsed = parse_language(regex=regex, dfa=dfa_text, formula=formula, alphabet=alpha, limits=limits)
-        from langclass.core.analysis import analyze, format_table
+        from langclass.core.classification.analysis import analyze, format_table
 
         analysis = analyze(parsed.dfa, limits)
     except LangclassError as err:
@@ -219,7 +219,7 @@ def classify(
     typer.echo(f"language {parsed.fingerprint}")
     for note in parsed.source.get("notes", ()):
         typer.echo(f"note: {note}")
-    from langclass.core.drawing import user_state_names
+    from langclass.core.drawing.svg import user_state_names
 
     names = user_state_names(parsed.document, parsed.dfa) if parsed.document is not None else None
     typer.echo(format_table(analysis, state_names=names))

@@ -10,7 +10,7 @@ Examples::
     langclass construct --regex '(a|b)*a' --alphabet ab --y-mode recency --random-max-length 10000
 
 The result record is the one the job API stores for experiments of kind ``construct``
-(:func:`langclass.models.verify.run_construction`).
+(:func:`langclass.models.construct.verify.run_construction`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = ["register", "construct", "build_spec"]
 
 def build_spec(*, formula: str | None, regex: str | None, dfa_text: str | None, program_text: str | None,
                alphabet: list[str] | None, options: dict[str, Any]) -> dict[str, Any]:
-    """The job spec for :func:`~langclass.models.verify.run_construction` from CLI arguments.
+    """The job spec for :func:`~langclass.models.construct.verify.run_construction` from CLI arguments.
 
     Raises:
         InputError: no input, or an input that needs an alphabet without one.
@@ -109,7 +109,7 @@ def construct(
                      "target_length": target_length, "mask": None if mask == "strict" else mask,
                      "by_class": False if as_written else None, "route": route},
         )
-        from langclass.models.verify import run_construction
+        from langclass.models.construct.verify import run_construction
 
         result = run_construction(spec, limits=construct_limits(time_limit, max_parameters))
     except LangclassError as err:
@@ -157,7 +157,7 @@ SHORT_FORMULA_CHARS = 600
 
 def summary_lines(result: dict, show_program: bool = False) -> list[str]:
     """The formula, synthesis and program lines of the ``construct`` summary of a
-    :func:`~langclass.models.verify.run_construction` record: a long formula or program is summarized
+    :func:`~langclass.models.construct.verify.run_construction` record: a long formula or program is summarized
     (its size; ``--show-program`` or ``--json`` has it), a formula too large to be stored says so with
     its size, and the synthesis line says whether the formula was verified equivalent to the DFA."""
     lines: list[str] = []

@@ -114,7 +114,7 @@ def _language(regex: str | None, alphabet: str | None, dfa: Path | None, limits:
 def _analysis(dfa: Any, limits: Any) -> dict[str, Any]:
     """The classification record, or an empty one when the analysis is over a limit (then no defaults)."""
     try:
-        from langclass.core.analysis import analyze
+        from langclass.core.classification.analysis import analyze
     except ImportError:  # pragma: no cover - partial installation
         return {}
     try:
@@ -182,7 +182,7 @@ def train(
             body = ExperimentRequest(kind="train", encodings=encs, profile=profile, seeds=seed or None,
                                      learning_rates=lr or None, overrides=overrides or None, batched=None if batched else False)
         except ValidationError as exc:
-            from langclass.models.specs import field_path
+            from langclass.models.training.specs import field_path
 
             err = exc.errors(include_url=False, include_input=False)[0]
             where = field_path(err["loc"])
@@ -204,7 +204,7 @@ def train(
     if as_json:
         typer.echo(json.dumps(result, indent=2, default=str))
     else:
-        from langclass.models.experiment import format_results
+        from langclass.models.experiments.experiment import format_results
 
         typer.echo(format_results(result))
     if cancelled:
@@ -212,7 +212,7 @@ def train(
 
 
 def _run_with_progress(spec: dict[str, Any], *, quiet: bool, limits: Any = None, runner: Any = None) -> tuple[dict[str, Any] | None, bool]:
-    """Run the experiment (``runner``, default :func:`~langclass.models.experiment.run_experiment`)
+    """Run the experiment (``runner``, default :func:`~langclass.models.experiments.experiment.run_experiment`)
     under a rich progress bar; Ctrl-C cancels cooperatively.
 
     Returns:
@@ -224,7 +224,7 @@ def _run_with_progress(spec: dict[str, Any], *, quiet: bool, limits: Any = None,
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from langclass.models.experiment import run_experiment
+    from langclass.models.experiments.experiment import run_experiment
 
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())

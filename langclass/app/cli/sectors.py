@@ -10,7 +10,7 @@ The language is classified first; the class gives the prediction (LTL[P]: no pos
 LTL[P,MOD] with period k: roots of order dividing k; LTL[P,Y]: an affine/recency head). PJ-bias
 recognizers (*PJ-RoPE: A Fourier–Jet–Affine Position Space for Relative Attention*) are trained
 with the length-generalization protocol, and the per-head roots, sector energies, lag-1 mass and
-the verdict are printed (:mod:`langclass.models.sectors`).
+the verdict are printed (:mod:`langclass.models.experiments.sectors`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def sectors(
     plot: Annotated[Optional[Path], typer.Option("--plot", help="write K_h(d) per head and the gates as PNG")] = None,
 ) -> None:
     """Train PJ-bias recognizers and report which position sectors they select, against the classification."""
-    from langclass.models.sectors import run_sectors, validate_sectors_spec
+    from langclass.models.experiments.sectors import run_sectors, validate_sectors_spec
     from .jobs import _analysis, _language, _run_with_progress, parse_lengths
     from langclass.app.usecases.experiments import sector_prediction
     from langclass.app.settings import get_settings
@@ -98,7 +98,7 @@ def sectors(
     if as_json:
         typer.echo(json.dumps(result, indent=2, default=str))
     else:
-        from langclass.models.sectors import format_sectors
+        from langclass.models.experiments.sectors import format_sectors
 
         typer.echo(format_sectors(result))
     if cancelled:

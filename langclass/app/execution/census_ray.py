@@ -1,7 +1,7 @@
-"""The census on a Ray cluster: one Ray task per shard (a table prefix, :func:`langclass.core.census.shards`).
+"""The census on a Ray cluster: one Ray task per shard (a table prefix, :func:`langclass.core.census.run.shards`).
 
-:func:`ray_runner` returns a :data:`~langclass.core.census.ShardRunner` for
-:func:`langclass.core.census.census`: every shard not yet in the checkpoint becomes a task
+:func:`ray_runner` returns a :data:`~langclass.core.census.run.ShardRunner` for
+:func:`langclass.core.census.run.census`: every shard not yet in the checkpoint becomes a task
 (``num_cpus=1``); results are taken as they finish (``ray.wait``), so the checkpoint grows while the
 cluster works. A task lost with its worker or node is retried by Ray (``max_retries``, system
 failures); if its result still cannot be fetched (the retries ran out, or the object was lost with
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from langclass.core.census import Shard, ShardResult, ShardRunner, run_shard
+from langclass.core.census.run import Shard, ShardResult, ShardRunner, run_shard
 
 __all__ = ["ray_runner", "ShardLost", "package_root", "connect", "resilient_results"]
 

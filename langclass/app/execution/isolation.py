@@ -45,7 +45,7 @@ log = logging.getLogger("langclass.app")
 
 _STARTUP_TIMEOUT_S = 120.0
 _WARM_UP = ("langclass.app.usecases.service", "warm_worker")  # run before "ready": the first call pays no lazy set-up
-_PRELOAD = ["langclass.app.usecases.service", "langclass.app.usecases.schemas", "langclass.core.analysis", "langclass.core.algebra.monoid", "langclass.core.ingest.parse"]
+_PRELOAD = ["langclass.app.usecases.service", "langclass.app.usecases.schemas", "langclass.core.classification.analysis", "langclass.core.algebra.monoid", "langclass.core.ingest.parse"]
 
 
 class WorkerError(RuntimeError):

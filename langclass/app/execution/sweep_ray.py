@@ -1,7 +1,7 @@
-"""The sweep on a Ray cluster: one Ray task per language (:func:`langclass.models.sweep.run_language`).
+"""The sweep on a Ray cluster: one Ray task per language (:func:`langclass.models.experiments.sweep.run_language`).
 
-:func:`ray_sweep_runner` returns a :data:`~langclass.models.sweep.Runner` for
-:func:`langclass.models.sweep.run_sweep`: every language not yet in the output directory becomes a
+:func:`ray_sweep_runner` returns a :data:`~langclass.models.experiments.sweep.Runner` for
+:func:`langclass.models.experiments.sweep.run_sweep`: every language not yet in the output directory becomes a
 task (``num_cpus`` each); records are taken as they finish (``ray.wait``) and written by the driver,
 so the output directory grows while the cluster works and a rerun resumes from it. A task lost with
 its worker or node is retried by Ray (``max_retries``); if its result still cannot be fetched it is
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from langclass.models.sweep import Runner, run_language
+from langclass.models.experiments.sweep import Runner, run_language
 
 from .census_ray import connect, resilient_results
 

@@ -59,7 +59,7 @@ class WorkerConfig:
             rest. The directory is removed once the job has a final outcome.
         time_limit_s: wall-clock budget of one run (None = none). Past it ``should_cancel()``
             turns True and the job fails with ``limit-exceeded`` naming ``job_time_limit_s``.
-        job_limits: the :class:`~langclass.models.specs.JobLimits` values (as a dict) handed to
+        job_limits: the :class:`~langclass.models.training.specs.JobLimits` values (as a dict) handed to
             train, sectors and sweep jobs, which check their specs against them (None = the defaults).
         limits: the service's :class:`~langclass.core.base.limits.Limits` (as a dict: ``max_states``,
             ``time_limit_s``, …) handed to construct jobs, which parse, synthesize and verify under
@@ -307,7 +307,7 @@ def run_claim(
         spec = {**spec, "out_dir": ckpt}
     extra: dict[str, Any] = {}
     if config.job_limits is not None and held.kind in ("train", "sectors", "sweep"):
-        from langclass.models.specs import job_limits_from
+        from langclass.models.training.specs import job_limits_from
 
         extra["limits"] = job_limits_from(config.job_limits)
     if config.limits is not None and held.kind == "construct":

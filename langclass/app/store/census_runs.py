@@ -2,7 +2,7 @@
 their per-language data files.
 
 A run is one row of ``census_runs`` (N, K, class keys, the counts of
-:meth:`~langclass.core.census.Census.to_dict`, the data file's path, SHA-256 and size), its counts
+:meth:`~langclass.core.census.run.Census.to_dict`, the data file's path, SHA-256 and size), its counts
 per (membership profile, state number) in ``census_profiles``, and one compressed ``.npz`` file:
 
 ==================  ==========================  ==================================================
@@ -62,7 +62,7 @@ def _alphabet(k: int) -> list[str]:
 
 
 def _write_data(census: Any, path: Path) -> tuple[str, int]:
-    from langclass.core.census import profile_text
+    from langclass.core.census.run import profile_text
 
     if census.members is None:
         raise ValueError("the census kept no per-language records (run it with keep_members=True)")
@@ -89,7 +89,7 @@ def save_run(session: Session, census: Any, data_dir: str | os.PathLike[str], *,
 
     Args:
         session: an open session (the caller commits).
-        census: a :class:`~langclass.core.census.Census` run with ``keep_members=True``.
+        census: a :class:`~langclass.core.census.run.Census` run with ``keep_members=True``.
         data_dir: folder of the data files (``Settings.census_directory``); the file is ``<id>.npz``.
         code_version: stamped on the row.
 
@@ -99,7 +99,7 @@ def save_run(session: Session, census: Any, data_dir: str | os.PathLike[str], *,
     Raises:
         ValueError: the census has no per-language records, or they do not add up to its counts.
     """
-    from langclass.core.census import profile_text
+    from langclass.core.census.run import profile_text
 
     counted = {n: len(v[1]) for n, v in census.members.items()} if census.members is not None else None
     if counted is not None and counted != dict(census.by_states):

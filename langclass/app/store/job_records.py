@@ -59,7 +59,7 @@ def _spec_notes(row: JobRow) -> list[str]:
     range 21..40) and how to write them now; empty otherwise."""
     if row.kind != "train" or not isinstance(row.spec, Mapping):
         return []
-    from langclass.models.specs import length_notation_notes
+    from langclass.models.training.specs import length_notation_notes
 
     return length_notation_notes(row.spec)
 

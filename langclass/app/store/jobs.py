@@ -2,9 +2,9 @@
 :class:`~langclass.app.store.orm.JobRow`; the executors and workers call the functions here).
 
 A job is one long computation on a stored language — kind ``train`` (train recognizers and compare
-with the predicted encoding, :func:`langclass.models.experiment.run_experiment`), ``construct``
-(build a transformer by construction and verify it, :func:`langclass.models.verify.run_construction`)
-or ``sectors`` (:func:`langclass.models.sectors.run_sectors`) — or a ``sweep`` over a stratified
+with the predicted encoding, :func:`langclass.models.experiments.experiment.run_experiment`), ``construct``
+(build a transformer by construction and verify it, :func:`langclass.models.construct.verify.run_construction`)
+or ``sectors`` (:func:`langclass.models.experiments.sectors.run_sectors`) — or a ``sweep`` over a stratified
 sample of census languages (:func:`langclass.app.usecases.sweep_jobs.run_sweep_job`), which has no
 single language (``language_id`` NULL).
 The database row *is* the record: executors only run what they claim here.
@@ -100,9 +100,9 @@ STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 
 JOB_KINDS: dict[str, str] = {
-    "train": "langclass.models.experiment:run_experiment",
-    "construct": "langclass.models.verify:run_construction",
-    "sectors": "langclass.models.sectors:run_sectors",
+    "train": "langclass.models.experiments.experiment:run_experiment",
+    "construct": "langclass.models.construct.verify:run_construction",
+    "sectors": "langclass.models.experiments.sectors:run_sectors",
     "sweep": "langclass.app.usecases.sweep_jobs:run_sweep_job",
 }
 """Job kind → ``"module:function"`` of the job function ``f(spec, *, progress, should_cancel) -> dict``.

@@ -194,13 +194,13 @@ class PageSessionRow(Base):
 
 
 class CensusRunRow(Base):
-    """A stored census run (:func:`langclass.core.census.census`).
+    """A stored census run (:func:`langclass.core.census.run.census`).
 
     Columns:
         id: UUID4 string.
         max_states / alphabet_size: N and K.
         class_keys: the classes in profile order (a profile's i-th character answers class i).
-        counts: :meth:`~langclass.core.census.Census.to_dict` (per class, differences, intersections, …).
+        counts: :meth:`~langclass.core.census.run.Census.to_dict` (per class, differences, intersections, …).
         by_states / published: ``{n: languages}`` counted / from the literature; ``matches_published``
             compares (NULL when nothing is published).
         total: languages in the run.

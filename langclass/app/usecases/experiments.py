@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from langclass.core.base.errors import InputError, UnsupportedError
-from langclass.models.specs import EncodingItem, EncodingSpec, JobLimits, LearningRate, ProfileName, Seed, TrainOverrides
+from langclass.models.training.specs import EncodingItem, EncodingSpec, JobLimits, LearningRate, ProfileName, Seed, TrainOverrides
 
 __all__ = [
     "ExperimentRequest",
@@ -39,7 +39,7 @@ MAX_ENCODINGS = 20
 
 
 EncodingChoice = EncodingSpec
-"""One encoding of an experiment, with explicit parameters (:class:`~langclass.models.specs.EncodingSpec`)."""
+"""One encoding of an experiment, with explicit parameters (:class:`~langclass.models.training.specs.EncodingSpec`)."""
 
 
 class ExperimentRequest(BaseModel):
@@ -51,9 +51,9 @@ class ExperimentRequest(BaseModel):
     ``formula``) go to the construction unchanged.
     ``kind = "sectors"``: train PJ-bias recognizers (*PJ-RoPE: A Fourier–Jet–Affine Position Space
     for Relative Attention*) and compare the sectors they select with the classification
-    (:mod:`langclass.models.sectors`); further fields: ``pj`` (pj_bias parameters), ``sparsity``
+    (:mod:`langclass.models.experiments.sectors`); further fields: ``pj`` (pj_bias parameters), ``sparsity``
     (λ values), ``max_root_order``, ``root_tolerance``, ``energy_threshold``
-    (:class:`~langclass.models.specs.SectorsSpec`).
+    (:class:`~langclass.models.training.specs.SectorsSpec`).
     """
 
     model_config = ConfigDict(
@@ -194,16 +194,16 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
 def validate_train_spec(spec: Mapping[str, Any], limits: JobLimits | None = None) -> None:
     """Check a train spec before it is queued, so a bad request is a 422 now, not a failed job later.
 
-    Delegates to :func:`langclass.models.experiment.validate_spec` — the very checks the run makes
-    first (the :class:`~langclass.models.specs.TrainSpec` model, every named limit of
-    :class:`~langclass.models.specs.JobLimits` before anything is materialized, and every encoding
+    Delegates to :func:`langclass.models.experiments.experiment.validate_spec` — the very checks the run makes
+    first (the :class:`~langclass.models.training.specs.TrainSpec` model, every named limit of
+    :class:`~langclass.models.training.specs.JobLimits` before anything is materialized, and every encoding
     built once with its parameters).
 
     Raises:
         InputError / LimitExceeded: naming the field or limit.
     """
-    from langclass.models.experiment import validate_spec
-    from langclass.models.specs import DEFAULT_JOB_LIMITS
+    from langclass.models.experiments.experiment import validate_spec
+    from langclass.models.training.specs import DEFAULT_JOB_LIMITS
 
     validate_spec(spec, limits or DEFAULT_JOB_LIMITS)
 
@@ -226,7 +226,7 @@ def sector_prediction(analysis: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def build_sectors_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> dict[str, Any]:
-    """The :func:`langclass.models.sectors.run_sectors` spec of a sectors request on a stored
+    """The :func:`langclass.models.experiments.sectors.run_sectors` spec of a sectors request on a stored
     language, with the prediction from its stored classification.
 
     Raises:
@@ -251,13 +251,13 @@ def build_sectors_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> 
 
 
 def validate_sectors_spec(spec: Mapping[str, Any], limits: JobLimits | None = None) -> None:
-    """The checks :func:`langclass.models.sectors.run_sectors` makes first (shape, named limits,
+    """The checks :func:`langclass.models.experiments.sectors.run_sectors` makes first (shape, named limits,
     the pj_bias parameters built once).
 
     Raises:
         InputError / LimitExceeded: naming the field or limit.
     """
-    from langclass.models.sectors import validate_sectors_spec as check
+    from langclass.models.experiments.sectors import validate_sectors_spec as check
 
     check(spec, limits)
 
@@ -277,7 +277,7 @@ def build_construct_spec(body: ExperimentRequest, language: Mapping[str, Any]) -
         if getattr(body, key) is not None:
             raise InputError(f"{key!r} is a field of train experiments, not of construct", field=key)
     try:
-        from langclass.models.verify import _OPTION_KEYS as option_keys
+        from langclass.models.construct.verify import _OPTION_KEYS as option_keys
     except ImportError:  # pragma: no cover - partial installation
         option_keys = set()
     spec: dict[str, Any] = {}
@@ -303,7 +303,7 @@ def validate_construct_spec(spec: Mapping[str, Any], stored_dfa: Mapping[str, An
         InputError (FormulaSyntaxError, ProgramSyntaxError, …): naming the field.
     """
     try:
-        from langclass.models import verify
+        from langclass.models.construct import verify
     except ImportError:
         raise UnsupportedError("construction jobs are not available in this installation", field="kind") from None
     check = getattr(verify, "validate_spec", None)

@@ -21,7 +21,7 @@ def plot_sectors(result: Mapping[str, Any], run: int = 0, *, dpi: int = 100) -> 
     nearest roots of the (at most two) frequencies with the largest FJ range in the title; and a stacked bar chart of the gates (FJ/A/LC).
 
     Args:
-        result: the JSON result of :func:`langclass.models.sectors.run_sectors`.
+        result: the JSON result of :func:`langclass.models.experiments.sectors.run_sectors`.
         run: index into ``result["runs"]``.
 
     Raises:

@@ -112,7 +112,7 @@ def find_duplicate_key(raw: str | bytes) -> str | None:
 
 def analyze_language(dfa: DFA, limits: Limits) -> dict[str, Any]:
     """The analysis record of ``dfa`` (``core.analysis.analyze(dfa, limits).to_dict()``)."""
-    from langclass.core.analysis import analyze
+    from langclass.core.classification.analysis import analyze
 
     return analyze(dfa, limits).to_dict()
 
@@ -387,8 +387,8 @@ def classification_record(parsed: ParsedLanguage, analysis: Mapping[str, Any], v
 def state_names_record(document: Mapping[str, Any], dfa: DFA) -> dict[str, list[str]]:
     """``{canonical state (as a string): [the user's names of the states merged into it]}`` for a DFA
     input: evidence and ``dfa`` use the canonical numbers; this maps them back to the input's names
-    (:func:`langclass.core.drawing.user_state_names`)."""
-    from langclass.core.drawing import user_state_names
+    (:func:`langclass.core.drawing.svg.user_state_names`)."""
+    from langclass.core.drawing.svg import user_state_names
 
     return {str(q): list(ns) for q, ns in user_state_names(document, dfa).items()}
 
@@ -464,7 +464,7 @@ _LIMIT_CODES = ("limit-exceeded", "time-limit-exceeded")
 
 def analysis_limits_hit(analysis: Mapping[str, Any]) -> frozenset[str]:
     """:func:`limits_hit` of an analysis record (``Analysis.to_dict()``), read only where
-    :func:`langclass.core.analysis.analyze` records a limit error — ``classes[key]["error"]``,
+    :func:`langclass.core.classification.analysis.analyze` records a limit error — ``classes[key]["error"]``,
     ``monoid["error"]``, ``extra["error"]`` and ``extra["ltl_p_y_delay_error"]`` — instead of walking
     every certificate (a test checks it equals :func:`limits_hit` on records that hit limits).
 

@@ -3,9 +3,9 @@
 :func:`train_spec_for` is the train job's spec of a language (:func:`~langclass.app.usecases.experiments.build_train_spec`
 on the language's analysis: periodic encodings get the language's period, each encoding the
 prediction of :func:`~langclass.app.usecases.experiments.predicted_sufficient`). :func:`run` draws the
-sample (:mod:`langclass.core.census_sample`) — from the enumeration, or from the members of a stored
+sample (:mod:`langclass.core.census.sample`) — from the enumeration, or from the members of a stored
 census run (:func:`load_census_run`, :func:`stored_run_languages`; the same reservoir sampler reads
-them) — trains (:func:`langclass.models.sweep.run_sweep`) and writes ``sweep.json`` (everything),
+them) — trains (:func:`langclass.models.experiments.sweep.run_sweep`) and writes ``sweep.json`` (everything),
 ``sweep.csv`` (per language × encoding, the injection-safe cells of
 :mod:`~langclass.app.usecases.export_csv`), ``sweep.md`` (the table and the contradictions,
 :func:`markdown_report`) and ``sweep.png`` (the heat map) to the output directory.
@@ -33,7 +33,7 @@ MAX_PER_CELL = 1000
 
 def train_spec_for(encodings: Sequence[str]) -> Callable[[DFA], dict[str, Any]]:
     """``dfa → spec`` of a train job on that language with ``encodings`` (the prediction path of the train job)."""
-    from langclass.core.analysis import analyze
+    from langclass.core.classification.analysis import analyze
 
     from .experiments import ExperimentRequest, build_train_spec
 
@@ -61,7 +61,7 @@ def draw(states: int, alphabet: int, per_cell: int, seed: int, test_lengths: Seq
             (:func:`check_census_run`). LimitExceeded: ``max_sample_languages`` (enumeration).
         CensusDataError: the run's data file is missing or altered.
     """
-    from langclass.core.census_sample import census_languages, stratified_sample
+    from langclass.core.census.sample import census_languages, stratified_sample
 
     if not 1 <= per_cell <= MAX_PER_CELL:
         raise InputError(f"per_cell must be 1..{MAX_PER_CELL}", field="per_cell")
@@ -102,13 +102,13 @@ def load_census_run(run_id: str, database_url: str | None = None) -> Any:
 
 def check_census_run(row: Any, states: int, alphabet: int) -> None:
     """Whether a stored run can be sampled for ≤ ``states`` states over ``alphabet`` letters: it has
-    every class the cells need (:data:`~langclass.core.census_sample.CELL_KEYS`), ``states`` ≤ its N
+    every class the cells need (:data:`~langclass.core.census.sample.CELL_KEYS`), ``states`` ≤ its N
     and ``alphabet`` = its K.
 
     Raises:
         InputError: naming ``census_run``, ``states`` or ``alphabet``.
     """
-    from langclass.core.census_sample import CELL_KEYS
+    from langclass.core.census.sample import CELL_KEYS
 
     missing = [k for k in CELL_KEYS if k not in list(row.class_keys)]
     if missing:
@@ -121,15 +121,15 @@ def check_census_run(row: Any, states: int, alphabet: int) -> None:
 
 def stored_run_languages(row: Any, states: int) -> Iterator[tuple[DFA, dict[str, bool | None]]]:
     """The members of a stored run with at most ``states`` states as ``(dfa, profile)`` for
-    :func:`~langclass.core.census_sample.stratified_sample`, in the run's order (n = 1, 2, …, then
-    enumeration order — the order of :func:`~langclass.core.census_sample.census_languages`), each
+    :func:`~langclass.core.census.sample.stratified_sample`, in the run's order (n = 1, 2, …, then
+    enumeration order — the order of :func:`~langclass.core.census.sample.census_languages`), each
     profile restricted to the cell classes.
 
     Raises:
         CensusDataError: the run's data file is missing or altered (read lazily, on the first member).
     """
     from langclass.app.store.census_runs import iter_members
-    from langclass.core.census_sample import CELL_KEYS
+    from langclass.core.census.sample import CELL_KEYS
 
     for n in range(1, min(states, row.max_states) + 1):
         for _index, dfa, profile in iter_members(row, states=n):
@@ -153,16 +153,16 @@ def sweep_test_lengths(profile: str, overrides: Mapping[str, Any] | None) -> lis
 
 
 def _test_lengths(profile: str, overrides: Mapping[str, Any] | None) -> list[int]:
-    from langclass.models.experiment import PROFILES
-    from langclass.models.specs import expand_lengths
-    from langclass.models.sweep import SWEEP_PROFILES
+    from langclass.models.experiments.experiment import PROFILES
+    from langclass.models.training.specs import expand_lengths
+    from langclass.models.experiments.sweep import SWEEP_PROFILES
 
     if profile not in SWEEP_PROFILES:
         raise InputError(f"unknown sweep profile {profile!r}; expected one of {', '.join(SWEEP_PROFILES)}", field="profile")
     p = SWEEP_PROFILES[profile]
     from pydantic import TypeAdapter, ValidationError
 
-    from langclass.models.specs import Lengths
+    from langclass.models.training.specs import Lengths
 
     tl = {**PROFILES[p["base"]], **p["overrides"], **(overrides or {})}["test_lengths"]
     try:
@@ -183,7 +183,7 @@ def run(states: int, alphabet: int, per_cell: int, seed: int, out_dir: str | Pat
             (:func:`census_run_summary`; null when the census was enumerated).
         write: write ``sweep.json`` / ``.csv`` / ``.md`` / ``.png`` (the sweep job keeps the
             content in its result instead).
-        should_cancel, language_progress: see :func:`langclass.models.sweep.run_sweep`.
+        should_cancel, language_progress: see :func:`langclass.models.experiments.sweep.run_sweep`.
 
     Returns:
         ``{states, alphabet, per_cell, seed, profile, census_run, cells, sample, encodings,
@@ -193,9 +193,9 @@ def run(states: int, alphabet: int, per_cell: int, seed: int, out_dir: str | Pat
         InputError, LimitExceeded: before any training (the sample's and every language's limits).
         SweepCancelled: ``should_cancel()`` turned True (the finished languages stay in ``out_dir``).
     """
-    from langclass.core.census_sample import CELL_NAMES, CELLS
-    from langclass.models.sweep import SWEEP_ENCODINGS, run_sweep
-    from langclass.models.sweep_report import aggregate, contradictions
+    from langclass.core.census.sample import CELL_NAMES, CELLS
+    from langclass.models.experiments.sweep import SWEEP_ENCODINGS, run_sweep
+    from langclass.models.experiments.sweep_report import aggregate, contradictions
 
     encs = list(encodings or SWEEP_ENCODINGS)
     langs, summary = draw(states, alphabet, per_cell, seed, _test_lengths(profile, overrides), census_run=census_run)
@@ -260,9 +260,9 @@ def heatmap_png(out: Mapping[str, Any], *, dpi: int = 110) -> bytes:
 
 
 def markdown_report(out: Mapping[str, Any]) -> str:
-    """``sweep.md``: the cells × encodings table (:func:`~langclass.models.sweep_report.markdown_table`)
+    """``sweep.md``: the cells × encodings table (:func:`~langclass.models.experiments.sweep_report.markdown_table`)
     and every contradicting run with its language (canonical DFA JSON)."""
-    from langclass.models.sweep_report import markdown_table
+    from langclass.models.experiments.sweep_report import markdown_table
 
     md = [markdown_table(out["aggregate"], out["cells"], out["encodings"]), "", "## Contradicting runs", ""]
     if out.get("census_run"):
@@ -278,7 +278,7 @@ def markdown_report(out: Mapping[str, Any]) -> str:
 
 def write_outputs(out: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path]:
     """Write ``sweep.json``, ``sweep.csv``, ``sweep.md`` and ``sweep.png``; returns their paths."""
-    from langclass.models.sweep_report import CSV_FIELDS, csv_records
+    from langclass.models.experiments.sweep_report import CSV_FIELDS, csv_records
 
     from .export_csv import csv_cell
 

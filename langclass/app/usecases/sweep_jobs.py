@@ -27,13 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field, Strict
 
 
 from langclass.core.base.errors import LimitExceeded
-from langclass.models.specs import TrainOverrides, _Integral  # integral numbers: 2 and 2.0, never true or "2"
-from langclass.models.sweep import SWEEP_ENCODINGS
+from langclass.models.training.specs import TrainOverrides, _Integral  # integral numbers: 2 and 2.0, never true or "2"
+from langclass.models.experiments.sweep import SWEEP_ENCODINGS
 
 __all__ = ["SweepRequest", "build_sweep_spec", "run_sweep_job", "sweep_report", "census_run_spec", "cell_bounds"]
 
 SweepEncoding = Literal[SWEEP_ENCODINGS]  # type: ignore[valid-type]
-"""One of the catalogue encodings a sweep trains (:data:`~langclass.models.sweep.SWEEP_ENCODINGS`)."""
+"""One of the catalogue encodings a sweep trains (:data:`~langclass.models.experiments.sweep.SWEEP_ENCODINGS`)."""
 
 
 class SweepRequest(BaseModel):
@@ -83,7 +83,7 @@ def cell_bounds(profile_counts: Any, class_keys: list[str], states: int) -> dict
     """Cell → languages of a stored run with ≤ ``states`` states in it (from the run's
     ``census_profiles`` rows ``(profile text, states, count)``; an upper bound on what can be drawn:
     the trivial languages are only excluded when the members are read)."""
-    from langclass.core.census_sample import CELLS, cell_of
+    from langclass.core.census.sample import CELLS, cell_of
 
     out = {c: 0 for c in CELLS}
     for text, n, count in profile_counts:
@@ -115,7 +115,7 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
         body: the request.
         census_run: the stored run named by ``body.census_run`` (the caller looked it up: unknown → 404).
         run_profile_counts: its ``(profile, states, count)`` rows (bounds the sample per cell).
-        limits: the service's :class:`~langclass.models.specs.JobLimits`.
+        limits: the service's :class:`~langclass.models.training.specs.JobLimits`.
 
     Returns:
         ``{"states", "alphabet", "per_cell", "seed", "profile", "encodings", "overrides",
@@ -128,8 +128,8 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
             most runs the sample can have (every cell full, or the run's cell sizes); any job limit
             of one language's experiment (``job_max_steps``, ``max_test_length``, memory, …).
     """
-    from langclass.core.census_sample import CELLS, MAX_SAMPLE_LANGUAGES, check_census_size
-    from langclass.models.sweep import MAX_SWEEP_RUNS, check_sweep, sweep_spec
+    from langclass.core.census.sample import CELLS, MAX_SAMPLE_LANGUAGES, check_census_size
+    from langclass.models.experiments.sweep import MAX_SWEEP_RUNS, check_sweep, sweep_spec
 
     from .sweep import check_census_run, sweep_test_lengths, train_spec_for
 
@@ -163,8 +163,8 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
 
 def _partial(exc: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     """A cancelled or stopped sweep's finished languages, aggregated like a whole one."""
-    from langclass.core.census_sample import CELL_NAMES, CELLS
-    from langclass.models.sweep_report import aggregate, contradictions
+    from langclass.core.census.sample import CELL_NAMES, CELLS
+    from langclass.models.experiments.sweep_report import aggregate, contradictions
 
     records = list(exc.partial.get("records") or [])
     labels = list(records[0]["encodings"]) if records else list(spec["encodings"])
@@ -202,7 +202,7 @@ def run_sweep_job(spec: Mapping[str, Any], *, progress: Callable[[dict[str, Any]
             (``"complete": False``).
         CensusDataError: the census run's data file is missing or altered.
     """
-    from langclass.models.sweep import SweepCancelled
+    from langclass.models.experiments.sweep import SweepCancelled
 
     from .sweep import run
 

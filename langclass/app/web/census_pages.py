@@ -30,7 +30,7 @@ from langclass.app.store import repository as repo
 from langclass.app.usecases.schemas import LanguageInput
 from langclass.core.algebra.lattice import CLASS_INFO, INCLUSIONS
 from langclass.core.base.errors import InputError
-from langclass.core.drawing import lattice_svg
+from langclass.core.drawing.svg import lattice_svg
 from .pages import templates
 from .problems import ForbiddenError, NotFoundError
 from .security import check_key

@@ -38,7 +38,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from langclass.core.algebra.classes.base import STATE_FIELDS, with_state_names
-from langclass.core.drawing import dfa_svg, eggbox_html, eggbox_of, lattice_svg, user_state_names, word_text
+from langclass.core.drawing.svg import dfa_svg, eggbox_html, eggbox_of, lattice_svg, user_state_names, word_text
 from langclass.core.base.errors import LangclassError
 from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS
 from langclass.app.store import jobs as jobrepo

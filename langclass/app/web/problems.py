@@ -208,7 +208,7 @@ def _loc_to_field(loc: tuple[Any, ...] | list[Any]) -> tuple[str, str | None]:
     parts = list(loc)
     where = str(parts[0]) if parts else "body"
     rest = parts[1:] if parts and parts[0] in ("body", "query", "path", "header", "cookie") else parts
-    from langclass.models.specs import field_path  # pydantic only: the path without union tags
+    from langclass.models.training.specs import field_path  # pydantic only: the path without union tags
 
     return where, field_path(rest)
 

@@ -167,7 +167,7 @@ ACCEPTANCE_DEPENDENT: frozenset[str] = frozenset()
 Every class above is characterized by its syntactic monoid or morphism (a variety, ne- or
 lm-variety of languages: see each :class:`ClassInfo`'s ``algebra``), so a language, its complement,
 and every language of the same minimal DFA transition structure share its answer; the census
-(:mod:`langclass.core.census`) classifies such classes once per syntactic monoid. A class whose
+(:mod:`langclass.core.census.run`) classifies such classes once per syntactic monoid. A class whose
 answer depends on the accepting states themselves (not closed under complement) belongs here: the
 census then decides it for every language. None at present; the census test checks, for every class
 of the lattice, that the per-monoid answers equal the per-language ones on every language with at

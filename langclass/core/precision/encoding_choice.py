@@ -21,7 +21,7 @@ FO[<,MOD] (AC⁰)             hard + position marks i mod m (``mod_onehot``,  ib
 ==========================  ==============================================  =====================================
 
 The encoding names are members of :class:`~langclass.core.precision.encoding_families.EncodingFamily`, the
-families of ``langclass.models.encodings.make_encoding`` (``"nope"``, ``"rope_periodic"``,
+families of ``langclass.models.nn.encodings.make_encoding`` (``"nope"``, ``"rope_periodic"``,
 ``"sinusoidal_periodic"``, ``"rope"``, ``"alibi"``, ``"mod_onehot"``), and every answer and
 catalogue entry carries ``build``: the ``make_encoding`` arguments of one instance (the model's
 d_model / d_head / n_heads added by the caller), so every named encoding exists; a composite name

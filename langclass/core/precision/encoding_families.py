@@ -1,7 +1,7 @@
 """The positional-encoding families, named once for core and models alike.
 
 :class:`EncodingFamily` is the contract between the theory side (``langclass.core.precision.encoding_choice``
-names the encoding that suffices for a language) and the model side (``langclass.models.encodings``
+names the encoding that suffices for a language) and the model side (``langclass.models.nn.encodings``
 registers one class per family and builds it with ``make_encoding``; the constructions of
 ``langclass.models.construct`` name the encodings they use). The registry refuses a family that is
 not a member, core spells every name through the enum, and ``tests/test_encoding_families.py``

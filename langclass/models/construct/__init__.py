@@ -1,4 +1,6 @@
-"""Exact transformers built from formulas and B-RASP programs (no training), in two stages.
+"""Stage 2 of models — construct: exact transformers from formulas and programs (plans, assembly, routes, verification); imports nn and core.
+
+Exact transformers built from formulas and B-RASP programs (no training), in two stages.
 
 **Plan** (no torch; inspectable and testable on its own, like the craft stage of tracr):
 
@@ -15,6 +17,12 @@
 :func:`build_formula_transformer`), :mod:`~langclass.models.construct.hard` (:class:`BraspTransformer`,
 :func:`build_brasp_transformer`), both writing their feed-forward layers through the one writer of
 :mod:`~langclass.models.construct.assembly`.
+
+**Choice and verification** (torch): :mod:`~langclass.models.construct.options` (the options a
+construction takes), :mod:`~langclass.models.construct.choice` (which construction a class gets),
+:mod:`~langclass.models.construct.verify` (:func:`run_construction`: build, then check the model
+against the DFA on every word to a length and on random long words) and
+:mod:`~langclass.models.construct.verify_stream` (the words it checks, in bounded chunks).
 
 Sources: *Disentangling the Expressivity of RoPE* (soft attention: §2.2 LTL[P] with NoPE, §3.2 /
 Lemma 3.2 and App. C.3 MOD with periodic RoPE, §4.2–4.3 / Cor. 4.1 and App. D Y^k with conventional
@@ -35,6 +43,7 @@ _EXPORTS = {
     "TORCH_DTYPES": "assembly", "write_feed_forward": "assembly",
     "FormulaTransformer": "soft", "build_formula_transformer": "soft", "SOURCE_SOFT": "soft",
     "BraspTransformer": "hard", "build_brasp_transformer": "hard", "SOURCE_HARD": "hard",
+    "run_construction": "verify",
     "RouteChoice": "route", "choose_hard_route": "route", "planned_parameters": "route", "ROUTES": "route",
 }
 
@@ -57,5 +66,5 @@ __all__ = [
     "build_brasp_transformer", "TORCH_DTYPES", "MAX_FFN_INPUTS",
     "FormulaPlan", "LayerPlan", "Head", "EncodingSpec", "plan_formula", "DTYPES",
     "BraspPlan", "BraspLayer", "HardHead", "plan_brasp", "Literal", "Gate", "ReluUnit", "write_feed_forward",
-    "SOURCE_SOFT", "SOURCE_HARD", "RouteChoice", "choose_hard_route", "planned_parameters", "ROUTES",
+    "SOURCE_SOFT", "SOURCE_HARD", "run_construction", "RouteChoice", "choose_hard_route", "planned_parameters", "ROUTES",
 ]

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .gates import ReluUnit, Row
+from langclass.models.construct.gates import ReluUnit, Row
 
 __all__ = ["TORCH_DTYPES", "dense", "write_feed_forward", "SparseFeedForward", "freeze"]
 

@@ -27,8 +27,8 @@ from typing import Any
 
 from langclass.core.logic.brasp import AttentionOp, BAnd, BConst, BNot, BOr, BVar, PositionOp, Program, bexpr_vars
 from langclass.core.precision.encoding_families import EncodingFamily
-from .gates import ReluUnit, Row, dnf_units
-from .plan import EncodingSpec
+from langclass.models.construct.gates import ReluUnit, Row, dnf_units
+from langclass.models.construct.plan import EncodingSpec
 
 __all__ = ["HardHead", "BraspLayer", "BraspPlan", "plan_brasp", "is_identity"]
 

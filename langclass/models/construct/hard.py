@@ -4,7 +4,7 @@
 (the plan, :mod:`~langclass.models.construct.brasp_plan`, explains the layout). Input: the word
 itself (positions 1 … n, no BOS/EOS), readout at the last position; the empty word is accepted iff
 the program declares ``empty accept``. Each head has its operation's own mask and leftmost/rightmost
-tie (:func:`langclass.models.attention.hard_attention_weights`); the feed-forward layers are the
+tie (:func:`langclass.models.nn.attention.hard_attention_weights`); the feed-forward layers are the
 plan's disjoint-cube units written by the shared writer
 (:func:`~langclass.models.construct.assembly.write_feed_forward`).
 """
@@ -19,10 +19,10 @@ from torch import nn
 
 from langclass.core.logic.brasp import AttentionOp, Program
 from langclass.core.base.errors import InputError
-from ..attention import hard_attention_weights
-from ..encodings import make_encoding
-from .assembly import TORCH_DTYPES, SparseFeedForward, dense, freeze, write_feed_forward
-from .brasp_plan import BraspPlan, HardHead, plan_brasp
+from langclass.models.nn.attention import hard_attention_weights
+from langclass.models.nn.encodings import make_encoding
+from langclass.models.construct.assembly import TORCH_DTYPES, SparseFeedForward, dense, freeze, write_feed_forward
+from langclass.models.construct.brasp_plan import BraspPlan, HardHead, plan_brasp
 
 __all__ = ["BraspTransformer", "build_brasp_transformer", "SOURCE_HARD"]
 
@@ -39,7 +39,7 @@ units × inputs entries, more than the dense product costs at this width. Both a
 
 class _HardHead(nn.Module):
     """One unique-hard-attention head with its own mask and tie rule (built on
-    :func:`langclass.models.attention.hard_attention_weights`).
+    :func:`langclass.models.nn.attention.hard_attention_weights`).
 
     Score ``q_i · k_j`` with ``q = x W_q``, ``k = x W_k``; output ``weights @ (x W_v)`` written back
     through ``W_o``. Masks: none / future (j < i) / past (j > i) / non-strict variants.

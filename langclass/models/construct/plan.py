@@ -30,7 +30,7 @@ from langclass.core.logic import formulas as F
 from langclass.core.precision.encoding_families import COMPOSITE_SEPARATOR, EncodingFamily
 from langclass.core.base.errors import InputError, UnsupportedError
 from langclass.core.precision.numerics import delta_L, f_large, float_format
-from .gates import Gate, Literal, ReluUnit, Row, gate_units, literal_row
+from langclass.models.construct.gates import Gate, Literal, ReluUnit, Row, gate_units, literal_row
 
 __all__ = [
     "DTYPES", "ConstructionOptions", "Head", "EncodingSpec", "LayerPlan", "FormulaPlan", "plan_formula", "mod_delta",

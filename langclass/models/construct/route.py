@@ -45,8 +45,8 @@ from langclass.core.synthesis.cascade_brasp import cascade_program
 from langclass.core.synthesis.fo_mod import synthesize_fo_mod
 from langclass.core.synthesis.starfree import MAX_STAR_FREE_NODES
 
-from .brasp_plan import BraspPlan, is_identity, plan_brasp
-from .size import planned_parameters  # the one count, shared with the parameter budget
+from langclass.models.construct.brasp_plan import BraspPlan, is_identity, plan_brasp
+from langclass.models.construct.size import planned_parameters  # the one count, shared with the parameter budget
 
 __all__ = ["ROUTES", "RouteChoice", "CascadeCandidate", "plan_cascade", "choose_hard_route", "planned_parameters",
            "parameters_at_least", "local_divisor_node_bound", "local_divisor_synthesis", "local_divisor_candidate"]

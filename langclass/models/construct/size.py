@@ -24,8 +24,8 @@ from typing import Any
 from langclass.core.base.errors import LimitExceeded
 from langclass.core.base.limits import Limits
 
-from .brasp_plan import BraspPlan
-from .plan import FormulaPlan
+from langclass.models.construct.brasp_plan import BraspPlan
+from langclass.models.construct.plan import FormulaPlan
 
 __all__ = ["planned_parameters", "check_parameter_budget", "plan_size"]
 
@@ -42,7 +42,7 @@ def planned_parameters(plan: FormulaPlan | BraspPlan) -> int:
     """
     D = plan.d_model
     if isinstance(plan, FormulaPlan):
-        from ..tokens import NUM_SPECIAL  # here, so that sizing a B-RASP plan loads no torch
+        from langclass.models.nn.tokens import NUM_SPECIAL  # here, so that sizing a B-RASP plan loads no torch
 
         total = (NUM_SPECIAL + len(plan.alphabet)) * D + D + 1
         for layer in plan.layers:

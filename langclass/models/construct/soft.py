@@ -36,11 +36,11 @@ from torch import nn
 
 from langclass.core.logic import formulas as F
 from langclass.core.precision.numerics import certified_length
-from ..attention import MultiHeadAttention
-from ..encodings import make_encoding
-from ..tokens import BOS, EOS, NUM_SPECIAL, PAD
-from .assembly import dense, freeze, write_feed_forward
-from .plan import ConstructionOptions, FormulaPlan, Head, mod_delta, plan_formula
+from langclass.models.nn.attention import MultiHeadAttention
+from langclass.models.nn.encodings import make_encoding
+from langclass.models.nn.tokens import BOS, EOS, NUM_SPECIAL, PAD
+from langclass.models.construct.assembly import dense, freeze, write_feed_forward
+from langclass.models.construct.plan import ConstructionOptions, FormulaPlan, Head, mod_delta, plan_formula
 
 __all__ = ["FormulaTransformer", "build_formula_transformer", "SOURCE_SOFT"]
 
@@ -55,7 +55,7 @@ def _plan_field(name: str, doc: str) -> property:
 class FormulaTransformer(nn.Module):
     """A soft-attention transformer simulating one formula (see the module docstring).
 
-    Forward: ``ids int64 [batch, seq]`` (``BOS w EOS`` right-padded, :mod:`langclass.models.tokens`),
+    Forward: ``ids int64 [batch, seq]`` (``BOS w EOS`` right-padded, :mod:`langclass.models.nn.tokens`),
     ``valid bool [batch, seq]`` → hidden states ``[batch, seq, d_model]``. :meth:`decide` gives the
     accept logits at EOS ``[batch]``; :meth:`literal_values` the value of every formula node at every
     position ``{node: [batch, seq]}``. The plan it was assembled from is :attr:`plan`.

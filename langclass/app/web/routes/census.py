@@ -103,7 +103,7 @@ async def get_census_run(
     offset: Annotated[int, Query(ge=0, le=2**40, description="members to skip")] = 0,
     limit: Annotated[int, Query(ge=1, le=200, description="members per page")] = 50,
 ) -> dict[str, Any]:
-    """The run's counts (:meth:`langclass.core.census.Census.to_dict`) and, when ``in``, ``not_in``
+    """The run's counts (:meth:`langclass.core.census.run.Census.to_dict`) and, when ``in``, ``not_in``
     or ``states`` is given, ``members``: the languages in every class of ``in`` and decided outside
     every class of ``not_in`` (``?in=ltl_p_y_mod&not_in=ltl_p_y``), in the run's order.
 

@@ -2,7 +2,7 @@
 
 L- and R-triviality, (reverse) definiteness, local L-triviality, and the stable semigroup's
 R-triviality and local R-triviality — the last two are the algebraic tests of LTL[P,MOD] and
-LTL[P,Y] restricted to T = η(Σ^s), which :func:`langclass.core.analysis.analyze` compares with the
+LTL[P,Y] restricted to T = η(Σ^s), which :func:`langclass.core.classification.analysis.analyze` compares with the
 automaton tests (J.-E. Pin, *Mathematical Foundations of Automata Theory*, ch. V and XI).
 """
 

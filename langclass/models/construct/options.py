@@ -1,0 +1,59 @@
+"""The options of a construct spec: the accepted keys and the typed readers of their values.
+
+:func:`langclass.models.construct.verify.run_construction` reads every option through these; an unknown key or
+a value out of range is an :class:`~langclass.core.base.errors.InputError` naming ``options.<key>``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from langclass.core.base.errors import InputError
+
+_OPTION_KEYS = {"y_mode", "dtype", "attention", "all_words_up_to", "random_words", "random_max_length", "seed", "g", "C_y",
+                "C_p", "target_length", "mod_safety", "beyond_n_max", "n_max_cap", "threads", "mask", "by_class",
+                "max_parameters", "route"}
+
+
+def _options(spec: Mapping) -> dict[str, Any]:
+    opts = dict(spec.get("options") or {})
+    for key in _OPTION_KEYS:
+        if key in spec:
+            opts[key] = spec[key]
+    unknown = set(opts) - _OPTION_KEYS
+    if unknown:
+        raise InputError(f"unknown construction option(s) {sorted(unknown)}; expected some of {sorted(_OPTION_KEYS)}",
+                         field="options")
+    return opts
+
+
+def _int_opt(opts: Mapping, key: str, default: int | None, lo: int, hi: int) -> int | None:
+    v = opts.get(key, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise InputError(f"option {key} must be an integer in [{lo}, {hi}], got {v!r}", field=f"options.{key}")
+    return v
+
+
+def _lengths(lo: int, hi: int, count: int) -> list[int]:
+    """Up to ``count`` distinct lengths from lo to hi (inclusive), geometrically spaced, always including hi."""
+    if hi < lo or count <= 0:
+        return []
+    if count == 1:
+        return [hi]
+    xs = np.unique(np.round(np.geomspace(max(lo, 1), hi, count)).astype(int))
+    return [int(x) for x in xs if lo <= x <= hi]
+
+
+def _float_opt(opts: Mapping, key: str, default: float | None) -> float | None:
+    v = opts.get(key, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
+        raise InputError(f"option {key} must be a finite number, got {v!r}", field=f"options.{key}")
+    return float(v)
