@@ -14,8 +14,7 @@ Public entry points: :class:`~langclass.models.nn.recognizer.Recognizer` with
 :class:`~langclass.models.nn.tokens.Vocabulary`. Nothing here imports :mod:`langclass.app`.
 """
 
-from importlib import import_module
-from typing import Any
+from langclass.core.base.lazy import lazy_exports
 
 # Imported lazily (PEP 562), so that torch-free submodules such as ``langclass.models.training.specs`` (the
 # job-spec models the API validates with) can be imported without loading torch.
@@ -26,14 +25,7 @@ _EXPORTS = {
     "BOS": "nn.tokens", "EOS": "nn.tokens", "PAD": "nn.tokens", "Batch": "nn.tokens", "Vocabulary": "nn.tokens",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [

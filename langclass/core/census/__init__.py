@@ -9,26 +9,14 @@ counts them (:mod:`.run`), and the stratified samples of its cells that the swee
 names of :mod:`.run` are re-exported here, loaded on first use (PEP 562).
 """
 
-from importlib import import_module
-from typing import Any
+from langclass.core.base.lazy import lazy_exports
 
 _EXPORTS = {
     "census": "run", "Census": "run", "classify": "run", "run_shard": "run", "local_runner": "run",
     "expected_languages": "run", "format_census": "run", "profile_text": "run",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = sorted(_EXPORTS)

@@ -9,8 +9,7 @@ Pictures of a language, as SVG or HTML strings with no Graphviz needed: the mini
 the names of :mod:`.svg` are re-exported here, loaded on first use (PEP 562).
 """
 
-from importlib import import_module
-from typing import Any
+from langclass.core.base.lazy import lazy_exports
 
 _EXPORTS = {
     "dfa_svg": "svg", "eggbox": "svg", "eggbox_html": "svg", "eggbox_of": "svg", "EggBox": "svg",
@@ -18,18 +17,7 @@ _EXPORTS = {
     "layered_layout": "svg",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = sorted(_EXPORTS)

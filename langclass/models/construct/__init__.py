@@ -32,8 +32,7 @@ attention: Lemma 13, Thm 24, B-RASP → masked unique-hard-attention transformer
 Names are loaded lazily (PEP 562), so importing the plan modules loads no torch.
 """
 
-from importlib import import_module
-from typing import Any
+from langclass.core.base.lazy import lazy_exports
 
 _EXPORTS = {
     "ConstructionOptions": "plan", "FormulaPlan": "plan", "LayerPlan": "plan", "Head": "plan", "EncodingSpec": "plan",
@@ -47,18 +46,7 @@ _EXPORTS = {
     "RouteChoice": "route", "choose_hard_route": "route", "planned_parameters": "route", "ROUTES": "route",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [
