@@ -202,3 +202,31 @@ def test_random_programs_round_trip_and_match_the_definition(prog):
             s = "".join(w)
             want = prog.accepts_empty if not s else bool(_by_definition(prog, s, prog.output, n - 1))
             assert prog.evaluate(s) == want == q.evaluate(s)
+
+
+@settings(max_examples=30, deadline=None)
+@given(programs(), st.integers(0, 7), st.integers(0, 2**31))
+def test_batch_interpreter_equals_the_word_interpreter(prog, n, seed):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    words = rng.integers(0, 2, size=(5, n))
+    batch = prog.evaluate_batch(words)
+    for b in range(5):
+        one = prog.evaluate_all([prog.alphabet[i] for i in words[b]])
+        for name, col in one.items():
+            assert [x for x in batch[name][b].tolist()] == col
+
+
+def test_batch_interpreter_uses_exact_integers_for_huge_counts():
+    import numpy as np
+
+    ops = (CraspOp("Qa", "symbol", ("a",)), CraspOp("A", "count", ("Qa",)),
+           CraspOp("X", "linear", (((MAX_ABS_INT, "A"),), 0)), CraspOp("Y", "linear", (((MAX_ABS_INT, "X"),), 0)),
+           CraspOp("Z", "linear", (((MAX_ABS_INT, "Y"),), -1)), CraspOp("K", "linear", ((), 0)),
+           CraspOp("Out", "compare", ("Z", ">", "K")))
+    p = CraspProgram(("a", "b"), ops, "Out", False)
+    vals = p.evaluate_batch(np.zeros((1, 3), dtype=np.int64))
+    assert vals["Z"][0, 2] == 3 * MAX_ABS_INT ** 3 - 1 and vals["Out"][0].tolist() == [True] * 3
+    with pytest.raises(InputError):
+        p.evaluate_batch(np.array([[0, 2]]))

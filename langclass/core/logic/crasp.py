@@ -351,6 +351,60 @@ class CraspProgram:
             vals[op.name] = v
         return vals
 
+    def evaluate_batch(self, words: "np.ndarray") -> dict[str, "np.ndarray"]:
+        """Every operation at every position of a batch of equal-length words, vectorized.
+
+        Args:
+            words: ``int [batch, n]`` letter indices into :attr:`alphabet`.
+
+        Returns:
+            ``{name: [batch, n]}`` — bool arrays for Boolean ops, int64 arrays for counts (Python
+            integers in an object array when a count could exceed 2^62 at this length).
+
+        Raises:
+            InputError: an index outside the alphabet.
+        """
+        import numpy as np
+
+        words = np.asarray(words)
+        if words.ndim != 2:
+            raise InputError("words must be a [batch, n] array of letter indices", field="words")
+        if words.size and (words.min() < 0 or words.max() >= len(self.alphabet)):
+            raise InputError("a letter index is outside the alphabet", field="words")
+        B, n = words.shape
+        bound: dict[str, int] = {}
+        for op in self.ops:  # largest |count| per position, to pick an exact integer type
+            if op.kind == "count":
+                bound[op.name] = n
+            elif op.kind == "linear":
+                bound[op.name] = sum(abs(c) * bound[x] for c, x in op.args[0]) + abs(op.args[1])
+        big = any(b >= 2 ** 62 for b in bound.values())
+        itype = object if big else np.int64
+        vals: dict[str, np.ndarray] = {}
+        for op in self.ops:
+            k, a = op.kind, op.args
+            if k == "symbol":
+                v = words == self.alphabet.index(a[0])
+            elif k == "const_bool":
+                v = np.full((B, n), a[0], dtype=bool)
+            elif k == "not":
+                v = ~vals[a[0]]
+            elif k == "and":
+                v = np.logical_and.reduce([vals[x] for x in a])
+            elif k == "or":
+                v = np.logical_or.reduce([vals[x] for x in a])
+            elif k == "count":
+                v = np.cumsum(vals[a[0]].astype(itype), axis=1, dtype=itype)
+            elif k == "linear":
+                v = np.full((B, n), a[1], dtype=itype)
+                for c, x in a[0]:
+                    v = v + c * vals[x]
+            else:
+                v = _REL_FN[a[1]](vals[a[0]], vals[a[2]])
+                v = np.asarray(v, dtype=bool)
+            vals[op.name] = v
+        return vals
+
     def evaluate(self, word: str | Sequence[str]) -> bool:
         """Membership: ``accepts_empty`` for the empty word, else the output at the last position."""
         syms = self._symbols(word)
