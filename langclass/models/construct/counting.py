@@ -121,6 +121,27 @@ class CountingTransformer(nn.Module):
             x = x + ffn(x) if not isinstance(ffn, nn.Identity) else x
         return x
 
+    def extend(self, ids: torch.Tensor, caches: list | None = None) -> tuple[torch.Tensor, list]:
+        """Incremental evaluation: hidden states ``[batch, t_new, d_model]`` of ``t_new`` further tokens
+        given the per-layer key/value caches of the tokens before them (None = start); prefill and
+        decode in any split equal :meth:`forward` up to the matmul blocking (long words without a
+        seq × seq score matrix).
+
+        Returns:
+            ``(hidden, caches)``.
+        """
+        caches = list(caches) if caches is not None else [None] * len(self.attn)
+        start = next((c.length for c in caches if c is not None), 0)
+        T = ids.shape[1]
+        x = self.embed(ids)
+        pos = self.encoding.position_ids(start + T, device=ids.device)[:, start:]
+        for l, (attn, norm, ffn, has) in enumerate(zip(self.attn, self.norms, self.ffns, self.has_attention)):
+            if has:
+                out, caches[l] = attn.step(x, pos, caches[l], None, self.encoding)
+                x = norm(x + out)
+            x = x + ffn(x) if not isinstance(ffn, nn.Identity) else x
+        return x, caches
+
     def decide(self, ids: torch.Tensor, valid: torch.Tensor | None = None,
                last_index: torch.Tensor | None = None) -> torch.Tensor:
         """Accept logits ``[batch]`` (> 0 ⇔ accept) read at ``last_index int64 [batch]`` (default: the

@@ -48,7 +48,8 @@ from langclass.core.base.errors import InputError
 from langclass.core.logic.crasp import CraspProgram
 from .gates import Literal, ReluUnit, Row
 
-__all__ = ["Channel", "CountingLayer", "CountingPlan", "plan_counting", "SOURCE_COUNTING", "affine_forms"]
+__all__ = ["Channel", "CountingLayer", "CountingPlan", "plan_counting", "SOURCE_COUNTING", "affine_forms",
+           "planned_counting_parameters"]
 
 SOURCE_COUNTING = ("Counting Like Transformers: Compiling Temporal Counting Logic into Softmax Transformers "
                    "(Yang & Chiang, 2024), §4: C-RASP compiled into a future-masked softmax transformer "
@@ -272,3 +273,20 @@ def plan_counting(program: CraspProgram, max_d_model: int | None = None) -> Coun
     acc[c_bos] = acc.get(c_bos, 0) + (2 if program.accepts_empty else 0)
     return CountingPlan(program, program.alphabet, tuple(names), c_bos, c_notbos, c_letter, dict(lits), dict(times),
                         layers, row(acc))
+
+
+def planned_counting_parameters(plan: CountingPlan) -> int:
+    """Parameters the assembly (:class:`~langclass.models.construct.counting.CountingTransformer`)
+    allocates for ``plan``, from its shapes alone: token embedding (PAD, BOS, EOS + |Σ|) × d_model;
+    per attention layer with m channels (one head of width m) Q/K/V/O with biases,
+    4·m·d_model + 3·m + d_model; per feed-forward layer with U units 2·U·d_model + U + d_model; the
+    readout d_model + 1. (Pair normalizations have no parameters.)"""
+    D = plan.d_model
+    total = (3 + len(plan.alphabet)) * D + D + 1
+    for layer in plan.layers:
+        m, U = len(layer.channels), len(layer.units)
+        if m:
+            total += 4 * m * D + 3 * m + D
+        if U:
+            total += 2 * U * D + U + D
+    return total
