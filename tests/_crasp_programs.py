@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-from langclass.core.logic.crasp import CraspOp as Op, CraspProgram
+from hypothesis import strategies as st
+
+from langclass.core.logic.crasp import RELATIONS, CraspOp, CraspOp as Op, CraspProgram
 
 
 def ab_star() -> CraspProgram:
@@ -105,3 +107,31 @@ ORACLES = {
     "constants_depth3": (constants_depth3, oracle_constants_depth3),
 }
 EXPECTED_DEPTH = {"ab_star": 2, "ab_ba_star": 2, "majority": 1, "dyck1": 2, "constants_depth3": 3}
+
+
+@st.composite
+def programs(draw):
+    alphabet = ("a", "b")
+    ops: list[CraspOp] = [CraspOp("Qa", "symbol", ("a",)), CraspOp("Qb", "symbol", ("b",))]
+    bools, counts = ["Qa", "Qb"], []
+    for k in range(draw(st.integers(1, 12))):
+        name = f"v{k}"
+        choices = ["not", "and", "or", "count", "const_bool"] + (["linear", "compare"] if counts else [])
+        kind = draw(st.sampled_from(choices))
+        if kind == "not":
+            op = CraspOp(name, kind, (draw(st.sampled_from(bools)),))
+        elif kind in ("and", "or"):
+            op = CraspOp(name, kind, tuple(draw(st.lists(st.sampled_from(bools), min_size=1, max_size=3))))
+        elif kind == "count":
+            op = CraspOp(name, kind, (draw(st.sampled_from(bools)),))
+        elif kind == "const_bool":
+            op = CraspOp(name, kind, (draw(st.booleans()),))
+        elif kind == "linear":
+            terms = draw(st.lists(st.tuples(st.integers(-3, 3), st.sampled_from(counts)), max_size=3))
+            op = CraspOp(name, kind, (tuple(terms), draw(st.integers(-3, 3))))
+        else:
+            op = CraspOp(name, kind, (draw(st.sampled_from(counts)), draw(st.sampled_from(RELATIONS)),
+                                      draw(st.sampled_from(counts))))
+        ops.append(op)
+        (bools if op.type == "bool" else counts).append(name)
+    return CraspProgram(alphabet, tuple(ops), draw(st.sampled_from(bools)), draw(st.booleans()))

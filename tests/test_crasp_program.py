@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from langclass.core.base.errors import InputError
 from langclass.core.logic.crasp import (
-    MAX_ABS_INT, MAX_OPS, RELATIONS, CraspOp, CraspProgram, iter_words,
+    MAX_ABS_INT, MAX_OPS, CraspOp, CraspProgram, iter_words,
 )
 
-from _crasp_programs import EXPECTED_DEPTH, ORACLES, ab_star, majority
+from _crasp_programs import EXPECTED_DEPTH, ORACLES, ab_star, majority, programs
 
 
 @pytest.mark.parametrize("key", sorted(ORACLES))
@@ -141,34 +141,6 @@ def test_good_json_still_loads():
 
 
 # ------------------------------------------------------------------ random programs
-@st.composite
-def programs(draw):
-    alphabet = ("a", "b")
-    ops: list[CraspOp] = [CraspOp("Qa", "symbol", ("a",)), CraspOp("Qb", "symbol", ("b",))]
-    bools, counts = ["Qa", "Qb"], []
-    for k in range(draw(st.integers(1, 12))):
-        name = f"v{k}"
-        choices = ["not", "and", "or", "count", "const_bool"] + (["linear", "compare"] if counts else [])
-        kind = draw(st.sampled_from(choices))
-        if kind == "not":
-            op = CraspOp(name, kind, (draw(st.sampled_from(bools)),))
-        elif kind in ("and", "or"):
-            op = CraspOp(name, kind, tuple(draw(st.lists(st.sampled_from(bools), min_size=1, max_size=3))))
-        elif kind == "count":
-            op = CraspOp(name, kind, (draw(st.sampled_from(bools)),))
-        elif kind == "const_bool":
-            op = CraspOp(name, kind, (draw(st.booleans()),))
-        elif kind == "linear":
-            terms = draw(st.lists(st.tuples(st.integers(-3, 3), st.sampled_from(counts)), max_size=3))
-            op = CraspOp(name, kind, (tuple(terms), draw(st.integers(-3, 3))))
-        else:
-            op = CraspOp(name, kind, (draw(st.sampled_from(counts)), draw(st.sampled_from(RELATIONS)),
-                                      draw(st.sampled_from(counts))))
-        ops.append(op)
-        (bools if op.type == "bool" else counts).append(name)
-    return CraspProgram(alphabet, tuple(ops), draw(st.sampled_from(bools)), draw(st.booleans()))
-
-
 def _by_definition(prog: CraspProgram, word: str, name: str, i: int):
     """Value of ``name`` at position ``i`` straight from the definition (recursive, no prefix sums)."""
     op = prog.op(name)

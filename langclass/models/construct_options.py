@@ -18,6 +18,12 @@ _OPTION_KEYS = {"y_mode", "dtype", "attention", "all_words_up_to", "random_words
                 "C_p", "target_length", "mod_safety", "beyond_n_max", "n_max_cap", "threads", "mask", "by_class",
                 "max_parameters", "route", "setting", "crasp_program"}
 
+MAX_VERIFY_WORDS = 3_000_000
+"""Most words the exhaustive phase may check (Σ_{L ≤ n} |Σ|^L)."""
+
+MAX_RANDOM_LENGTH = 100_000
+"""Longest random word a verification may use."""
+
 SETTINGS = ("fixed", "causal")
 """Construction settings: ``fixed`` — the fixed-precision constructions (soft attention with a strict
 mask, hard attention); ``causal`` — the C-RASP construction, soft attention with a non-strict causal

@@ -46,7 +46,7 @@ from .construct_choice import MASK_CHOICES, by_class as _by_class, language_clas
 from .construct_choice import nonstrict as _nonstrict, nonstrict_route, plan_model as _plan
 from .construct.route import ROUTES, choose_hard_route, local_divisor_candidate
 from .construct_options import _OPTION_KEYS, _count_words, _float_opt, _int_opt, _lengths, _options  # noqa: F401 (re-exported)
-from .construct_options import default_all_words_length, is_causal
+from .construct_options import MAX_RANDOM_LENGTH, MAX_VERIFY_WORDS, default_all_words_length, is_causal
 from .construct.route_marked import default_y_mode
 from .tokens import BOS, EOS, NUM_SPECIAL
 from .verify_stream import CHUNK_ENTRIES, CancellableLimits as _CancellableLimits, ConstructionCancelled
@@ -54,12 +54,6 @@ from .verify_stream import Guard as _Guard, all_words as _all_words, query_block
 
 __all__ = ["run_construction", "validate_spec", "ConstructionCancelled", "verify_formula_model", "verify_brasp_model",
            "default_all_words_length", "MAX_VERIFY_WORDS", "MAX_RANDOM_LENGTH", "CHUNK_ENTRIES", "MASK_CHOICES"]
-
-MAX_VERIFY_WORDS = 3_000_000
-"""Most words the exhaustive phase may check (Σ_{L ≤ n} |Σ|^L)."""
-
-MAX_RANDOM_LENGTH = 100_000
-"""Longest random word a verification may use."""
 
 
 

@@ -38,7 +38,8 @@ from langclass.core.precision.counting import counting_precision_report
 from langclass.version import code_version
 from .construct.counting import CountingTransformer
 from .construct.counting_plan import CountingPlan, plan_counting, planned_counting_parameters
-from .construct_options import _count_words, _int_opt, _lengths, _options, default_all_words_length
+from .construct_options import MAX_RANDOM_LENGTH, MAX_VERIFY_WORDS, _count_words, _int_opt, _lengths, _options
+from .construct_options import default_all_words_length
 from .tokens import BOS, NUM_SPECIAL
 from .verify_stream import CancellableLimits, Guard, query_block, word_chunks
 
@@ -238,12 +239,12 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         max_parameters = limits.max_parameters if max_parameters is None else min(max_parameters, limits.max_parameters)
     planned = planned_counting_parameters(plan)
     if max_parameters is not None and planned > max_parameters:
-        raise LimitExceeded("max_parameters", max_parameters, f"the planned model has {planned:,} parameters "
-                            f"(> max_parameters = {max_parameters:,})", field="options.max_parameters", planned=planned)
+        err = LimitExceeded("max_parameters", max_parameters, f"the planned model has {planned:,} parameters "
+                            f"(> max_parameters = {max_parameters:,})", field="options.max_parameters")
+        err.extra["planned"] = {"parameters": planned, **plan.summary()}
+        raise err
     k = len(program.alphabet)
     n_all = _int_opt(opts, "all_words_up_to", default_all_words_length(k), 0, 64)
-    from .verify import MAX_RANDOM_LENGTH, MAX_VERIFY_WORDS
-
     if _count_words(k, n_all) > MAX_VERIFY_WORDS:
         raise LimitExceeded("max_verify_words", MAX_VERIFY_WORDS, f"all words up to length {n_all} over {k} letters "
                             f"are {_count_words(k, n_all)} words; lower all_words_up_to", field="options.all_words_up_to")
