@@ -17,7 +17,7 @@ certified length of the model's format (:mod:`langclass.core.precision.counting`
 words are checked and reported apart (``beyond_n_max``), as for conventional RoPE.
 
 Source: *Counting Like Transformers: Compiling Temporal Counting Logic into Softmax Transformers*
-(Yang & Chiang, 2024), §4.
+(Yang & Chiang, 2024), the compilation theorem.
 """
 
 from __future__ import annotations

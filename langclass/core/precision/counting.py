@@ -5,7 +5,7 @@ sign of one uniform-attention channel ``z(i) = ŵ·S`` with ``S = Σ_{j≤i} v(j
 integer, so ``|S| ≥ ½``) and equal weights ``ŵ`` on the ``n = i + 1`` visible positions; a layer
 normalization of ``(z, −z)`` keeps only the sign. In exact arithmetic this is right at every
 length (*Counting Like Transformers: Compiling Temporal Counting Logic into Softmax Transformers*,
-§4); in a floating-point format with unit roundoff ``u = 2^−p`` the computed channel is
+the compilation theorem); in a floating-point format with unit roundoff ``u = 2^−p`` the computed channel is
 
     ẑ = fl(Σ_j fl(ŵ·v(j)))     (any summation order),
 

@@ -7,7 +7,7 @@ so uniform weights 1/(i + 1); one value channel per comparison), a layer normali
 channel's coordinate pair (:class:`PairNorm`), and a ReLU feed-forward layer (the shared writer
 :func:`~langclass.models.construct.assembly.write_feed_forward`). See
 :mod:`~langclass.models.construct.counting_plan` for the construction and its source (*Counting
-Like Transformers: Compiling Temporal Counting Logic into Softmax Transformers*, §4).
+Like Transformers: Compiling Temporal Counting Logic into Softmax Transformers*, the compilation theorem).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ class CountingTransformer(nn.Module):
 
 def build_counting_transformer(program: CraspProgram, dtype: str = "float32") -> CountingTransformer:
     """Compile a C-RASP program into an exact soft-attention NoPE transformer with a non-strict mask
-    (plan, then assemble; *Counting Like Transformers*, §4).
+    (plan, then assemble; the compilation theorem of *Counting Like Transformers*).
 
     Args:
         program: a :class:`~langclass.core.logic.crasp.CraspProgram`.

@@ -2,7 +2,7 @@
 → a :class:`CountingPlan` for a soft-attention NoPE transformer with a NON-STRICT causal mask.
 
 The compilation theorem of Yang & Chiang, *Counting Like Transformers: Compiling Temporal Counting
-Logic into Softmax Transformers* (§4, C-RASP → future-masked softmax transformer), specialised as
+Logic into Softmax Transformers* (C-RASP → future-masked softmax transformer), specialised as
 follows (the model is assembled by :mod:`langclass.models.construct.counting`):
 
 * **Input** ``BOS w_1 … w_n``: BOS at sequence index 0, letter i at index i; the model's decision is
@@ -52,7 +52,7 @@ __all__ = ["Channel", "CountingLayer", "CountingPlan", "plan_counting", "SOURCE_
            "planned_counting_parameters"]
 
 SOURCE_COUNTING = ("Counting Like Transformers: Compiling Temporal Counting Logic into Softmax Transformers "
-                   "(Yang & Chiang, 2024), §4: C-RASP compiled into a future-masked softmax transformer "
+                   "(Yang & Chiang, 2024), compilation theorem: C-RASP compiled into a future-masked softmax transformer "
                    "(uniform attention for counts, layer normalization for comparisons)")
 
 
