@@ -305,3 +305,51 @@ def test_cli_with_the_crasp_certificate():
     assert "exact      True   all words ≤ 12 (8191 words), random words ≤ 2000" in res.output
     res = runner.invoke(app, ["construct", "--regex", "(aa)*", "--alphabet", "a", "--setting", "causal"])
     assert res.exit_code == 2 and "no C-RASP program" in res.output
+
+
+# ---------------------------------------------------------------- job API and page
+_HAS_DECIDER = "crasp" in __import__("langclass.core.algebra.classes", fromlist=["REGISTRY"]).REGISTRY
+
+
+def _store(client, regex: str, alphabet: list[str]) -> str:
+    r = client.post("/v1/languages", json={"regex": regex, "alphabet": alphabet})
+    assert r.status_code in (200, 201), r.text
+    return r.json()["id"]
+
+
+def test_construct_job_in_the_causal_setting_and_its_page(make_client, sqlite_url):
+    """A job spec with setting causal and a given program runs and its page names the setting; bad
+    causal options are 422 naming the option."""
+    import time
+
+    from langclass.app.store.db import upgrade
+
+    upgrade(sqlite_url)
+    client = make_client(sqlite_url, job_lease_s=5.0, worker_slots=1)
+    lid = _store(client, "(ab|ba)*", ["a", "b"])
+    body = {"kind": "construct", "setting": "causal", "crasp_program": ab_ba_star().to_json(), "all_words_up_to": 6,
+            "random_words": 2, "random_max_length": 100}
+    r = client.post(f"/v1/languages/{lid}/experiments", json=body)
+    assert r.status_code == 202, r.text
+    jid = r.json()["id"]
+    end = time.monotonic() + 90
+    while (job := client.get(f"/v1/jobs/{jid}").json())["status"] not in ("succeeded", "failed") and time.monotonic() < end:
+        time.sleep(0.1)
+    assert job["status"] == "succeeded", job.get("error")
+    res = job["result"]
+    assert res["exact"] and res["agrees_with_dfa"] and res["setting"] == "causal" and res["mask"] == "nonstrict"
+    page = client.get(f"/jobs/{jid}").text
+    assert "causal setting (C-RASP program of depth 2, non-strict mask)" in page and "N_max = <b>2894</b>" in page
+    bad = client.post(f"/v1/languages/{lid}/experiments", json={**body, "mask": "strict"})
+    assert bad.status_code == 422 and bad.json()["field"] == "options.mask"
+
+
+@pytest.mark.skipif(not _HAS_DECIDER, reason="needs the crasp decider")
+def test_construct_job_refuses_a_language_without_a_crasp_program(make_client, sqlite_url):
+    from langclass.app.store.db import upgrade
+
+    upgrade(sqlite_url)
+    client = make_client(sqlite_url, worker_slots=0)
+    lid = _store(client, "(aa)*", ["a", "b"])
+    r = client.post(f"/v1/languages/{lid}/experiments", json={"kind": "construct", "setting": "causal"})
+    assert r.status_code == 422 and "no C-RASP program" in r.json()["detail"], r.text
