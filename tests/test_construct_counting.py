@@ -353,3 +353,21 @@ def test_construct_job_refuses_a_language_without_a_crasp_program(make_client, s
     lid = _store(client, "(aa)*", ["a", "b"])
     r = client.post(f"/v1/languages/{lid}/experiments", json={"kind": "construct", "setting": "causal"})
     assert r.status_code == 422 and "no C-RASP program" in r.json()["detail"], r.text
+
+
+def test_verification_catches_a_tampered_model():
+    """The checks can fail: a value weight off by one (a count of the wrong letter) and a flipped
+    readout are both reported, with the first failing word."""
+    prog = ab_ba_star()
+    model = build_counting_transformer(prog)
+    with torch.no_grad():
+        model.attn[0].v_proj.weight[0, model.plan.c_letter["a"]] += 1.0
+    out = verify_counting_model(model, prog, None, all_words_up_to=6, random_lengths=[])
+    assert out["all_words"]["sim_inexact"] > 0 and out["all_words"]["first_inexact"] is not None
+    model = build_counting_transformer(prog)
+    with torch.no_grad():
+        model.readout.weight.mul_(-1.0)
+        model.readout.bias.mul_(-1.0)
+    out = verify_counting_model(model, prog, None, all_words_up_to=4, random_lengths=[])
+    assert out["all_words"]["wrong"] == out["all_words"]["checked"] and out["all_words"]["sim_inexact"] == 0
+    assert out["all_words"]["first_failure"]["word"] == ""
