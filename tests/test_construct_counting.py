@@ -74,7 +74,7 @@ def test_planned_parameters_equal_the_built_model(key):
     model = CountingTransformer(plan)
     assert planned_counting_parameters(plan) == sum(p.numel() for p in model.parameters())
     assert model.describe()["parameters"] == planned_counting_parameters(plan)
-    assert plan.summary()["attention_layers"] <= prog.depth()
+    assert plan.summary()["attention_layers"] == prog.depth()
 
 
 def test_uniform_attention_and_pair_normalization_values():
@@ -99,6 +99,9 @@ def test_uniform_attention_and_pair_normalization_values():
 @given(programs())
 def test_random_programs_compile_exactly(prog):
     model = build_counting_transformer(prog, "float32")
+    has_compare = any(op.kind == "compare" for op in prog.needed())
+    depth = max(prog.depth(), 1) if has_compare else 0
+    assert model.plan.summary()["attention_layers"] == depth  # one attention layer per count depth
     out = verify_counting_model(model, prog, None, all_words_up_to=6, random_lengths=[40, 200])
     for acc in (out["all_words"], out["random"]):
         assert acc["wrong"] == 0 and acc["sim_inexact"] == 0, (prog.render(), acc)

@@ -30,7 +30,8 @@ follows (the model is assembled by :mod:`langclass.models.construct.counting`):
   gates). A Boolean has time 0 (embedding) or 2l + 2 (written by the feed-forward layer of layer
   l); a comparison over Booleans of time ≤ 2l is computed by layer l's attention; a gate over
   Booleans of time ≤ 2l + 1 by layer l's feed-forward layer. Layers without a comparison are
-  feed-forward only. The attention layers number the program's count depth (at most).
+  feed-forward only. The comparisons of one count depth share one attention layer (placed as late
+  as the latest of them needs), so the attention layers number exactly the program's count depth.
 * **Readout** at the last index: logit ``2·out − 1 + 2·[accepts ε]·bos``.
 
 Precision: :func:`langclass.core.precision.counting.certified_counting_length` from the channel
@@ -177,6 +178,42 @@ def _ge1_forms(rel: str, left: tuple[dict[str, int], int], right: tuple[dict[str
     return [("pos", *diff(left, right, 0)), ("neg", *diff(left, right, 0, -1))]  # == / !=
 
 
+def _schedule(ops, forms: Mapping[str, tuple[dict[str, int], int]], depths: Mapping[str, int]) -> dict[str, int]:
+    """The layer of every gate and comparison. A gate goes to the feed-forward layer of the first
+    layer after its inputs; the comparisons of one count depth d share ONE attention layer, the
+    latest any of them needs (so a program of count depth d has exactly d attention layers, the
+    depth-preserving correspondence of *Knee-Deep in C-RASP*). Placing a group later can delay the
+    next group's inputs, so the placement is iterated to its fixed point (the layers only grow)."""
+    fixed: dict[int, int] = {}
+    while True:
+        times: dict[str, int] = {}
+        layer_of: dict[str, int] = {}
+        for op in ops:
+            k, a = op.kind, op.args
+            if op.type == "count":
+                continue
+            if k in ("symbol", "const_bool"):
+                times[op.name] = 0
+            elif k == "not":
+                times[op.name] = times[a[0]]
+            elif k in ("and", "or"):
+                layer_of[op.name] = max(times[x] for x in a) // 2
+                times[op.name] = 2 * layer_of[op.name] + 2
+            else:
+                counted = [b for side in (a[0], a[2]) for b in forms[side][0]]
+                group = max(depths[op.name], 1)
+                layer_of[op.name] = max(max((times[b] for b in counted), default=0) // 2, fixed.get(group, 0))
+                times[op.name] = 2 * layer_of[op.name] + 2
+        need: dict[int, int] = {}
+        for op in ops:
+            if op.kind == "compare":
+                group = max(depths[op.name], 1)
+                need[group] = max(need.get(group, 0), layer_of[op.name])
+        if all(fixed.get(g, 0) >= l for g, l in need.items()):
+            return layer_of
+        fixed = {g: max(fixed.get(g, 0), l) for g, l in need.items()}
+
+
 def plan_counting(program: CraspProgram, max_d_model: int | None = None) -> CountingPlan:
     """Plan the non-strict-mask NoPE transformer of ``program`` (module docstring).
 
@@ -194,6 +231,7 @@ def plan_counting(program: CraspProgram, max_d_model: int | None = None) -> Coun
     lits: dict[str, Literal] = {}
     times: dict[str, int] = {}
     forms = affine_forms(CraspProgram(program.alphabet, ops, program.output, program.accepts_empty))
+    layer_of = _schedule(ops, forms, program.depths())
     layer_channels: dict[int, list[Channel]] = {}
     layer_units: dict[int, list[ReluUnit]] = {}
 
@@ -224,8 +262,7 @@ def plan_counting(program: CraspProgram, max_d_model: int | None = None) -> Coun
         elif k == "not":
             lits[op.name], times[op.name] = lits[a[0]].negated(), times[a[0]]
         elif k in ("and", "or"):
-            t = max(times[x] for x in a)
-            layer = t // 2
+            layer = layer_of[op.name]
             out = new_coord(f"{op.name} ({k})")
             acc: dict[int, Fraction] = {}
             for x in a:
@@ -241,8 +278,7 @@ def plan_counting(program: CraspProgram, max_d_model: int | None = None) -> Coun
         else:  # compare
             left, rel, right = a
             parts = _ge1_forms(rel, forms[left], forms[right])
-            t = max([times[b] for _, coef, _ in parts for b in coef] + [0])
-            layer = t // 2
+            layer = layer_of[op.name]
             out = new_coord(f"{op.name} ({'=' if rel in ('==', '!=') else 'D ≥ 1'})")
             units = layer_units.setdefault(layer, [])
             if rel in ("==", "!="):
