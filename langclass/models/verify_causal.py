@@ -48,6 +48,10 @@ __all__ = ["run_causal_construction", "validate_causal_spec", "construct_causal_
 
 CAUSAL_DTYPES = ("float32", "float64", "bfloat16", "float16")
 
+CAUSAL_WORD_BUDGET = 30_000
+"""Words of the default exhaustive check over three or more letters (all words up to 9 over three);
+two letters keep the length 12 of every construction."""
+
 _NOT_APPLICABLE = {"attention": ("auto", "soft"), "route": ("auto",), "mask": ("nonstrict",), "g": (1.0,),
                    "target_length": (300,), "y_mode": (), "C_y": (), "C_p": (), "mod_safety": (), "n_max_cap": ()}
 """Options of the fixed-precision constructions and the values the causal setting accepts for them
@@ -244,7 +248,9 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         err.extra["planned"] = {"parameters": planned, **plan.summary()}
         raise err
     k = len(program.alphabet)
-    n_all = _int_opt(opts, "all_words_up_to", default_all_words_length(k), 0, 64)
+    # 12 over two letters as every construction; a smaller word budget over more letters (these models are
+    # deeper: one feed-forward layer per Boolean nesting level), e.g. 9 over three letters
+    n_all = _int_opt(opts, "all_words_up_to", default_all_words_length(k, budget=CAUSAL_WORD_BUDGET), 0, 64)
     if _count_words(k, n_all) > MAX_VERIFY_WORDS:
         raise LimitExceeded("max_verify_words", MAX_VERIFY_WORDS, f"all words up to length {n_all} over {k} letters "
                             f"are {_count_words(k, n_all)} words; lower all_words_up_to", field="options.all_words_up_to")
