@@ -37,7 +37,7 @@ from langclass.core.logic.crasp import CraspProgram
 from langclass.core.precision.counting import counting_precision_report
 from langclass.version import code_version
 from .construct.counting import CountingTransformer
-from .construct.counting_plan import CountingPlan, plan_counting, planned_counting_parameters
+from .construct.counting_plan import plan_counting, planned_counting_parameters
 from .construct_options import MAX_RANDOM_LENGTH, MAX_VERIFY_WORDS, _count_words, _int_opt, _lengths, _options
 from .construct_options import default_all_words_length
 from .tokens import BOS, NUM_SPECIAL
