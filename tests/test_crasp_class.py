@@ -67,7 +67,7 @@ def test_decisions_programs_and_replay(rx, al, member):
     replay(dfa, json.loads(json.dumps(r.to_dict())))
     if member:
         prog = CraspProgram.from_json(r.certificate.program)
-        assert r.certificate.depth == prog.depth() >= 1
+        assert r.certificate.depth == prog.depth() >= 0
         _agrees_everywhere(dfa, prog, 8 if len(al) <= 2 else 5, random.Random(1), n_random=2, long_len=2000)
     else:
         w = r.witness
@@ -248,7 +248,7 @@ def _tamper(dfa: DFA, rec: dict, path: list, value) -> None:
 
 
 def test_every_certificate_field_is_checked():
-    dfa = _dfa("(ab)(ab)*aa*bb*", "ab")
+    dfa = _dfa("(b*ac)*", "abc")  # its big component needs two levels (the second splits nothing)
     rec = decide_crasp(Context(dfa.canonical())).to_dict()
     replay(dfa, rec)
     cert = rec["certificate"]

@@ -69,7 +69,8 @@ class CountingProgram(Evidence):
 
     CHECK = ("every listed component is a strongly connected component, listed predecessors first; at every level "
              "the labels come from the previous partition, potential differences equal the morphism on every internal "
-             "edge (so it is balanced) and its columns span all balanced morphisms; the last level splits no class; "
+             "edge (so it is balanced) and its columns span all balanced morphisms; the last level is the first that splits "
+             "no class or leaves only single states; "
              "within every final class all states have the same successor on every letter; the program agrees with "
              "the DFA on every word to the replay's length and on seeded random long words")
     components: tuple[CraspComponent, ...]
@@ -239,8 +240,10 @@ def _replay_component(chk: Checker, ev: CraspComponent) -> tuple[int, ...]:
         if tuple(lv.classes) != new:
             raise ReplayError(f"level {k}: the classes are the partition by the potentials of levels 1..{k}: {list(new)}")
         split = len(set(new)) != len(set(classes))
-        if split == (k == len(ev.levels)):
-            raise ReplayError(f"level {k}: every level but the last splits a class; the last splits none (fixed point)")
+        done = not split or len(set(new)) == len(states)  # the fixed point: nothing split, or nothing left to split
+        if done != (k == len(ev.levels)):
+            raise ReplayError(f"level {k}: the iteration stops at the first level that splits no class or leaves every "
+                              "class a single state (the fixed point), and only there")
         classes = new
     return classes
 

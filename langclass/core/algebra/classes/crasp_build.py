@@ -85,7 +85,7 @@ class _Builder:
         return ps[0] if len(ps) == 1 else self._op("or", tuple(sorted(ps)), hint)
 
     def count(self, p: str, hint: str = "cnt") -> str:
-        return self._op("count", (p,), hint)
+        return self.const(0) if p == self.false() else self._op("count", (p,), hint)
 
     def const(self, c: int) -> str:
         return self._op("linear", ((), int(c)), "k")
@@ -181,4 +181,5 @@ def build_program(alphabet: Sequence[str], t: list[list[int]], initial: int, acc
                 parts.append(ent_state[q])
             at[q] = b.any_of(parts, f"at_q{q}")
     out = b.any_of([at[q] for q in sorted(at)], "accept")
-    return CraspProgram(b.alphabet, tuple(b.ops), out, bool(accepting[initial]))
+    full = CraspProgram(b.alphabet, tuple(b.ops), out, bool(accepting[initial]))
+    return CraspProgram(b.alphabet, full.needed(), out, bool(accepting[initial]))  # only what the output reads

@@ -16,7 +16,7 @@ every internal edge by its letter; level k+1 labels the edge p -a-> q by (the cl
 potentials of levels 1..k, a). Two states are *separated* once some level's potentials differ.
 The partition of S refines at every level until one level does not split any class; since the
 labels of the next level depend only on that partition, it is then a fixed point (at most |S|
-levels).
+levels). The iteration also stops once every class is a single state (nothing is left to split).
 
 Arithmetic is exact: the null space is computed by Gauss–Jordan elimination over
 :class:`fractions.Fraction`, each basis vector scaled to a primitive integer vector, so every
@@ -59,7 +59,8 @@ class Level:
 @dataclass(frozen=True)
 class ComponentFixpoint:
     """The fixed point on one component: ``states`` ascending; ``levels`` in order, the last one the
-    first that splits no class (``classes`` of the last level = the final partition)."""
+    first that splits no class or leaves every class a single state (``classes`` of the last level =
+    the final partition)."""
 
     states: tuple[int, ...]
     levels: tuple[Level, ...]
@@ -190,6 +191,6 @@ def component_fixpoint(t: list[list[int]], states: tuple[int, ...], budget: list
         potentials = tuple(tuple(sum(c * x for c, x in zip(path[v], b)) for b in basis) for v in range(len(states)))
         new = _number([(classes[v], potentials[v]) for v in range(len(states))])
         levels.append(Level(tuple(labels), morphism, potentials, new))
-        if len(set(new)) == len(set(classes)):
+        if len(set(new)) in (len(set(classes)), len(states)):  # no split, or nothing left to split
             return ComponentFixpoint(states, tuple(levels))
         classes = new
