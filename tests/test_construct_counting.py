@@ -374,3 +374,23 @@ def test_verification_catches_a_tampered_model():
     out = verify_counting_model(model, prog, None, all_words_up_to=4, random_lengths=[])
     assert out["all_words"]["wrong"] == out["all_words"]["checked"] and out["all_words"]["sim_inexact"] == 0
     assert out["all_words"]["first_failure"]["word"] == ""
+
+
+@pytest.mark.skipif(not _HAS_DECIDER, reason="needs the crasp decider")
+@settings(max_examples=40, deadline=None)
+@given(__import__("_local_brute").small_dfas(n_max=4, k_max=2))
+def test_certificate_programs_of_random_languages_compile_exactly(dfa):
+    """Every crasp member's certificate program compiles into a model that agrees with the interpreter
+    and the DFA on all words up to 7 and on random words (one attention layer per count depth)."""
+    from langclass.core.algebra.classes import REGISTRY, Context
+    from langclass.models.verify_causal import crasp_program_of
+
+    if not REGISTRY["crasp"].decide(Context(dfa)).member:
+        return
+    prog, _ = crasp_program_of(dfa)
+    model = build_counting_transformer(prog)
+    has_compare = any(op.kind == "compare" for op in prog.needed())
+    assert model.plan.summary()["attention_layers"] == (max(prog.depth(), 1) if has_compare else 0)
+    out = verify_counting_model(model, prog, dfa, all_words_up_to=7, random_lengths=[60, 300])
+    for acc in (out["all_words"], out["random"]):
+        assert acc["wrong"] == 0 and acc["sim_inexact"] == 0 and acc["program_dfa_mismatch"] == 0, acc
