@@ -99,9 +99,7 @@ def test_uniform_attention_and_pair_normalization_values():
 @given(programs())
 def test_random_programs_compile_exactly(prog):
     model = build_counting_transformer(prog, "float32")
-    has_compare = any(op.kind == "compare" for op in prog.needed())
-    depth = max(prog.depth(), 1) if has_compare else 0
-    assert model.plan.summary()["attention_layers"] == depth  # one attention layer per count depth
+    assert model.plan.summary()["attention_layers"] == prog.depth()  # one attention layer per count depth
     out = verify_counting_model(model, prog, None, all_words_up_to=6, random_lengths=[40, 200])
     for acc in (out["all_words"], out["random"]):
         assert acc["wrong"] == 0 and acc["sim_inexact"] == 0, (prog.render(), acc)
@@ -389,8 +387,18 @@ def test_certificate_programs_of_random_languages_compile_exactly(dfa):
         return
     prog, _ = crasp_program_of(dfa)
     model = build_counting_transformer(prog)
-    has_compare = any(op.kind == "compare" for op in prog.needed())
-    assert model.plan.summary()["attention_layers"] == (max(prog.depth(), 1) if has_compare else 0)
+    assert model.plan.summary()["attention_layers"] == prog.depth()
     out = verify_counting_model(model, prog, dfa, all_words_up_to=7, random_lengths=[60, 300])
     for acc in (out["all_words"], out["random"]):
         assert acc["wrong"] == 0 and acc["sim_inexact"] == 0 and acc["program_dfa_mismatch"] == 0, acc
+
+
+def test_comparisons_of_constants_are_folded():
+    ops = (CraspOp("Qb", "symbol", ("b",)), CraspOp("K", "linear", ((), 2)), CraspOp("L", "linear", ((), 3)),
+           CraspOp("T", "compare", ("K", "<", "L")), CraspOp("F", "compare", ("K", "==", "L")),
+           CraspOp("NF", "not", ("F",)), CraspOp("Out", "and", ("Qb", "T", "NF")))
+    prog = CraspProgram(("a", "b"), ops, "Out", False)
+    model = build_counting_transformer(prog)
+    assert model.plan.summary()["attention_layers"] == 0 == prog.depth() and not model.plan.channels
+    out = verify_counting_model(model, prog, None, all_words_up_to=6, random_lengths=[])
+    assert out["all_words"]["wrong"] == 0 and out["all_words"]["sim_inexact"] == 0

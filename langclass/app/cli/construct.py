@@ -232,7 +232,7 @@ def causal_summary_lines(result: dict, show_program: bool = False) -> list[str]:
     else:
         lines.append(f"program    {len(text) - 2} operations (--show-program prints them; --json has the program)")
     lines.append(f"model      soft attention, encoding nope, mask nonstrict, {m['layers']} layers ({m['attention_layers']} with "
-                 f"attention), {m['heads']} heads, d_model {m['d_model']}, {m['parameters']:,} parameters, {m['dtype']}")
+                 f"attention), {m['heads']} head{'s' if m['heads'] != 1 else ''}, d_model {m['d_model']}, {m['parameters']:,} parameters, {m['dtype']}")
     def n(v):
         return "every length" if v is None else f"{v:,}"
     lines.append(f"certified  word lengths: float32 {n(p['float32'])}, bfloat16 {n(p['bfloat16'])} "

@@ -32,6 +32,7 @@ follows (the model is assembled by :mod:`langclass.models.construct.counting`):
   Booleans of time ≤ 2l + 1 by layer l's feed-forward layer. Layers without a comparison are
   feed-forward only. The comparisons of one count depth share one attention layer (placed as late
   as the latest of them needs), so the attention layers number exactly the program's count depth.
+  A comparison of constants only is folded into ``true`` / ``false`` at plan time.
 * **Readout** at the last index: logit ``2·out − 1 + 2·[accepts ε]·bos``.
 
 Precision: :func:`langclass.core.precision.counting.certified_counting_length` from the channel
@@ -156,6 +157,10 @@ def affine_forms(program: CraspProgram) -> dict[str, tuple[dict[str, int], int]]
     return forms
 
 
+_REL_VALUE = {"<": lambda x, y: x < y, "<=": lambda x, y: x <= y, "==": lambda x, y: x == y,
+              "!=": lambda x, y: x != y, ">": lambda x, y: x > y, ">=": lambda x, y: x >= y}
+
+
 def _ge1_forms(rel: str, left: tuple[dict[str, int], int], right: tuple[dict[str, int], int]
                ) -> list[tuple[str, dict[str, int], int]]:
     """The comparison ``left rel right`` as channels ``[D ≥ 1]``: ``[(part, coefficients, k), …]``."""
@@ -199,6 +204,8 @@ def _schedule(ops, forms: Mapping[str, tuple[dict[str, int], int]], depths: Mapp
             elif k in ("and", "or"):
                 layer_of[op.name] = max(times[x] for x in a) // 2
                 times[op.name] = 2 * layer_of[op.name] + 2
+            elif not forms[a[0]][0] and not forms[a[2]][0]:  # constants only: folded at plan time
+                times[op.name] = 0
             else:
                 counted = [b for side in (a[0], a[2]) for b in forms[side][0]]
                 group = max(depths[op.name], 1)
@@ -206,7 +213,7 @@ def _schedule(ops, forms: Mapping[str, tuple[dict[str, int], int]], depths: Mapp
                 times[op.name] = 2 * layer_of[op.name] + 2
         need: dict[int, int] = {}
         for op in ops:
-            if op.kind == "compare":
+            if op.kind == "compare" and op.name in layer_of:
                 group = max(depths[op.name], 1)
                 need[group] = max(need.get(group, 0), layer_of[op.name])
         if all(fixed.get(g, 0) >= l for g, l in need.items()):
@@ -275,6 +282,9 @@ def plan_counting(program: CraspProgram, max_d_model: int | None = None) -> Coun
                 lits[op.name] = Literal(out, neg=True)
             layer_units.setdefault(layer, []).append(ReluUnit(row(acc), 0.0, out, 1.0))
             times[op.name] = 2 * layer + 2
+        elif op.name not in layer_of:  # a comparison of constants: its truth value
+            value = _REL_VALUE[a[1]](forms[a[0]][1], forms[a[2]][1])
+            lits[op.name], times[op.name] = Literal(c_notbos, neg=not value), 0
         else:  # compare
             left, rel, right = a
             parts = _ge1_forms(rel, forms[left], forms[right])
