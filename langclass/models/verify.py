@@ -479,7 +479,8 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
             intra-op threads while verifying, default 1: these models are tiny), ``route``
             (hard attention from a regex or DFA: ``"auto"`` — the smaller of the Krohn–Rhodes cascade
             program and the local-divisor program, :func:`~langclass.models.construct.route.choose_hard_route`
-            — or ``"cascade"`` / ``"local-divisors"``, either of which implies hard attention).
+            — or ``"cascade"`` / ``"local-divisors"``, either of which implies hard attention), ``setting``
+            (``"fixed"``, or ``"causal"``: the C-RASP construction of :mod:`langclass.models.verify_causal`).
         progress: called with ``{"phase", "length", "done", "total"}`` dicts.
         should_cancel: polled between batches; True raises :class:`ConstructionCancelled`.
 
