@@ -111,6 +111,8 @@ def build_program(alphabet: Sequence[str], t: list[list[int]], initial: int, acc
     Raises:
         ProgramTooLarge: past :data:`~langclass.core.logic.crasp.MAX_OPS` operations.
     """
+    if 4 * (len(comps) - 1) > MAX_OPS:  # every component after the first needs at least 4 operations
+        raise ProgramTooLarge(f"{len(comps)} components need more than {MAX_OPS} operations")
     b = _Builder(alphabet)
     k = len(alphabet)
     entry_terms: dict[int, list[str]] = {}  # state -> Booleans "j enters its component at this state"

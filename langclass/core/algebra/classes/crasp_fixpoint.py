@@ -139,6 +139,10 @@ def component_fixpoint(t: list[list[int]], states: tuple[int, ...], budget: list
     """
     pos = {q: i for i, q in enumerate(states)}
     k = len(t[0]) if t else 0
+    if len(states) == 1:  # one state: every internal edge is a self-loop, a cycle, so no balanced morphism but 0
+        q = states[0]
+        labels = tuple((0, a) for a in range(k) if t[q][a] == q)
+        return ComponentFixpoint(states, (Level(labels, ((),) * len(labels), ((),), (0,)),))
     edges = [(pos[p], a, pos[t[p][a]]) for p in states for a in range(k) if t[p][a] in pos]  # internal edges
     # spanning tree (BFS from the first state, edges in (state, letter) order)
     parent_edge: list[int | None] = [None] * len(states)
