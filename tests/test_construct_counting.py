@@ -318,6 +318,7 @@ def _store(client, regex: str, alphabet: list[str]) -> str:
     return r.json()["id"]
 
 
+@pytest.mark.slow
 def test_construct_job_in_the_causal_setting_and_its_page(make_client, sqlite_url):
     """A job spec with setting causal and a given program runs and its page names the setting; bad
     causal options are 422 naming the option."""
