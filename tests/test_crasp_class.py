@@ -289,3 +289,20 @@ def test_every_witness_field_is_checked():
     _tamper(dfa, rec, w + ["component", "levels", 0, "morphism"], lambda m: [[1]] * len(m))
     _tamper(dfa, rec, w + ["component", "levels", 0, "classes"], lambda c: list(range(len(c))))
 
+
+
+def test_causal_encoding_answer_is_labelled_and_follows_the_class():
+    from langclass.core.analysis import analyze
+
+    member = analyze(_dfa("(ab|ba)*", "ab"))
+    e = member.encodings["causal"]
+    assert e["encoding"] == "nope" and e["class"] == "crasp" and "non-strict" in e["setting"]
+    depth = member.classes["crasp"].certificate.depth
+    assert f"depth {depth} (upper bound from the constructed program)" in e["name"] and e["parameters"]["depth"] == depth
+    assert member.encodings["soft"]["encoding"] != "nope"  # fixed precision: NoPE is LTL[P] only
+    assert {f: x["setting"] for f, x in member.encodings.items()}.keys() == {"soft", "hard", "causal"}
+    non = analyze(_dfa("(aa)*", "a")).encodings["causal"]
+    assert non["encoding"] is None and non["name"].startswith("no C-RASP program")
+    assert non["outside"]["class"] == "crasp" and non["outside"]["witness"]["letter"] == "a"
+    both = analyze(_dfa("a*b*", "ab")).encodings
+    assert both["soft"]["encoding"] == both["causal"]["encoding"] == "nope"
