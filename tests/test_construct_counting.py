@@ -403,3 +403,15 @@ def test_comparisons_of_constants_are_folded():
     assert model.plan.summary()["attention_layers"] == 0 == prog.depth() and not model.plan.channels
     out = verify_counting_model(model, prog, None, all_words_up_to=6, random_lengths=[])
     assert out["all_words"]["wrong"] == 0 and out["all_words"]["sim_inexact"] == 0
+
+
+def test_a_program_whose_values_float32_cannot_hold_is_certified_only_for_the_empty_word():
+    big = 2 ** 25
+    ops = (CraspOp("Qa", "symbol", ("a",)), CraspOp("A", "count", ("Qa",)), CraspOp("X", "linear", (((big, "A"),), 0)),
+           CraspOp("K", "linear", ((), 1)), CraspOp("Out", "compare", ("X", ">=", "K")))
+    prog = CraspProgram(("a", "b"), ops, "Out", False)
+    assert certified_counting_length(plan_counting(prog).channel_bounds(), "float32") == 0
+    assert certified_counting_length(plan_counting(prog).channel_bounds(), "float64") > 1000
+    r = construct_causal_program(prog, all_words_up_to=4, random_words=2, random_max_length=20)
+    assert r["n_max"] == 0 and r["all_words_up_to"] == 0 and r["words_checked"] == 1
+    assert r["beyond_n_max"]["words_checked"] == 2

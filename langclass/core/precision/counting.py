@@ -98,8 +98,9 @@ def channel_certified_n(bos_value: Fraction | float, v_letter: int, v_sum: int, 
 
 
 def certified_counting_length(channels: Iterable[Mapping[str, Any]], dtype: str, accumulate: str = "dtype") -> int | None:
-    """The longest word length N certified for every channel (N = n − 1: BOS is a visible position);
-    None when there is no channel (a program without comparisons is exact at every length).
+    """The longest word length N certified for every channel (N = n − 1: BOS is a visible position;
+    at least 0, as the empty word reads no channel); None when there is no channel (a program
+    without comparisons of counts is exact at every length).
 
     Args:
         channels: dicts with ``bos_value``, ``v_letter``, ``v_sum``
@@ -108,7 +109,7 @@ def certified_counting_length(channels: Iterable[Mapping[str, Any]], dtype: str,
     ns = [channel_certified_n(c["bos_value"], c["v_letter"], c["v_sum"], dtype, accumulate) for c in channels]
     if not ns:
         return None
-    return max(min(ns) - 1, -1)
+    return max(min(ns) - 1, 0)  # the empty word reads no channel (its answer is the BOS bit)
 
 
 def counting_precision_report(channels: list[Mapping[str, Any]]) -> dict[str, Any]:
