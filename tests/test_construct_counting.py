@@ -415,3 +415,20 @@ def test_a_program_whose_values_float32_cannot_hold_is_certified_only_for_the_em
     r = construct_causal_program(prog, all_words_up_to=4, random_words=2, random_max_length=20)
     assert r["n_max"] == 0 and r["all_words_up_to"] == 0 and r["words_checked"] == 1
     assert r["beyond_n_max"]["words_checked"] == 2
+
+
+def test_or_of_disjoint_cubes_is_one_feed_forward_level():
+    """(Q_a ∧ X) ∨ (Q_b ∧ Y) is the sum of its two cubes (different letters: at most one holds), one
+    level; the ∧ operations read only there are not built. Cubes sharing a letter keep two levels."""
+    def prog(second_letter):
+        ops = (CraspOp("Qa", "symbol", ("a",)), CraspOp("Q2", "symbol", (second_letter,)),
+               CraspOp("A", "count", ("Qa",)), CraspOp("K", "linear", ((), 1)),
+               CraspOp("X", "compare", ("A", ">", "K")), CraspOp("Y", "compare", ("A", "<=", "K")),
+               CraspOp("C1", "and", ("Qa", "X")), CraspOp("C2", "and", ("Q2", "Y")), CraspOp("Out", "or", ("C1", "C2")))
+        return CraspProgram(("a", "b"), ops, "Out", True)
+    flat, nested = plan_counting(prog("b")), plan_counting(prog("a"))
+    assert len(flat.layers) == 2 and len(nested.layers) == 3
+    assert "C1" not in flat.literals and "C1" in nested.literals
+    for p in (prog("b"), prog("a")):
+        out = verify_counting_model(build_counting_transformer(p), p, None, all_words_up_to=8, random_lengths=[100])
+        assert out["all_words"]["wrong"] == 0 == out["all_words"]["sim_inexact"] == out["random"]["wrong"]

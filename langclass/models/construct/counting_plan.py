@@ -26,6 +26,7 @@ follows (the model is assembled by :mod:`langclass.models.construct.counting`):
   ``ReLU(2y − 3·bos) − ReLU(2y − 1 − 3·bos)`` turns y ≈ ±1 into an exact 0/1 (0 at BOS).
 * **Boolean operations**: ¬ is a negated literal; ∧ = ReLU(Σℓ − (m−1)·notbos), ∨ = the negation
   of ReLU(notbos − Σℓ) (one unit each, exact on 0/1 inputs, 0 at BOS), in feed-forward layers.
+  An ∨ of ∧'s with pairwise disjoint literal sets (:func:`_disjoint_ors`) is the sum of its cubes.
 * **Schedule**: layer l = attention (channels) → pair normalization → feed-forward (cleanups and
   gates). A Boolean has time 0 (embedding) or 2l + 2 (written by the feed-forward layer of layer
   l); a comparison over Booleans of time ≤ 2l is computed by layer l's attention; a gate over
@@ -183,7 +184,38 @@ def _ge1_forms(rel: str, left: tuple[dict[str, int], int], right: tuple[dict[str
     return [("pos", *diff(left, right, 0)), ("neg", *diff(left, right, 0, -1))]  # == / !=
 
 
-def _schedule(ops, forms: Mapping[str, tuple[dict[str, int], int]], depths: Mapping[str, int]) -> dict[str, int]:
+def _disjoint_ors(ops) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """The ∨ operations whose operands are ∧ operations with pairwise disjoint literal sets, by a
+    syntactic test: one holds Q_a and the other Q_b for letters a ≠ b, or one holds P and the other
+    ¬P. Such an ∨ is the SUM of its cubes (at most one is 1), one feed-forward level instead of two:
+    ``{or: (cube args, …)}``."""
+    by_name = {op.name: op for op in ops}
+
+    def lit(name: str) -> tuple[str, bool]:  # (base op, positive), through ¬ chains
+        pos = True
+        while by_name[name].kind == "not":
+            name, pos = by_name[name].args[0], not pos
+        return name, pos
+
+    def disjoint(c1: tuple[str, ...], c2: tuple[str, ...]) -> bool:
+        l1, l2 = {lit(x) for x in c1}, {lit(x) for x in c2}
+        if any((b, not p) in l2 for b, p in l1):
+            return True
+        letters1 = {by_name[b].args[0] for b, p in l1 if p and by_name[b].kind == "symbol"}
+        letters2 = {by_name[b].args[0] for b, p in l2 if p and by_name[b].kind == "symbol"}
+        return any(a != b for a in letters1 for b in letters2)
+
+    out = {}
+    for op in ops:
+        if op.kind == "or" and len(op.args) > 1 and all(by_name[x].kind == "and" for x in op.args):
+            cubes = tuple(by_name[x].args for x in op.args)
+            if all(disjoint(cubes[i], cubes[j]) for i in range(len(cubes)) for j in range(i + 1, len(cubes))):
+                out[op.name] = cubes
+    return out
+
+
+def _schedule(ops, forms: Mapping[str, tuple[dict[str, int], int]], depths: Mapping[str, int],
+              flat: Mapping[str, tuple[tuple[str, ...], ...]]) -> dict[str, int]:
     """The layer of every gate and comparison. A gate goes to the feed-forward layer of the first
     layer after its inputs; the comparisons of one count depth d share ONE attention layer, the
     latest any of them needs (so a program of count depth d has exactly d attention layers, the
@@ -202,7 +234,8 @@ def _schedule(ops, forms: Mapping[str, tuple[dict[str, int], int]], depths: Mapp
             elif k == "not":
                 times[op.name] = times[a[0]]
             elif k in ("and", "or"):
-                layer_of[op.name] = max(times[x] for x in a) // 2
+                reads = [x for cube in flat[op.name] for x in cube] if op.name in flat else a
+                layer_of[op.name] = max(times[x] for x in reads) // 2
                 times[op.name] = 2 * layer_of[op.name] + 2
             elif not forms[a[0]][0] and not forms[a[2]][0]:  # constants only: folded at plan time
                 times[op.name] = 0
@@ -238,7 +271,17 @@ def plan_counting(program: CraspProgram, max_d_model: int | None = None) -> Coun
     lits: dict[str, Literal] = {}
     times: dict[str, int] = {}
     forms = affine_forms(CraspProgram(program.alphabet, ops, program.output, program.accepts_empty))
-    layer_of = _schedule(ops, forms, program.depths())
+    flat = _disjoint_ors(ops)
+    layer_of = _schedule(ops, forms, program.depths(), flat)
+    readers: dict[str, set[str]] = {}
+    for op in ops:
+        reads = [x for cube in flat[op.name] for x in cube] if op.name in flat else op.refs()
+        if op.kind == "linear" or op.kind == "compare":
+            reads = [b for side in ((op.args[0], op.args[2]) if op.kind == "compare" else ()) for b in forms[side][0]]
+        for x in reads:
+            readers.setdefault(x, set()).add(op.name)
+    # ∧ operations read only as cubes of flattened ∨ operations are not built
+    skip = {op.name for op in ops if op.kind == "and" and op.name != program.output and not readers.get(op.name)}
     layer_channels: dict[int, list[Channel]] = {}
     layer_units: dict[int, list[ReluUnit]] = {}
 
@@ -269,9 +312,21 @@ def plan_counting(program: CraspProgram, max_d_model: int | None = None) -> Coun
         elif k == "not":
             lits[op.name], times[op.name] = lits[a[0]].negated(), times[a[0]]
         elif k in ("and", "or"):
+            if op.name in skip:
+                continue
             layer = layer_of[op.name]
             out = new_coord(f"{op.name} ({k})")
             acc: dict[int, Fraction] = {}
+            if op.name in flat:  # Σ over disjoint cubes of ReLU(Σℓ − (m−1)·notbos)
+                for cube in flat[op.name]:
+                    acc = {}
+                    for x in cube:
+                        add_lit(acc, lits[x], 1)
+                    acc[c_notbos] = acc.get(c_notbos, 0) - (len(cube) - 1)
+                    layer_units.setdefault(layer, []).append(ReluUnit(row(acc), 0.0, out, 1.0))
+                lits[op.name] = Literal(out)
+                times[op.name] = 2 * layer + 2
+                continue
             for x in a:
                 add_lit(acc, lits[x], 1 if k == "and" else -1)
             if k == "and":  # ReLU(Σℓ − (m−1)·notbos)
