@@ -306,3 +306,18 @@ def test_causal_encoding_answer_is_labelled_and_follows_the_class():
     assert non["outside"]["class"] == "crasp" and non["outside"]["witness"]["letter"] == "a"
     both = analyze(_dfa("a*b*", "ab")).encodings
     assert both["soft"]["encoding"] == both["causal"]["encoding"] == "nope"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6).flatmap(lambda c: st.lists(st.lists(st.integers(-4, 4), min_size=c, max_size=c), max_size=6)
+                                 .map(lambda rows: (rows, c))))
+def test_integer_elimination_null_space_against_sympy(rc):
+    import sympy
+
+    rows, ncols = rc
+    basis = nullspace(rows, ncols)
+    assert all(sum(x * y for x, y in zip(r, b)) == 0 for r in rows for b in basis)
+    rank = sympy.Matrix(rows).rank() if rows else 0
+    assert len(basis) == ncols - rank
+    if basis:
+        assert sympy.Matrix(basis).rank() == len(basis)

@@ -18,9 +18,9 @@ The partition of S refines at every level until one level does not split any cla
 labels of the next level depend only on that partition, it is then a fixed point (at most |S|
 levels). The iteration also stops once every class is a single state (nothing is left to split).
 
-Arithmetic is exact: the null space is computed by Gauss–Jordan elimination over
-:class:`fractions.Fraction`, each basis vector scaled to a primitive integer vector, so every
-morphism value and every potential is an integer.
+Arithmetic is exact: the null space is computed by Gauss–Jordan elimination with integral rows
+(fractions only for the final basis vectors), each basis vector scaled to a primitive integer
+vector, so every morphism value and every potential is an integer.
 """
 
 from __future__ import annotations
@@ -71,15 +71,17 @@ class ComponentFixpoint:
 
 
 def nullspace(rows: list[list[int]], ncols: int, budget: list[int] | None = None) -> list[tuple[int, ...]]:
-    """A basis of ``{x ∈ Q^ncols : R x = 0}`` as primitive integer vectors (Gauss–Jordan over Q).
+    """A basis of ``{x ∈ Q^ncols : R x = 0}`` as primitive integer vectors (exact Gauss–Jordan over Q).
 
-    One basis vector per free column of the reduced row echelon form, in column order (deterministic).
+    The elimination keeps every row integral (a row operation p·r_i − f·r_piv followed by division by
+    the row's gcd is an invertible rational row operation), so it is exact without fractions. One basis
+    vector per free column of the reduced echelon form, in column order (deterministic).
     ``budget`` (a one-element list) is decreased by the elimination's work.
 
     Raises:
         LimitExceeded: ``crasp_work`` when the budget runs out.
     """
-    m = [[Fraction(x) for x in r] for r in rows if any(r)]
+    m = [list(r) for r in rows if any(r)]
     pivots: list[int] = []
     r = 0
     for c in range(ncols):
@@ -89,12 +91,16 @@ def nullspace(rows: list[list[int]], ncols: int, budget: list[int] | None = None
         if piv is None:
             continue
         m[r], m[piv] = m[piv], m[r]
-        inv = 1 / m[r][c]
-        m[r] = [x * inv for x in m[r]]
+        pr = m[r]
+        p = pr[c]
         for i in range(len(m)):
-            if i != r and m[i][c] != 0:
-                f = m[i][c]
-                m[i] = [x - f * y for x, y in zip(m[i], m[r])]
+            f = m[i][c]
+            if i != r and f != 0:
+                row = [p * x - f * y for x, y in zip(m[i], pr)]
+                g = 0
+                for x in row:
+                    g = math.gcd(g, x)
+                m[i] = [x // g for x in row] if g > 1 else row
         if budget is not None:
             budget[0] -= len(m) * ncols
             if budget[0] < 0:
@@ -102,13 +108,14 @@ def nullspace(rows: list[list[int]], ncols: int, budget: list[int] | None = None
                                     f"crasp_work={CRASP_WORK} exceeded while eliminating the cycle equations")
         pivots.append(c)
         r += 1
-    free = [c for c in range(ncols) if c not in set(pivots)]
+    piv_set = set(pivots)
     basis = []
-    for fc in free:
+    for fc in (c for c in range(ncols) if c not in piv_set):
+        # x[fc] = 1, x[pc] = -m[i][fc] / m[i][pc]; scaled by the lcm of the pivots' denominators
         v = [Fraction(0)] * ncols
         v[fc] = Fraction(1)
         for i, pc in enumerate(pivots):
-            v[pc] = -m[i][fc]
+            v[pc] = Fraction(-m[i][fc], m[i][pc])
         den = 1
         for x in v:
             den = den * x.denominator // math.gcd(den, x.denominator)
