@@ -43,7 +43,7 @@ figures of :meth:`CountingPlan.channel_bounds`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -114,7 +114,6 @@ class CountingPlan:
     layers: tuple[CountingLayer, ...]
     readout: Row
     readout_bias: float = -1.0
-    meta: dict = field(default_factory=dict, compare=False)
 
     @property
     def d_model(self) -> int:
