@@ -84,7 +84,8 @@ class Unseparated(Evidence):
     fixed point) with different successors on ``letter``."""
 
     CHECK = ("the component is a strongly connected component and its levels replay as for a member; p and q share "
-             "the final class, and the letter leads them to the two listed, different successors")
+             "the final class, and the letter leads them to the two listed, different successors (the first such "
+             "pair and letter in state and alphabet order)")
     component: CraspComponent
     p: int
     q: int
@@ -347,6 +348,10 @@ def _replay_no(chk: Checker, wit: Unseparated) -> None:
     got = (t[wit.p][a], t[wit.q][a])
     if tuple(wit.successors) != got or got[0] == got[1]:
         raise ReplayError(f"the letter leads p and q to {got}, which must be the listed, different successors")
+    first = _violation(t, ComponentFixpoint(tuple(wit.component.states), (Level((), (), (), classes),)))
+    if first != (wit.p, wit.q, a):  # one witness per language: the decider's, so every field is determined
+        raise ReplayError("the witness is the first pair: p the first state of its class, q the first later state "
+                          "of that class with a different successor, on the first such letter")
 
 
 register(Decider("crasp", decide_crasp, (CountingProgram,), (Unseparated,), _replay_yes, _replay_no, on_automaton=True))
