@@ -258,7 +258,8 @@ def construct(regex: str | None = None, *, alphabet: str | Sequence[str] | None 
 
     Same inputs as :func:`classify` plus ``program=`` (B-RASP text, hard attention); ``options``
     are those of :func:`langclass.models.construct.verify.run_construction` (``all_words_up_to``,
-    ``random_words``, ``attention``, ``dtype``, ``seed``, ``mask``, ``by_class``, ``max_parameters``, ...).
+    ``random_words``, ``attention``, ``dtype``, ``seed``, ``mask``, ``by_class``, ``max_parameters``, ...;
+    ``setting="causal"`` compiles the language's C-RASP program, :mod:`langclass.models.construct.verify_causal`).
     ``limits`` default: the settings' (``LANGCLASS_TIME_LIMIT_S``, ``LANGCLASS_MAX_PARAMETERS``, …).
     ``time_limit_s`` replaces the time limit (as ``langclass construct --time-limit``);
     ``max_parameters`` may only lower the parameter budget of ``limits``, never raise it.

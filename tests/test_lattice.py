@@ -124,7 +124,8 @@ def test_analysis_record_shape():
         assert c["key"] == key
         assert (c["witness"] is None) == (c["member"] is not False)
     assert d["classes"]["ltl_p_mod"]["period"] == 2
-    assert set(d["encodings"]) == {"soft", "hard"}
+    assert set(d["encodings"]) == {"soft", "hard", "causal"}
+    assert all(e["setting"] for e in d["encodings"].values())  # each family says which setting it answers for
     text = format_table(r)
     assert "LTL[P,MOD]" in text and "periodic RoPE with period 2" in text
 

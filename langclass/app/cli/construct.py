@@ -8,6 +8,7 @@ Examples::
     langclass construct --program dyck.brasp --alphabet ab --regex '(a(ab)*b)*'   # hard attention
     langclass construct --formula 'Y a' --alphabet ab --dtype bfloat16 --target-length 20
     langclass construct --regex '(a|b)*a' --alphabet ab --y-mode recency --random-max-length 10000
+    langclass construct --regex '(ab|ba)*' --alphabet ab --setting causal   # C-RASP: NoPE, non-strict mask
 
 The result record is the one the job API stores for experiments of kind ``construct``
 (:func:`langclass.models.construct.verify.run_construction`).
@@ -95,6 +96,8 @@ def construct(
     as_written: Annotated[bool, typer.Option("--as-written", help="build the --formula as written, even when its language is in a class with a weaker model (by default such a formula is replaced by the synthesized formula of its class, e.g. LTL[P]: NoPE)")] = False,
     time_limit: Annotated[Optional[float], typer.Option("--time-limit", help="wall-clock seconds for synthesis, build and verification (default LANGCLASS_TIME_LIMIT_S, 60)")] = None,
     max_parameters: Annotated[Optional[int], typer.Option("--max-parameters", help="parameter budget, checked on the plan before any weight is allocated (default LANGCLASS_MAX_PARAMETERS, 10000000)")] = None,
+    setting: Annotated[str, typer.Option(help="fixed (fixed-precision soft attention with a strict mask, or hard attention) | causal (the language's C-RASP program: soft attention, non-strict causal mask, NoPE, read at the last position; exact up to the certified length)")] = "fixed",
+    crasp_program: Annotated[Optional[Path], typer.Option("--crasp-program", help="C-RASP program JSON file for --setting causal (default: the program of the language's crasp certificate)")] = None,
 ) -> None:
     """Construct the exact transformer of a formula / B-RASP program / language and verify it."""
 
@@ -107,7 +110,9 @@ def construct(
             options={"attention": attention, "dtype": dtype, "all_words_up_to": all_words, "random_words": random_words,
                      "random_max_length": random_max_length, "seed": seed, "y_mode": y_mode, "g": g, "C_y": c_y,
                      "target_length": target_length, "mask": None if mask == "strict" else mask,
-                     "by_class": False if as_written else None, "route": route},
+                     "by_class": False if as_written else None, "route": route,
+                     "setting": None if setting == "fixed" else setting,
+                     "crasp_program": _read_json(crasp_program, "crasp_program") if crasp_program is not None else None},
         )
         from langclass.models.construct.verify import run_construction
 
@@ -117,6 +122,12 @@ def construct(
         return
     if as_json:
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+        return
+    if result.get("setting") == "causal":
+        for line in causal_summary_lines(result, show_program):
+            typer.echo(line)
+        if not result["exact"]:
+            raise typer.Exit(code=1)
         return
     m = result["model"]
     for line in summary_lines(result, show_program):
@@ -209,6 +220,45 @@ def summary_lines(result: dict, show_program: bool = False) -> list[str]:
     return lines
 
 
+def causal_summary_lines(result: dict, show_program: bool = False) -> list[str]:
+    """The summary of a causal-setting record (:mod:`langclass.models.construct.verify_causal`): the C-RASP
+    program (whole when at most :data:`SHORT_PROGRAM_LINES` lines or ``show_program``), the model,
+    the certified lengths and the checks."""
+    m, c, p = result["model"], result["crasp"], result["precision"]
+    lines = [f"setting    causal (C-RASP program from the {c['source']}, depth {c['depth']}, {c['operations']} operations)"]
+    text = c["text"].splitlines()
+    if show_program or len(text) <= SHORT_PROGRAM_LINES:
+        lines.append("program    " + "\n           ".join(text))
+    else:
+        lines.append(f"program    {len(text) - 2} operations (--show-program prints them; --json has the program)")
+    lines.append(f"model      soft attention, encoding nope, mask nonstrict, {m['layers']} layers ({m['attention_layers']} with "
+                 f"attention), {m['heads']} head{'s' if m['heads'] != 1 else ''}, d_model {m['d_model']}, {m['parameters']:,} parameters, {m['dtype']}")
+    def n(v):
+        return "every length" if v is None else f"{v:,}"
+    lines.append(f"certified  word lengths: float32 {n(p['float32'])}, bfloat16 {n(p['bfloat16'])} "
+                 f"({n(p['bfloat16_float32_accumulation'])} with float32 accumulation); this model ({m['dtype']}): "
+                 f"{n(result['n_max'])}")
+    lines.append(f"exact      {result['exact']}   all words ≤ {result['all_words_up_to']} ({result['words_checked']} words), "
+                 f"random words ≤ {result['random_words_up_to']} ({result['random_words_checked']})")
+    if result["first_failure"]:
+        ff = result["first_failure"]
+        word = ff["word"] if isinstance(ff["word"], str) else " ".join(ff["word"])
+        lines.append(f"failure    {word[:80]}{'…' if len(word) > 80 else ''} (length {ff['length']}): "
+                     f"expected {ff['expected']}, produced {ff['produced']}")
+    b = result["beyond_n_max"]
+    if b:
+        lines.append(f"beyond     {b['words_checked']} words longer than N_max (≤ {b['longest']}): {b['wrong']} wrong, "
+                     f"{b['inexact']} inexact")
+    return lines
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(_read(path, what))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"the {what} file is not valid JSON: {exc}", field=what) from None
+
+
 def _scale_note(model: dict) -> str:
     """Which Y^k score scale C_Y the range holds for, and why ``classify`` reports another N_max:
     the classification certifies conventional RoPE at its score scale C (``encodings.soft.parameters.C``,
@@ -254,7 +304,8 @@ def construct_limits(time_limit: float | None = None, max_parameters: int | None
 
 _FLAGS = {"all_words_up_to": "--all-words", "random_words": "--random-words", "random_max_length": "--random-max-length",
           "seed": "--seed", "y_mode": "--y-mode", "g": "--g", "C_y": "--c-y", "target_length": "--target-length",
-          "attention": "--attention", "dtype": "--dtype", "mask": "--mask", "route": "--route", "by_class": "--as-written"}
+          "attention": "--attention", "dtype": "--dtype", "mask": "--mask", "route": "--route", "by_class": "--as-written",
+          "setting": "--setting", "crasp_program": "--crasp-program"}
 """The construct option behind each CLI flag (errors name the flag the user typed)."""
 
 

@@ -118,6 +118,13 @@ CLASS_INFO: dict[str, ClassInfo] = {
         ClassInfo("ltl_f_x_mod", "LTL[F,X,MOD]", "LTL[F,X,MOD] = FL(MOD⁺)",
                   "every MOD⁺-orbit e·K_m·e is L-trivial, for some m",
                   f"{_PZ}: L ∈ FL(C) ⇔ every C-orbit is L-trivial, for C = MOD⁺"),
+        ClassInfo("crasp", "C-RASP", "C-RASP (counting; causal decoder, NoPE, readout at the last position)",
+                  "in every strongly connected component of the minimal DFA, the balanced morphisms iterated to their "
+                  "fixed point separate every two states with a different successor on some letter",
+                  "Yang et al. 2026, Algebraic Decomposition Theory for Transformer Length Generalization (balanced "
+                  "morphisms per component, to the fixed point); Yang & Chiang 2024, Counting Like Transformers: "
+                  "Compiling Temporal Counting Logic into Softmax Transformers (C-RASP); the last-letter step and the "
+                  "inclusions: docs/crasp.md"),
     ]
 }
 
@@ -158,6 +165,10 @@ INCLUSIONS: tuple[tuple[str, str], ...] = (
     ("ltl_f_x_mod", "fo2_succ_mod"),
     ("piecewise_testable", "ltl_f"),
     ("locally_threshold_testable", "ltl_f_x"),
+    # counting (docs/crasp.md): P φ is #[j ≤ i] φ ≥ 1 (with the strict past from the count before the
+    # position); a C-RASP program's Booleans are eventually constant along u·x^n·v, so it is aperiodic
+    ("ltl_p", "crasp"),
+    ("crasp", "star_free"),
 )
 """Pairs (sub, sup): every language in ``sub`` is in ``sup``."""
 

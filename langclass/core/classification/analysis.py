@@ -59,7 +59,7 @@ class Analysis:
         monoid: its transition monoid, or ``None`` when a limit stopped the enumeration.
         monoid_summary: JSON-ready summary (or ``{"error": {...}}``).
         classes: class key → :class:`~langclass.core.algebra.classes.ClassResult`.
-        encodings: ``{"soft": {...}, "hard": {...}}`` (see :func:`~langclass.core.precision.encoding_choice.choose_encodings`).
+        encodings: ``{"soft": {...}, "hard": {...}, "causal": {...}}`` (see :func:`~langclass.core.precision.encoding_choice.choose_encodings`).
         beyond: for languages outside FO[<,MOD] (= outside AC⁰): the group found in the stable
             semigroup and the circuit-complexity consequence (ACC⁰ or NC¹-complete); ``None`` for
             languages in AC⁰ — also when their monoid holds groups, which then all lie outside the
@@ -249,9 +249,13 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
         period_y_mod = 1 if members["ltl_p_y"] is True else period
     outside = ({"reason": y_mod.reason, "witness": y_mod.witness.to_dict() if y_mod.witness is not None else None}
                if y_mod.member is False else None)
+    cr = results["crasp"]
     encodings = choose_encodings(members, period=period, delay=delay,
                                  stability_index=monoid.stability_index if monoid is not None else None,
-                                 modulus=least_mod, params=params, period_y_mod=period_y_mod, outside_y_mod=outside)
+                                 modulus=least_mod, params=params, period_y_mod=period_y_mod, outside_y_mod=outside,
+                                 crasp_depth=getattr(cr.certificate, "depth", None) if cr.member else None,
+                                 outside_crasp=({"reason": cr.reason, "witness": cr.witness.to_dict()
+                                                 if cr.witness is not None else None} if cr.member is False else None))
     timings["encodings"] = (time.perf_counter() - t0) * 1e3
 
     beyond = None
@@ -328,11 +332,15 @@ def format_table(analysis: Analysis, state_names: Mapping[int, Sequence[str]] | 
             lines.append(f"{'':<{w1}}{'':<8}{'certificate' if r.member else 'witness'}: {ev}")
     lines.append("")
     lines.append("encodings:")
-    for fam in ("soft", "hard"):
-        e = a.encodings[fam]
+    for fam in ("soft", "hard", "causal"):
+        e = a.encodings.get(fam)
+        if e is None:  # a record of an earlier version
+            continue
         thm = f" — {e['theorem']}" if e.get("theorem") else ""
         guarantee = "" if e["length_guarantee"] in e["name"] else f" [{e['length_guarantee']}]"
         lines.append(f"  {fam}: {e['name']}{guarantee}{thm}")
+        if e.get("setting"):
+            lines.append(f"  {'':<{len(fam)}}  setting: {e['setting']}")
         for alt in e.get("alternatives") or []:  # e.g. recency heads beside conventional RoPE for LTL[P,Y]
             label = alt.get("name") or f"{alt['encoding']} ({', '.join(f'{k} {v}' for k, v in alt.get('parameters', {}).items())})"
             lines.append(f"  {'':<{len(fam)}}  or: {label}" + (f" — {alt['theorem']}" if alt.get("theorem") and not alt.get("name") else ""))

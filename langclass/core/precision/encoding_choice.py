@@ -28,6 +28,14 @@ d_model / d_head / n_heads added by the caller), so every named encoding exists;
 (``"rope_periodic+alibi"``: periodic RoPE in the first layer, recency heads for Y) has ``build`` with
 one ``parts`` entry per family.
 
+A third family, ``causal``, answers for the setting most decoders are trained in — causal soft attention
+with a non-strict mask, NoPE and the readout at the last position, with precision that grows with the
+length (counts): NoPE suffices exactly for C-RASP (class ``crasp``; *Counting Like Transformers*, Yang &
+Chiang 2024; length generalization: *A Formal Framework for Understanding Length Generalization in
+Transformers*, Huang et al., ICLR 2025), with the depth of the constructed C-RASP program as an upper
+bound. Every answer carries ``setting`` so a reader sees why NoPE can be "no" for fixed-precision
+soft attention (LTL[P] only) and "yes" for counting precision.
+
 A quasi-aperiodic language outside LTL[P,Y,MOD] (decided on its MOD⁺-orbits,
 :mod:`langclass.core.algebra.orbits`) gets the soft answer "none known" with the non-member's reason and
 witness (``outside``): no encoding of this catalogue is known to recognize it with soft attention.
@@ -42,6 +50,7 @@ from typing import Any, Mapping
 from .encoding_families import EncodingFamily
 
 __all__ = [
+    "SETTINGS",
     "EncodingParams",
     "DEFAULT_PARAMS",
     "choose_encodings",
@@ -56,6 +65,14 @@ _MOD_ONEHOT = EncodingFamily.MOD_ONEHOT.value
 
 _RoPE = "Disentangling the Expressivity of RoPE"
 _HARD = "Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages"
+_COUNTING = "Counting Like Transformers: Compiling Temporal Counting Logic into Softmax Transformers (Yang & Chiang 2024)"
+_LENGTH_GEN = "A Formal Framework for Understanding Length Generalization in Transformers (Huang et al., ICLR 2025)"
+SETTINGS = {
+    "soft": "fixed-precision soft attention, strict future mask, BOS",
+    "hard": "unique hard attention (fixed precision)",
+    "causal": "causal soft attention (counting precision): non-strict causal mask, readout at the last position",
+}
+"""The setting each family of answers is about (every answer carries it as ``setting``)."""
 _RECENCY = ("recency construction (this project, docs/recency.md): an ALiBi head with slope s ≥ f_large and zero "
             "content score puts weight exactly 1 on position i − 1 at every length; with P heads (slope 0) it "
             "simulates every LTL[P,Y] formula")
@@ -151,8 +168,9 @@ def _build(encoding: str | None, parameters: Mapping[str, Any]) -> dict[str, Any
 def choose_encodings(members: Mapping[str, bool | None], *, period: int | None = None, delay: int | None = None,
                      stability_index: int | None = None, modulus: int | None = None,
                      params: EncodingParams = DEFAULT_PARAMS, period_y_mod: int | None = None,
-                     outside_y_mod: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
-    """The least sufficient encoding for soft and for hard attention.
+                     outside_y_mod: Mapping[str, Any] | None = None, crasp_depth: int | None = None,
+                     outside_crasp: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """The least sufficient encoding for soft and for hard attention, and the causal (counting) answer.
 
     Args:
         members: class key → True/False/None (see :mod:`langclass.core.algebra.lattice`).
@@ -166,15 +184,51 @@ def choose_encodings(members: Mapping[str, bool | None], *, period: int | None =
             implied through the lattice, then the period of LTL[P,MOD] or 1 from LTL[P,Y] is used).
         outside_y_mod: for a non-member of LTL[P,Y,MOD], its ``reason`` and ``witness`` (the class
             result's record), quoted by the soft answer.
+        crasp_depth: the depth of the C-RASP program of a ``crasp`` member (``None`` when unknown).
+        outside_crasp: for a non-member of ``crasp``, its ``reason`` and ``witness``, quoted by the
+            causal answer.
 
     Returns:
-        ``{"soft": {...}, "hard": {...}}``, each with ``encoding`` (catalogue name or ``None``),
+        ``{"soft": {...}, "hard": {...}, "causal": {...}}``, each with ``setting`` (:data:`SETTINGS`),
+        ``encoding`` (catalogue name or ``None``),
         ``name``, ``class``, ``parameters``, ``length_guarantee``, ``theorem``, ``reason`` and
         ``alternatives``. When a needed class is undecided (``None``) the entry says so
         (``encoding`` ``None``, ``undecided`` true).
     """
-    return {"soft": _soft(members, period, delay, params, period_y_mod, outside_y_mod),
-            "hard": _hard(members, stability_index, modulus)}
+    out = {"soft": _soft(members, period, delay, params, period_y_mod, outside_y_mod),
+           "hard": _hard(members, stability_index, modulus),
+           "causal": _causal(members, crasp_depth, outside_crasp)}
+    return {fam: dict(setting=SETTINGS[fam], **e) for fam, e in out.items()}
+
+
+def _causal(m: Mapping[str, bool | None], depth: int | None, outside: Mapping[str, Any] | None) -> dict[str, Any]:
+    """NoPE under causal soft attention with counting precision: exactly the C-RASP languages."""
+    member = m.get("crasp")
+    theorem = (f"{_COUNTING} (every C-RASP program compiles to a NoPE softmax transformer with non-strict causal "
+               f"masking); {_LENGTH_GEN} (C-RASP programs provably length-generalize under idealized inference)")
+    if member is True:
+        d = f"depth {depth}" if depth is not None else "depth unknown (the program is over the size limit)"
+        why = ("the language is in C-RASP (class crasp: balanced morphisms of every component of the minimal DFA, "
+               "docs/crasp.md), so a causal NoPE transformer that counts recognizes it at every length")
+        if m.get("ltl_p") is False:
+            why += ("; with fixed precision the same NoPE model recognizes only LTL[P] (the soft answer), which this "
+                    "language is not in: the counts need precision growing like log n")
+        return _entry(_NOPE, f"NoPE suffices — C-RASP, {d} (upper bound from the constructed program)", "crasp",
+                      {"mask": "nonstrict", "readout": "last position", "depth": depth,
+                       "depth_is": "an upper bound (the depth of the constructed program; the least depth of the "
+                                   "Knee-Deep in C-RASP hierarchy is not decided)",
+                       "precision": "counts up to n: about log2(n) bits"},
+                      "all lengths while the counts are representable (precision ~ log n)", theorem, why)
+    if member is False:
+        reason = "the language is not in C-RASP, so no causal NoPE transformer is predicted to length-generalize on it"
+        if outside and outside.get("reason"):
+            reason += f": {outside['reason']}"
+        extra: dict[str, Any] = {}
+        if outside is not None:
+            extra["outside"] = {"class": "crasp", "reason": outside.get("reason"), "witness": outside.get("witness")}
+        return _entry(None, "no C-RASP program: NoPE is not predicted to length-generalize", None, {}, "—", theorem,
+                      reason, **extra)
+    return _entry(None, "undecided", None, {}, "—", None, "a limit left C-RASP undecided", undecided=True)
 
 
 def _soft(m: Mapping[str, bool | None], period: int | None, delay: int | None, params: EncodingParams,
@@ -358,6 +412,10 @@ _CATALOGUE: list[dict[str, Any]] = [
          "captures": "FO[<,MOD_m] (with the least working m: FO[<,MOD] = regular ∩ AC⁰)",
          "parameters": ["period m (one-hot of i mod m: a finite image)"], "length_guarantee": "all lengths",
          "source": f"{_HARD}, Thm 19 (finite-image PE ⇔ B-RASP/LTL with its predicates) and Cor 20"},
+        {"encoding": _NOPE, "attention": "soft", "mask": "nonstrict", "setting": SETTINGS["causal"], "class": "crasp",
+         "captures": "C-RASP (counting)", "parameters": [],
+         "length_guarantee": "all lengths while the counts are representable (precision ~ log n)",
+         "source": f"{_COUNTING}; {_LENGTH_GEN}"},
         {"encoding": _ALIBI, "attention": "soft", "mask": "strict", "class": "ltl_p_y", "captures": "LTL[P,Y] at all lengths",
          "parameters": ["slope s ≥ f_large(dtype) on the Y heads, 0 on the P heads"], "length_guarantee": "all lengths",
          "source": _RECENCY},

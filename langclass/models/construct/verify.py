@@ -45,7 +45,8 @@ from langclass.models.construct import (
 from langclass.models.construct.choice import MASK_CHOICES, by_class as _by_class, language_class as _language_class
 from langclass.models.construct.choice import nonstrict as _nonstrict, nonstrict_route, plan_model as _plan
 from langclass.models.construct.route import ROUTES, choose_hard_route, local_divisor_candidate
-from langclass.models.construct.options import _OPTION_KEYS, _float_opt, _int_opt, _lengths, _options  # noqa: F401 (_OPTION_KEYS re-exported)
+from langclass.models.construct.options import _OPTION_KEYS, _count_words, _float_opt, _int_opt, _lengths, _options  # noqa: F401 (re-exported)
+from langclass.models.construct.options import MAX_RANDOM_LENGTH, MAX_VERIFY_WORDS, default_all_words_length, is_causal
 from langclass.models.construct.route_marked import default_y_mode
 from langclass.models.nn.tokens import BOS, EOS, NUM_SPECIAL
 from langclass.models.construct.verify_stream import CHUNK_ENTRIES, CancellableLimits as _CancellableLimits, ConstructionCancelled
@@ -54,30 +55,6 @@ from langclass.models.construct.verify_stream import Guard as _Guard, all_words 
 __all__ = ["run_construction", "validate_spec", "ConstructionCancelled", "verify_formula_model", "verify_brasp_model",
            "default_all_words_length", "MAX_VERIFY_WORDS", "MAX_RANDOM_LENGTH", "CHUNK_ENTRIES", "MASK_CHOICES"]
 
-MAX_VERIFY_WORDS = 3_000_000
-"""Most words the exhaustive phase may check (Σ_{L ≤ n} |Σ|^L)."""
-
-MAX_RANDOM_LENGTH = 100_000
-"""Longest random word a verification may use."""
-
-
-
-def default_all_words_length(k: int, budget: int = 300_000) -> int:
-    """The exhaustive length n: 64 for |Σ| = 1, 12 for |Σ| = 2, else the largest n ≤ 12 with
-    Σ_{L≤n} |Σ|^L ≤ budget."""
-    if k == 1:
-        return 64
-    if k == 2:
-        return 12
-    n, total = 0, 1
-    while n < 12 and total + k ** (n + 1) <= budget:
-        n += 1
-        total += k ** n
-    return n
-
-
-def _count_words(k: int, n: int) -> int:
-    return sum(k ** L for L in range(n + 1))
 
 
 def _dfa_accepts(dfa: DFA, words: np.ndarray) -> np.ndarray:
@@ -473,6 +450,9 @@ def validate_spec(spec: Mapping, limits: Limits = DEFAULT_LIMITS) -> None:
     Raises:
         InputError, UnsupportedError, LimitExceeded: as :func:`run_construction`.
     """
+    if is_causal(spec):  # the C-RASP construction (docs/crasp.md, "Construction")
+        from .verify_causal import validate_causal_spec
+        return validate_causal_spec(spec, limits)
     _plan(_prepare(spec, limits))
 
 
@@ -499,7 +479,8 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
             intra-op threads while verifying, default 1: these models are tiny), ``route``
             (hard attention from a regex or DFA: ``"auto"`` — the smaller of the Krohn–Rhodes cascade
             program and the local-divisor program, :func:`~langclass.models.construct.route.choose_hard_route`
-            — or ``"cascade"`` / ``"local-divisors"``, either of which implies hard attention).
+            — or ``"cascade"`` / ``"local-divisors"``, either of which implies hard attention), ``setting``
+            (``"fixed"``, or ``"causal"``: the C-RASP construction of :mod:`langclass.models.construct.verify_causal`).
         progress: called with ``{"phase", "length", "done", "total"}`` dicts.
         should_cancel: polled between batches; True raises :class:`ConstructionCancelled`.
 
@@ -521,6 +502,9 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
             verification phase that was running).
     """
     t0 = time.monotonic()
+    if is_causal(spec):  # setting "causal": the C-RASP construction (langclass.models.construct.verify_causal)
+        from .verify_causal import run_causal_construction
+        return run_causal_construction(spec, progress=progress, should_cancel=should_cancel, limits=limits)
     # one wall-clock budget (time_limit_s) for synthesis, planning, build and verification: every step's
     # deadline ends at t0 + time_limit_s, and every check polls the cancellation too
     limits = _CancellableLimits(**{name: getattr(limits, name) for name in Limits.__dataclass_fields__},

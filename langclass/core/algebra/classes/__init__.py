@@ -51,6 +51,7 @@ from .local import (
 from .delay import ltl_p_y_delay
 from .extras import monoid_extras
 from .temporal import TEMPORAL_KEYS, decide_unary_temporal, orbit_engine
+from .crasp import decide_crasp
 from .implied import Implied, ImpliedWitness, implied_period, implied_result, replay_implied
 from .replaykit import Checker, ReplayError, describe_failed_check
 from langclass.core.base.wording import count_noun
@@ -77,6 +78,7 @@ __all__ = [
     "decide_locally_threshold_testable",
     "decide_group",
     "decide_unary_temporal",
+    "decide_crasp",
     "orbit_engine",
     "TEMPORAL_KEYS",
     "find_counter_dfa",
@@ -102,7 +104,7 @@ __all__ = [
 ]
 
 _ORDER = ("ltl_p", "ltl_p_mod", "ltl_p_y", "star_free", "stutter_invariant", "fo2", "fo2_mod", "fo_mod",
-          "piecewise_testable", "locally_testable", "locally_threshold_testable", "group") + TEMPORAL_KEYS
+          "piecewise_testable", "locally_testable", "locally_threshold_testable", "group") + TEMPORAL_KEYS + ("crasp",)
 assert set(_ORDER) == set(REGISTRY), "every class of the lattice has exactly one registered decider"
 
 DECIDERS: dict[str, Callable[[Context], ClassResult]] = {k: REGISTRY[k].decide for k in _ORDER}
@@ -182,7 +184,8 @@ def replay(dfa: DFA | Mapping[str, Any], result: ClassResult | dict[str, Any], m
 
 
 _HIDDEN = frozenset({"check", "context", "truncated", "group", "hasse", "loops", "maximal_idempotents", "branch",
-                     "witness", "certificate", "monoid", "cycles"})
+                     "witness", "certificate", "monoid", "cycles", "components", "component",
+                     "program"})
 
 
 def render(result: ClassResult, width: int = 110, state_names: Mapping[int, Sequence[str]] | None = None) -> str:
