@@ -1,8 +1,7 @@
 """What a replay needs: words run on the minimal DFA, and the monoid rebuilt from a certificate's words.
 
-Nothing here reads :mod:`langclass.core.algebra.monoid`: element identities are decided by comparing
-the transformations of words on the DFA, and :class:`WordMonoid` is the syntactic monoid enumerated
-again on the DFA (:meth:`Checker.closure`: breadth-first, shortlex-least words, its own loop) — a
+Element identities are decided by comparing the transformations of words on the DFA, and
+:class:`WordMonoid` is the syntactic monoid enumerated again on the DFA (:meth:`Checker.closure`: breadth-first, shortlex-least words, its own loop) — a
 certificate's :class:`~langclass.core.algebra.classes.evidence.MonoidWords` must be exactly that
 tree, and certificates without words (monoids over
 :data:`~langclass.core.algebra.classes.evidence.CERT_MONOID_MAX`) are checked on it all the same.
@@ -13,13 +12,25 @@ Each replay is bounded: the closure by ``max_monoid_size``/``max_monoid_entries`
 :class:`~langclass.core.base.limits.Limits`, the rest by :data:`REPLAY_WORK` and the deadline; a
 replay over a bound raises :class:`~langclass.core.base.errors.LimitExceeded` naming it (neither
 confirmed nor refuted).
+
+Where a membership is a universal claim over orbits of the monoid (the unary temporal classes), the
+replay recomputes the verdict with the classification's own engines — the
+:class:`~langclass.core.algebra.monoid.TransitionMonoid` of :func:`~langclass.core.algebra.monoid.transition_monoid`
+and the :class:`~langclass.core.algebra.orbits.OrbitEngine` — on the DFA (:meth:`Checker.transition_monoid`,
+:meth:`Checker.orbit_engine`), and compares every stated figure with it. Everything computed from
+the DFA alone (both monoids, the engine's kernels, the strong components) is kept per DFA in a small
+cache (:func:`checker_for`, :data:`REPLAY_SESSIONS` DFAs), so replaying every answer of one
+language enumerates its monoid once, as the classification does.
 """
 
 from __future__ import annotations
 
 import linecache
 import os
+import threading
+from collections import OrderedDict
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -30,7 +41,12 @@ from langclass.core.base.errors import LimitExceeded
 from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
 from .evidence import MonoidWords, Separation
 
-__all__ = ["Checker", "ReplayError", "WordMonoid", "REPLAY_WORK", "REPLAY_TABLE_ENTRIES"]
+__all__ = ["Checker", "ReplayError", "WordMonoid", "REPLAY_WORK", "REPLAY_TABLE_ENTRIES", "REPLAY_SESSIONS",
+           "checker_for", "clear_replay_cache"]
+
+REPLAY_SESSIONS = 8
+"""DFAs whose replay facts (the monoids, the orbit engine, strong components) are kept between
+replays (least recently used first out)."""
 
 REPLAY_WORK = 400_000_000
 """Transformation entries (or table entries) one replay may compute beyond the closure itself;
@@ -83,13 +99,51 @@ class Checker:
         deadline: optional deadline checked by the long loops (default: one from ``limits``).
     """
 
-    def __init__(self, dfa: DFA, limits: Limits = DEFAULT_LIMITS, deadline: Deadline | None = None) -> None:
-        self.A = dfa.canonical()
+    def __init__(self, dfa: DFA, limits: Limits = DEFAULT_LIMITS, deadline: Deadline | None = None, *,
+                 shared: _Shared | None = None) -> None:
+        self.A = dfa.canonical() if shared is None else shared.A
         self.n = self.A.num_states
         self.limits = limits
         self.deadline = deadline if deadline is not None else limits.deadline()
         self.work = 0
-        self._closure: WordMonoid | None = None
+        self.shared = shared if shared is not None else _Shared(self.A)
+
+    @property
+    def _closure(self) -> WordMonoid | None:
+        W = self.shared.closure
+        if W is not None:
+            W._chk = self  # the shared monoid charges this replay's work and checks its deadline
+        return W
+
+    def transition_monoid(self) -> Any:
+        """The syntactic monoid enumerated by the classification's engine
+        (:func:`~langclass.core.algebra.monoid.transition_monoid` on the DFA, this checker's limits
+        and deadline), kept with the DFA's other replay facts.
+
+        Raises:
+            LimitExceeded: ``max_monoid_size`` / ``max_monoid_entries``; TimeLimitExceeded: the deadline.
+        """
+        if self.shared.monoid is None:
+            from ..monoid import transition_monoid
+
+            self.shared.monoid = transition_monoid(self.A, self.limits, deadline=self.deadline)
+        return self.shared.monoid
+
+    def orbit_engine(self) -> Any:
+        """The :class:`~langclass.core.algebra.orbits.OrbitEngine` of :meth:`transition_monoid` (the
+        classification's engine; its kernels are kept across replays of the DFA), on this checker's deadline."""
+        if self.shared.engine is None:
+            from langclass.core.algebra.orbits import OrbitEngine
+
+            self.shared.engine = OrbitEngine(self.transition_monoid(), self.deadline)
+        self.shared.engine.deadline = self.deadline
+        return self.shared.engine
+
+    def scc(self) -> np.ndarray:
+        """Strong-component label ``[n]`` of every state of the minimal DFA (scipy's C routine; kept)."""
+        if self.shared.scc is None:
+            self.shared.scc = _scc_labels(self.A.transitions.astype(np.int64))
+        return self.shared.scc
 
     def spend(self, entries: int, step: str) -> None:
         """Count ``entries`` computed towards :data:`REPLAY_WORK` and check the deadline.
@@ -199,7 +253,7 @@ class Checker:
                                                     "(the replay enumerates the monoid on the DFA)")
                 start = end
             mw = MonoidWords(tuple(parents), tuple(A.alphabet[a] for a in letters))
-            self._closure = WordMonoid(self, mw, np.stack(rows), index)
+            self.shared.closure = WordMonoid(self, mw, np.stack(rows), index)
         return self._closure
 
     def monoid(self, mw: MonoidWords | None = None) -> WordMonoid:
@@ -406,3 +460,44 @@ class WordMonoid:
         maxi = self.maximal_idempotents()
         _, first = np.unique(self.j_labels[maxi], return_index=True)
         return np.sort(maxi[first])
+
+
+class _Shared:
+    """What replays of one minimal DFA share: the DFA, the replay's own closure, the classification's
+    monoid and orbit engine, the strong components (each computed on first use)."""
+
+    def __init__(self, A: DFA) -> None:
+        self.A = A
+        self.closure: WordMonoid | None = None
+        self.monoid: Any = None
+        self.engine: Any = None
+        self.scc: np.ndarray | None = None
+
+
+_SESSIONS: OrderedDict[tuple, _Shared] = OrderedDict()
+_SESSIONS_LOCK = threading.Lock()
+
+
+def checker_for(dfa: DFA, limits: Limits = DEFAULT_LIMITS) -> Checker:
+    """A :class:`Checker` of the DFA with its own deadline and work count, sharing what earlier
+    replays of the same minimal DFA (under the same monoid limits) computed from it. The cache holds
+    facts of the DFA alone — never anything read from evidence — so a forged record cannot change
+    what a later replay sees."""
+    A = dfa.canonical()
+    key = (tuple(A.alphabet), A.transitions.shape, A.transitions.astype(np.int64).tobytes(), int(A.initial),
+           np.asarray(A.accepting, dtype=bool).tobytes(), limits.max_monoid_size, limits.max_monoid_entries)
+    with _SESSIONS_LOCK:
+        shared = _SESSIONS.get(key)
+        if shared is None:
+            shared = _SESSIONS[key] = _Shared(A)
+            while len(_SESSIONS) > REPLAY_SESSIONS:
+                _SESSIONS.popitem(last=False)
+        else:
+            _SESSIONS.move_to_end(key)
+    return Checker(A, limits, shared=shared)
+
+
+def clear_replay_cache() -> None:
+    """Forget every DFA's replay facts (the next replay recomputes them)."""
+    with _SESSIONS_LOCK:
+        _SESSIONS.clear()
