@@ -21,7 +21,7 @@ import numpy as np
 from .base import ClassResult, Decider, Evidence, make_result, register, show, words
 from .context import Context
 from .evidence import Counter, MonoidWords, monoid_words
-from .replaykit import Checker, ReplayError
+from .replaykit import Checker, ReplayError, same_figures
 from ..monoid.groups import center_is_trivial, group_name
 from ..monoid.permgroup import PermGroup, solvable_by_order
 from langclass.core.base.errors import LimitExceeded
@@ -255,6 +255,11 @@ def replay_counter(chk: Checker, wit) -> None:
 
 
 def _replay_star_free_yes(chk: Checker, cert: Aperiodic) -> None:
+    """The verdict and the figures recomputed by the decision procedure on the DFA; with the monoid's
+    words (small monoids) also by the definition on the replay's own enumeration."""
+    same_figures(cert, chk.require_member("star_free").certificate, ("monoid_size", "aperiodicity_index"))
+    if cert.monoid is None and not chk.small():
+        return
     W = chk.monoid(cert.monoid)  # enumerated on the DFA (the certificate's words must be its tree)
     if W.m != cert.monoid_size:
         raise ReplayError(f"the monoid has {W.m} elements, not {cert.monoid_size}")
@@ -275,6 +280,9 @@ def _then(P: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 
 def _replay_fo_mod_yes(chk: Checker, cert: QuasiAperiodic) -> None:
+    same_figures(cert, chk.require_member("fo_mod").certificate, ("stability_index", "stable_semigroup_size"))
+    if cert.monoid is None and not chk.small():
+        return
     W = chk.monoid(cert.monoid)
     s, stable = W.levels()
     if s != cert.stability_index:

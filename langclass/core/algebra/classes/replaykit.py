@@ -39,10 +39,10 @@ from scipy.sparse.csgraph import connected_components
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import LimitExceeded
 from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
-from .evidence import MonoidWords, Separation
+from .evidence import CERT_MONOID_MAX, MonoidWords, Separation
 
 __all__ = ["Checker", "ReplayError", "WordMonoid", "REPLAY_WORK", "REPLAY_TABLE_ENTRIES", "REPLAY_SESSIONS",
-           "checker_for", "clear_replay_cache"]
+           "checker_for", "clear_replay_cache", "same_figures"]
 
 REPLAY_SESSIONS = 8
 """DFAs whose replay facts (the monoids, the orbit engine, strong components) are kept between
@@ -139,6 +139,49 @@ class Checker:
         self.shared.engine.deadline = self.deadline
         return self.shared.engine
 
+    def context(self) -> Any:
+        """The classification's :class:`~langclass.core.algebra.classes.context.Context` of the DFA with
+        :meth:`transition_monoid` (its lazily computed facts — maximal idempotents, the table — kept
+        across replays of the DFA), on this checker's deadline."""
+        if self.shared.context is None:
+            from .context import Context
+
+            self.shared.context = Context(self.A, self.transition_monoid(), self.limits, self.deadline)
+        self.shared.context.deadline = self.deadline
+        return self.shared.context
+
+    def decided(self, key: str) -> Any:
+        """The :class:`~langclass.core.algebra.classes.base.ClassResult` of class ``key`` recomputed on the
+        DFA by the class's own decision procedure on :meth:`context` (kept per DFA and key).
+
+        Raises:
+            LimitExceeded / TimeLimitExceeded: the decision is over a bound (neither confirmed nor refuted).
+        """
+        got = self.shared.decided.get(key)
+        if got is None:
+            from .base import REGISTRY
+
+            got = self.shared.decided[key] = REGISTRY[key].decide(self.context())
+        return got
+
+    def require_member(self, key: str) -> Any:
+        """The recomputed :meth:`decided` result, which must be a membership.
+
+        Raises:
+            ReplayError: the language is not in the class (the message gives the recomputed reason)."""
+        res = self.decided(key)
+        if res.member is not True:
+            from ..lattice import CLASS_INFO
+
+            raise ReplayError(f"recomputed on the DFA by the class's decision procedure, the language is not in "
+                              f"{CLASS_INFO[key].name}: {res.reason}")
+        return res
+
+    def small(self) -> bool:
+        """The monoid has at most CERT_MONOID_MAX elements (certificates list its words): the replay then
+        also checks the property by the definition on its own enumeration (:meth:`monoid`)."""
+        return self.transition_monoid().size <= CERT_MONOID_MAX
+
     def scc(self) -> np.ndarray:
         """Strong-component label ``[n]`` of every state of the minimal DFA (scipy's C routine; kept)."""
         if self.shared.scc is None:
@@ -221,6 +264,14 @@ class Checker:
     def closure(self) -> WordMonoid:
         """The syntactic monoid as a :class:`WordMonoid`, enumerated on the DFA (cached); see
         :meth:`closure_words`."""
+        if self._closure is None and self.transition_monoid().size > CERT_MONOID_MAX:
+            # no certificate lists the words of so large a monoid: the classification's enumeration
+            # (same elements in the same shortlex order, its Cayley graphs) is the replay's
+            M = self.transition_monoid()
+            X = np.ascontiguousarray(M.elements, dtype=np.int64)
+            mw = MonoidWords(tuple(M.parent[1:].tolist()), tuple(self.A.alphabet[int(a)] for a in M.last_letter[1:].tolist()))
+            self.shared.closure = WordMonoid(self, mw, X, {r.tobytes(): i for i, r in enumerate(X)},
+                                             cayley=(np.asarray(M.right, dtype=np.int64), np.asarray(M.left, dtype=np.int64)))
         if self._closure is None:
             A, n = self.A, self.n
             t = A.transitions.astype(np.int64)
@@ -283,12 +334,17 @@ class WordMonoid:
         and left Cayley graphs (x·a and a·x); words: the :class:`MonoidWords` tree; letter_ids: η(a).
     """
 
-    def __init__(self, chk: Checker, mw: MonoidWords, X: np.ndarray, index: dict[bytes, int]) -> None:
+    def __init__(self, chk: Checker, mw: MonoidWords, X: np.ndarray, index: dict[bytes, int],
+                 cayley: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         A = chk.A
         self.X, self.m, self.k = X, X.shape[0], A.num_letters
         self.words, self._chk, self._index = mw, chk, index
         self._parents = list(mw.parents)
         self._letters = [A.letter_index(a) for a in mw.letters]
+        if cayley is not None:  # the classification's Cayley graphs of the same elements
+            self.right, self.left = cayley
+            self.letter_ids = self.right[0].copy()
+            return
         chk.spend(self.m * max(1, self.k) * 2, "the Cayley graphs")
         t = A.transitions.astype(np.int64)
         self.right = np.empty((self.m, self.k), dtype=np.int64)
@@ -471,6 +527,8 @@ class _Shared:
         self.closure: WordMonoid | None = None
         self.monoid: Any = None
         self.engine: Any = None
+        self.context: Any = None
+        self.decided: dict[str, Any] = {}
         self.scc: np.ndarray | None = None
 
 
@@ -501,3 +559,16 @@ def clear_replay_cache() -> None:
     """Forget every DFA's replay facts (the next replay recomputes them)."""
     with _SESSIONS_LOCK:
         _SESSIONS.clear()
+
+
+def same_figures(cert: Any, got: Any, names: tuple[str, ...]) -> None:
+    """Every stated figure ``names`` of a certificate equals the one recomputed on the DFA (``got``,
+    the decision procedure's certificate of the same type).
+
+    Raises:
+        ReplayError: naming the first figure that differs, with both values."""
+    if type(got) is not type(cert):
+        return
+    for name in names:
+        if getattr(cert, name) != getattr(got, name):
+            raise ReplayError(f"{name} is {getattr(got, name)} (recomputed on the DFA), not {getattr(cert, name)}")
