@@ -275,7 +275,7 @@ def test_forged_evidence_of_the_opposite_verdict_is_refused(key, data):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key", KEYS)
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+@settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                                                     HealthCheck.data_too_large])
 @given(data=st.data())
 def test_forged_evidence_of_the_opposite_verdict_is_refused_thoroughly(key, data):
