@@ -1,26 +1,30 @@
-"""What a replay needs: words run on the minimal DFA, and the monoid rebuilt from a certificate's words.
+"""What a replay needs: words run on the minimal DFA, the monoid enumerated again, and the classification's engines.
 
-Element identities are decided by comparing the transformations of words on the DFA, and
-:class:`WordMonoid` is the syntactic monoid enumerated again on the DFA (:meth:`Checker.closure`: breadth-first, shortlex-least words, its own loop) — a
-certificate's :class:`~langclass.core.algebra.classes.evidence.MonoidWords` must be exactly that
-tree, and certificates without words (monoids over
-:data:`~langclass.core.algebra.classes.evidence.CERT_MONOID_MAX`) are checked on it all the same.
-Everything a certificate states (s, |η(Σ^s)|, counts of regular elements and classes) is recomputed
-here by the definitions: Green's R, L and J as strong components of the right, left and two-sided
-Cayley graphs, x regular iff its R-class holds an idempotent, the sets η(Σ^j) one after the other.
-Each replay is bounded: the closure by ``max_monoid_size``/``max_monoid_entries`` of its
-:class:`~langclass.core.base.limits.Limits`, the rest by :data:`REPLAY_WORK` and the deadline; a
-replay over a bound raises :class:`~langclass.core.base.errors.LimitExceeded` naming it (neither
-confirmed nor refuted).
+Element identities are decided by comparing the transformations of words on the DFA. A membership
+is never taken from a certificate: :meth:`Checker.require_member` recomputes it with the class's own
+decision procedure on the DFA, with the engines the classification uses (the
+:class:`~langclass.core.algebra.monoid.TransitionMonoid` of
+:func:`~langclass.core.algebra.monoid.transition_monoid`, the classification's
+:class:`~langclass.core.algebra.classes.context.Context`, the
+:class:`~langclass.core.algebra.orbits.OrbitEngine`), and the certificate's figures are compared
+with the recomputed ones (:func:`same_figures`). Up to
+:data:`~langclass.core.algebra.classes.evidence.CERT_MONOID_MAX` elements, :class:`WordMonoid` is
+the syntactic monoid enumerated again on the DFA by the replay's own loop (:meth:`Checker.closure`:
+breadth-first, shortlex-least words) — a certificate's
+:class:`~langclass.core.algebra.classes.evidence.MonoidWords` must be exactly that tree — and the
+property is also checked by its definition on it; larger monoids (no certificate lists their
+words) are read from the classification's enumeration. Everything stated (s, |η(Σ^s)|, counts of
+regular elements and classes) is recomputed here by the definitions: Green's R, L and J as strong
+components of the right, left and two-sided Cayley graphs, x regular iff its R-class holds an
+idempotent, the sets η(Σ^j) one after the other. Each replay is bounded: the closure by
+``max_monoid_size``/``max_monoid_entries`` of its :class:`~langclass.core.base.limits.Limits`, the
+rest by :data:`REPLAY_WORK` and the deadline; a replay over a bound raises
+:class:`~langclass.core.base.errors.LimitExceeded` naming it (neither confirmed nor refuted).
 
-Where a membership is a universal claim over orbits of the monoid (the unary temporal classes), the
-replay recomputes the verdict with the classification's own engines — the
-:class:`~langclass.core.algebra.monoid.TransitionMonoid` of :func:`~langclass.core.algebra.monoid.transition_monoid`
-and the :class:`~langclass.core.algebra.orbits.OrbitEngine` — on the DFA (:meth:`Checker.transition_monoid`,
-:meth:`Checker.orbit_engine`), and compares every stated figure with it. Everything computed from
-the DFA alone (both monoids, the engine's kernels, the strong components) is kept per DFA in a small
-cache (:func:`checker_for`, :data:`REPLAY_SESSIONS` DFAs), so replaying every answer of one
-language enumerates its monoid once, as the classification does.
+Everything computed from the DFA alone (both monoids, the context, the orbit engine's kernels, the
+decisions, the strong components) is kept per DFA in a small cache (:func:`checker_for`,
+:data:`REPLAY_SESSIONS` DFAs), so replaying every answer of one language enumerates its monoid
+once, as classifying it does.
 """
 
 from __future__ import annotations
