@@ -53,7 +53,7 @@ from .extras import monoid_extras
 from .temporal import TEMPORAL_KEYS, decide_unary_temporal, orbit_engine
 from .crasp import decide_crasp
 from .implied import Implied, ImpliedWitness, implied_period, implied_result, replay_implied
-from .replaykit import Checker, ReplayError, describe_failed_check
+from .replaykit import Checker, ReplayError, checker_for, clear_replay_cache, describe_failed_check
 from langclass.core.base.wording import count_noun
 
 __all__ = [
@@ -85,6 +85,7 @@ __all__ = [
     "implied_result",
     "qr_witness_words",
     "replay",
+    "clear_replay_cache",
     "render",
     "state_label",
     "with_state_names",
@@ -127,8 +128,15 @@ def replay(dfa: DFA | Mapping[str, Any], result: ClassResult | dict[str, Any], m
         limits: bounds of the replay's own enumeration of the monoid (``max_monoid_size``,
             ``max_monoid_entries``) and its deadline (``time_limit_s``).
 
-    Every stated figure is recomputed on the DFA (the stability index, |η(Σ^s)|, counts, the Hasse
-    diagram of A_k, group orders and names), also for certificates without the monoid's words.
+    The verdict is decided from the DFA, never from what the evidence leaves out: a membership is a
+    universal claim, so it is recomputed on the DFA (the property on the whole monoid, every orbit,
+    every strong component) and every stated figure is compared with the recomputed one (the
+    stability index, |η(Σ^s)|, counts, the Hasse diagram of A_k, periods, orbit sizes, group orders
+    and names) — an empty list, a ``truncated`` flag or a missing monoid never stands in for a check.
+    A non-membership is an existential claim: its words are run on the DFA and the violation checked
+    by the definition. Every state the evidence names must be a state of the minimal DFA. What is
+    checked for each class is written out in ``docs/replay.md``. Facts of the DFA alone (the monoid,
+    the orbit engine's kernels) are kept between replays of one DFA (:func:`.replaykit.checker_for`).
 
     Raises:
         InputError (DfaFormatError, …): malformed DFA JSON.
@@ -142,11 +150,15 @@ def replay(dfa: DFA | Mapping[str, Any], result: ClassResult | dict[str, Any], m
 
         dfa = parse_dfa_json(dfa if isinstance(dfa, (str, bytes)) else dict(dfa), limits)
     d = result.to_dict() if isinstance(result, ClassResult) else result
-    key, member = d["key"], d["member"]
+    if not isinstance(d, Mapping):
+        raise ReplayError(f"a class record is an object, not {type(d).__name__}")
+    key, member = d.get("key"), d.get("member")
+    if not isinstance(key, str) or key not in REGISTRY:
+        raise ReplayError(f"unknown class key {key!r}")
     if member is None:
         return
-    if key not in REGISTRY:
-        raise ReplayError(f"unknown class key {key!r}")
+    if not isinstance(member, bool):
+        raise ReplayError(f"{key}: member is true, false or null, not {member!r}")
     kind = "certificate" if member else "witness"
     raw = d.get(kind)
     if raw is None:
@@ -162,7 +174,8 @@ def replay(dfa: DFA | Mapping[str, Any], result: ClassResult | dict[str, Any], m
         raise ReplayError(f"{key}: malformed evidence: {err}") from None
     # every check below raises ReplayError explicitly (no ``assert``: ``python -O`` must not skip one)
     try:
-        chk = Checker(dfa, limits)
+        chk = checker_for(dfa, limits)
+        _states_in_range(ev.to_dict(), chk.n, kind)
         if lattice:
             if member and d.get("period") != implied_period(key, ev.implied_by):
                 raise ReplayError(f"the period of an implied answer is {implied_period(key, ev.implied_by)}")
@@ -181,6 +194,38 @@ def replay(dfa: DFA | Mapping[str, Any], result: ClassResult | dict[str, Any], m
         raise ReplayError(f"{key}: the {kind} does not replay: {err}") from None
     except (IndexError, KeyError) as err:  # a state or element id out of range, an element that is not one
         raise ReplayError(f"{key}: the {kind} does not replay: an id out of range or not an element ({err})") from None
+    except (ArithmeticError, ValueError, TypeError) as err:  # a figure no check can use (a zero modulus, …)
+        raise ReplayError(f"{key}: the {kind} does not replay: a malformed figure ({type(err).__name__}: {err})") from None
+
+
+def _states_in_range(ev: Any, n: int, where: str) -> None:
+    """Every state the evidence names (the fields of :data:`STATE_FIELDS`, also in nested evidence)
+    is a state 0..n-1 of the minimal DFA.
+
+    Raises:
+        ReplayError: naming the field and the value."""
+    def check(v: Any, path: str) -> None:
+        if isinstance(v, bool):
+            raise ReplayError(f"{path} is a state, not {v!r}")
+        if isinstance(v, int):
+            if not 0 <= v < n:
+                raise ReplayError(f"{path} = {v} is not a state of the minimal DFA (it has {n} states: 0..{n - 1})")
+        elif isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                check(x, f"{path}[{i}]")
+
+    def walk(x: Any, path: str) -> None:
+        if isinstance(x, Mapping):
+            for k, v in x.items():
+                if k in STATE_FIELDS and v is not None:
+                    check(v, f"{path}.{k}")
+                else:
+                    walk(v, f"{path}.{k}")
+        elif isinstance(x, (list, tuple)):
+            for i, v in enumerate(x):
+                walk(v, f"{path}[{i}]")
+
+    walk(ev, where)
 
 
 _HIDDEN = frozenset({"check", "context", "truncated", "group", "hasse", "loops", "maximal_idempotents", "branch",

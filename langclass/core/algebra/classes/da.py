@@ -19,7 +19,7 @@ from .base import ClassResult, Decider, Evidence, make_result, register, show, w
 from .context import Context
 from .definite import Definite, check_definite
 from .evidence import MonoidWords, Separation, monoid_words
-from .replaykit import Checker, ReplayError
+from .replaykit import Checker, ReplayError, same_figures
 from langclass.core.base.wording import count_noun
 
 __all__ = ["decide_fo2", "decide_fo2_mod", "decide_piecewise_testable", "RegularIdempotent",
@@ -183,6 +183,9 @@ def _replay_fo2_yes(chk: Checker, cert: RegularIdempotent | Definite) -> None:
     if isinstance(cert, Definite):  # found on the DFA alone (the monoid over its cap)
         check_definite(chk.A, cert)
         return
+    same_figures(cert, chk.require_member("fo2").certificate, ('regular_d_classes', 'regular_elements'))  # recomputed on the DFA
+    if cert.monoid is None and not chk.small():  # by the definition too where the words are listed
+        return
     W = chk.monoid(cert.monoid)
     reg = W.regular
     if int(reg.sum()) != cert.regular_elements:
@@ -195,6 +198,9 @@ def _replay_fo2_yes(chk: Checker, cert: RegularIdempotent | Definite) -> None:
 
 
 def _replay_fo2_mod_yes(chk: Checker, cert: StableRegularIdempotent) -> None:
+    same_figures(cert, chk.require_member("fo2_mod").certificate, ('stability_index', 'stable_semigroup_size'))  # recomputed on the DFA
+    if cert.monoid is None and not chk.small():  # by the definition too where the words are listed
+        return
     W = chk.monoid(cert.monoid)
     s, stable = W.levels()
     if s != cert.stability_index:
@@ -226,6 +232,9 @@ def _replay_da_no(chk: Checker, wit: DAWitness | StableDAWitness) -> None:
 
 
 def _replay_pt_yes(chk: Checker, cert: JTrivial) -> None:
+    same_figures(cert, chk.require_member("piecewise_testable").certificate, ('j_classes',))  # recomputed on the DFA
+    if cert.monoid is None and not chk.small():  # by the definition too where the words are listed
+        return
     W = chk.monoid(cert.monoid)
     if W.m != cert.j_classes:
         raise ReplayError(f"the monoid has {W.m} elements, not {cert.j_classes} singleton J-classes")

@@ -9,7 +9,9 @@
   "Graph congruences and wreath products", 1985).
 
 The deciders check one maximal idempotent per D-class (:attr:`Context.maximal_idempotent_reps`
-proves why that suffices); a replay with the monoid's words checks every idempotent by the definition.
+proves why that suffices). A member's replay recomputes the membership with the decision procedure
+on the DFA and compares every listed figure with the recomputed one; for monoids small enough to
+list their words it also checks the property by the definition on its own enumeration.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .base import CERT_LIST_MAX, ClassResult, Decider, Evidence, make_result, re
 from .context import Context
 from .definite import Definite, check_definite
 from .evidence import MonoidWords, Separation, monoid_words
-from .replaykit import Checker, ReplayError, WordMonoid
+from .replaykit import Checker, ReplayError
 from langclass.core.base.wording import count_noun
 
 __all__ = ["decide_ltl_p_y", "decide_locally_testable", "decide_locally_threshold_testable", "LTT_WORK_BUDGET",
@@ -336,38 +338,49 @@ def decide_locally_threshold_testable(ctx: Context) -> ClassResult:
 # ============================================================================ replay
 
 
-def _check_listed(chk: Checker, W: WordMonoid, cert: LocalMonoids) -> None:
+def _check_listed(chk: Checker, cert: LocalMonoids) -> None:
     """The listed idempotents are one maximal idempotent of η(Σ⁺) per D-class of maximal idempotents
     (all of them unless ``truncated``, which holds iff there are more than CERT_LIST_MAX), each
-    with its |eSe|."""
-    maximal = W.maximal_idempotents()
-    classes = W.j_labels[maximal]
-    want = np.unique(classes).size
+    with its |eSe| — all recomputed on the DFA with the classification's context (the maximal
+    idempotents, Green's J, the masks of eM and Me), whatever the certificate lists."""
+    ctx = chk.context()
+    M = ctx.monoid
+    maximal = ctx.maximal_idempotents
+    J = M.green["J"]
+    want = np.unique(J[maximal]).size
     if cert.truncated != (want > CERT_LIST_MAX):
         raise ReplayError(f"there are {want} D-classes of maximal idempotents: truncated is {want > CERT_LIST_MAX}")
     if len(cert.maximal_idempotents) != min(want, CERT_LIST_MAX):
         raise ReplayError(f"{len(cert.maximal_idempotents)} idempotents listed; there are {want} D-classes of maximal idempotents")
+    is_max = set(maximal.tolist())
     seen = set()
     for lm in cert.maximal_idempotents:
         chk.idempotent_word(lm.e)
-        e = W.element(lm.e)
-        if e not in set(maximal.tolist()):
+        e = M.element_of_word(lm.e)
+        if e not in is_max:
             raise ReplayError(f"η({list(lm.e)}) is not a maximal idempotent of the syntactic semigroup")
-        if int(W.j_labels[e]) in seen:
+        if int(J[e]) in seen:
             raise ReplayError("two listed idempotents lie in one D-class")
-        seen.add(int(W.j_labels[e]))
-        if W.local(e).size != lm.eSe_size:
-            raise ReplayError(f"eSe has {W.local(e).size} elements, not {lm.eSe_size}")
+        seen.add(int(J[e]))
+        left, right = ctx.fixed_masks([e])
+        size = int((left[0] & right[0]).sum())
+        if size != lm.eSe_size:
+            raise ReplayError(f"eSe has {size} elements, not {lm.eSe_size}")
 
 
 def _replay_ltl_p_y_yes(chk: Checker, cert: LocalMonoids) -> None:
-    """Every local monoid eSe is R-trivial. Checked on the maximal idempotents: e' ≤ e gives
-    e'Se' = e'(eSe)e' ⊆ eSe, and two elements of eSe are R-equivalent in eSe iff in M (x = y·m ⇒
-    x = y·(e m e)), so an R-trivial eSe has R-trivial subsets; and one maximal idempotent per D-class
-    suffices (isomorphic local monoids, see
+    """The membership is recomputed by the decision procedure on the DFA and the listed figures
+    compared (:func:`_check_listed`); with the monoid's words (small monoids) also by the definition on
+    the replay's own enumeration: every local monoid eSe is R-trivial. Checked on the maximal
+    idempotents: e' ≤ e gives e'Se' = e'(eSe)e' ⊆ eSe, and two elements of eSe are R-equivalent in eSe
+    iff in M (x = y·m ⇒ x = y·(e m e)), so an R-trivial eSe has R-trivial subsets; and one maximal
+    idempotent per D-class suffices (isomorphic local monoids, see
     :meth:`~langclass.core.algebra.classes.replaykit.WordMonoid.maximal_idempotent_reps`)."""
+    chk.require_member("ltl_p_y")
+    _check_listed(chk, cert)
+    if cert.monoid is None and not chk.small():
+        return
     W = chk.monoid(cert.monoid)
-    _check_listed(chk, W, cert)
     R = W.r_labels
     for e in W.maximal_idempotent_reps().tolist():
         ids = W.local(e)
@@ -376,13 +389,17 @@ def _replay_ltl_p_y_yes(chk: Checker, cert: LocalMonoids) -> None:
 
 
 def _replay_lt_yes(chk: Checker, cert: LocalMonoids | Definite) -> None:
-    """Every local monoid eSe is idempotent and commutative (both pass to the subsets e'Se' ⊆ eSe of
-    e' ≤ e, so the maximal idempotents suffice, one per D-class)."""
-    if isinstance(cert, Definite):  # found on the DFA alone (the monoid over its cap)
+    """Recomputed by the decision procedure and compared as for LTL[P,Y]; by the definition for small
+    monoids: every local monoid eSe is idempotent and commutative (both pass to the subsets e'Se' ⊆ eSe
+    of e' ≤ e, so the maximal idempotents suffice, one per D-class)."""
+    if isinstance(cert, Definite):  # found on the DFA alone (the monoid over its cap): checked there, fully
         check_definite(chk.A, cert)
         return
+    chk.require_member("locally_testable")
+    _check_listed(chk, cert)
+    if cert.monoid is None and not chk.small():
+        return
     W = chk.monoid(cert.monoid)
-    _check_listed(chk, W, cert)
     for e in W.maximal_idempotent_reps().tolist():
         ids = W.local(e)
         if not W.idempotent[ids].all():
@@ -425,10 +442,19 @@ def _replay_lt_no(chk: Checker, wit: LTWitness) -> None:
 
 
 def _replay_ltt_yes(chk: Checker, cert: LTTCertificate) -> None:
-    """η(Σ⁺) aperiodic and e x f y e z f = e z f y e x f for all idempotents e, f, checked as
+    """The membership and the counts are recomputed by the decision procedure on the DFA and compared;
+    with the monoid's words (small monoids) also by the definition on the replay's own enumeration:
+    η(Σ⁺) aperiodic and e x f y e z f = e z f y e x f for all idempotents e, f, checked as
     a·b·c = c·b·a for a, c ∈ eSf, b ∈ fSe on the maximal idempotents (e' ≤ e, f' ≤ f give
     e'Sf' = e·e'Sf'·f ⊆ eSf and f'Se' ⊆ fSe); with 1 ∈ η(Σ⁺) the identity at e = f = 1 is
-    commutativity, checked on the letters. The counts are recomputed."""
+    commutativity, checked on the letters."""
+    got = chk.require_member("locally_threshold_testable").certificate
+    if isinstance(got, LTTCertificate):
+        for name in ("maximal_idempotents", "d_class_representatives", "pairs_checked", "commutative"):
+            if getattr(cert, name) != getattr(got, name):
+                raise ReplayError(f"{name} is {getattr(got, name)}, not {getattr(cert, name)}")
+    if cert.monoid is None and not chk.small():
+        return
     W = chk.monoid(cert.monoid)
     S = np.flatnonzero(W.semigroup)
     if not W.aperiodic(S).all():

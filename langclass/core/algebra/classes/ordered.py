@@ -155,9 +155,17 @@ def _topological_order(ctx: Context) -> list[int]:
 
 
 def _replay_ltl_p_yes(chk: Checker, cert: TopologicalOrder) -> None:
-    """The order lists distinct states, all of them unless ``truncated`` (which holds iff there are
-    more than CERT_LIST_MAX states: then the first CERT_LIST_MAX), and is a prefix of a topological
-    order: a transition p→q, p ≠ q, into a listed q comes from a state p listed before q."""
+    """The minimal DFA is partially ordered — every strong component (recomputed on the whole DFA,
+    whatever the order lists) is one state — and the order lists distinct states, all of them unless
+    ``truncated`` (which holds iff there are more than CERT_LIST_MAX states: then the first
+    CERT_LIST_MAX), and is a prefix of a topological order: a transition p→q, p ≠ q, into a listed q
+    comes from a state p listed before q."""
+    comp = chk.scc()
+    sizes = np.bincount(comp)
+    if (sizes > 1).any():
+        q = int(np.flatnonzero(sizes[comp] > 1)[0])
+        raise ReplayError(f"state {q} lies on a cycle of {int(sizes[comp[q]])} states: the minimal DFA is not "
+                          "partially ordered")
     order = cert.topological_order
     if cert.truncated != (chk.n > CERT_LIST_MAX):
         raise ReplayError(f"the DFA has {chk.n} states: truncated is {chk.n > CERT_LIST_MAX}")
@@ -441,6 +449,8 @@ def _hasse(t: np.ndarray, k: int) -> list[tuple[int, int]]:
 
 def _replay_ltl_p_mod_no(chk: Checker, wit: QRWitness) -> None:
     p, q, d_ = wit.p, wit.q, wit.period
+    if not 1 <= d_ <= chk.n:
+        raise ReplayError(f"the period of a strong component is between 1 and the number of states, not {d_}")
     b = wit.branch
     if b is None:
         raise ReplayError("the witness names the branching state")

@@ -1,25 +1,40 @@
-"""What a replay needs: words run on the minimal DFA, and the monoid rebuilt from a certificate's words.
+"""What a replay needs: words run on the minimal DFA, the monoid enumerated again, and the classification's engines.
 
-Nothing here reads :mod:`langclass.core.algebra.monoid`: element identities are decided by comparing
-the transformations of words on the DFA, and :class:`WordMonoid` is the syntactic monoid enumerated
-again on the DFA (:meth:`Checker.closure`: breadth-first, shortlex-least words, its own loop) — a
-certificate's :class:`~langclass.core.algebra.classes.evidence.MonoidWords` must be exactly that
-tree, and certificates without words (monoids over
-:data:`~langclass.core.algebra.classes.evidence.CERT_MONOID_MAX`) are checked on it all the same.
-Everything a certificate states (s, |η(Σ^s)|, counts of regular elements and classes) is recomputed
-here by the definitions: Green's R, L and J as strong components of the right, left and two-sided
-Cayley graphs, x regular iff its R-class holds an idempotent, the sets η(Σ^j) one after the other.
-Each replay is bounded: the closure by ``max_monoid_size``/``max_monoid_entries`` of its
-:class:`~langclass.core.base.limits.Limits`, the rest by :data:`REPLAY_WORK` and the deadline; a
-replay over a bound raises :class:`~langclass.core.base.errors.LimitExceeded` naming it (neither
-confirmed nor refuted).
+Element identities are decided by comparing the transformations of words on the DFA. A membership
+is never taken from a certificate: :meth:`Checker.require_member` recomputes it with the class's own
+decision procedure on the DFA, with the engines the classification uses (the
+:class:`~langclass.core.algebra.monoid.TransitionMonoid` of
+:func:`~langclass.core.algebra.monoid.transition_monoid`, the classification's
+:class:`~langclass.core.algebra.classes.context.Context`, the
+:class:`~langclass.core.algebra.orbits.OrbitEngine`), and the certificate's figures are compared
+with the recomputed ones (:func:`same_figures`). Up to
+:data:`~langclass.core.algebra.classes.evidence.CERT_MONOID_MAX` elements, :class:`WordMonoid` is
+the syntactic monoid enumerated again on the DFA by the replay's own loop (:meth:`Checker.closure`:
+breadth-first, shortlex-least words) — a certificate's
+:class:`~langclass.core.algebra.classes.evidence.MonoidWords` must be exactly that tree — and the
+property is also checked by its definition on it; larger monoids (no certificate lists their
+words) are read from the classification's enumeration. Everything stated (s, |η(Σ^s)|, counts of
+regular elements and classes) is recomputed here by the definitions: Green's R, L and J as strong
+components of the right, left and two-sided Cayley graphs, x regular iff its R-class holds an
+idempotent, the sets η(Σ^j) one after the other. Each replay is bounded: the closure by
+``max_monoid_size``/``max_monoid_entries`` of its :class:`~langclass.core.base.limits.Limits`, the
+rest by :data:`REPLAY_WORK` and the deadline; a replay over a bound raises
+:class:`~langclass.core.base.errors.LimitExceeded` naming it (neither confirmed nor refuted).
+
+Everything computed from the DFA alone (both monoids, the context, the orbit engine's kernels, the
+decisions, the strong components) is kept per DFA in a small cache (:func:`checker_for`,
+:data:`REPLAY_SESSIONS` DFAs), so replaying every answer of one language enumerates its monoid
+once, as classifying it does.
 """
 
 from __future__ import annotations
 
 import linecache
 import os
+import threading
+from collections import OrderedDict
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -28,9 +43,14 @@ from scipy.sparse.csgraph import connected_components
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import LimitExceeded
 from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
-from .evidence import MonoidWords, Separation
+from .evidence import CERT_MONOID_MAX, MonoidWords, Separation
 
-__all__ = ["Checker", "ReplayError", "WordMonoid", "REPLAY_WORK", "REPLAY_TABLE_ENTRIES"]
+__all__ = ["Checker", "ReplayError", "WordMonoid", "REPLAY_WORK", "REPLAY_TABLE_ENTRIES", "REPLAY_SESSIONS",
+           "checker_for", "clear_replay_cache", "same_figures"]
+
+REPLAY_SESSIONS = 8
+"""DFAs whose replay facts (the monoids, the orbit engine, strong components) are kept between
+replays (least recently used first out)."""
 
 REPLAY_WORK = 400_000_000
 """Transformation entries (or table entries) one replay may compute beyond the closure itself;
@@ -83,13 +103,94 @@ class Checker:
         deadline: optional deadline checked by the long loops (default: one from ``limits``).
     """
 
-    def __init__(self, dfa: DFA, limits: Limits = DEFAULT_LIMITS, deadline: Deadline | None = None) -> None:
-        self.A = dfa.canonical()
+    def __init__(self, dfa: DFA, limits: Limits = DEFAULT_LIMITS, deadline: Deadline | None = None, *,
+                 shared: _Shared | None = None) -> None:
+        self.A = dfa.canonical() if shared is None else shared.A
         self.n = self.A.num_states
         self.limits = limits
         self.deadline = deadline if deadline is not None else limits.deadline()
         self.work = 0
-        self._closure: WordMonoid | None = None
+        self.shared = shared if shared is not None else _Shared(self.A)
+
+    @property
+    def _closure(self) -> WordMonoid | None:
+        W = self.shared.closure
+        if W is not None:
+            W._chk = self  # the shared monoid charges this replay's work and checks its deadline
+        return W
+
+    def transition_monoid(self) -> Any:
+        """The syntactic monoid enumerated by the classification's engine
+        (:func:`~langclass.core.algebra.monoid.transition_monoid` on the DFA, this checker's limits
+        and deadline), kept with the DFA's other replay facts.
+
+        Raises:
+            LimitExceeded: ``max_monoid_size`` / ``max_monoid_entries``; TimeLimitExceeded: the deadline.
+        """
+        if self.shared.monoid is None:
+            from ..monoid import transition_monoid
+
+            self.shared.monoid = transition_monoid(self.A, self.limits, deadline=self.deadline)
+        return self.shared.monoid
+
+    def orbit_engine(self) -> Any:
+        """The :class:`~langclass.core.algebra.orbits.OrbitEngine` of :meth:`transition_monoid` (the
+        classification's engine; its kernels are kept across replays of the DFA), on this checker's deadline."""
+        if self.shared.engine is None:
+            from langclass.core.algebra.orbits import OrbitEngine
+
+            self.shared.engine = OrbitEngine(self.transition_monoid(), self.deadline)
+        self.shared.engine.deadline = self.deadline
+        return self.shared.engine
+
+    def context(self) -> Any:
+        """The classification's :class:`~langclass.core.algebra.classes.context.Context` of the DFA with
+        :meth:`transition_monoid` (its lazily computed facts — maximal idempotents, the table — kept
+        across replays of the DFA), on this checker's deadline."""
+        if self.shared.context is None:
+            from .context import Context
+
+            self.shared.context = Context(self.A, self.transition_monoid(), self.limits, self.deadline)
+        self.shared.context.deadline = self.deadline
+        return self.shared.context
+
+    def decided(self, key: str) -> Any:
+        """The :class:`~langclass.core.algebra.classes.base.ClassResult` of class ``key`` recomputed on the
+        DFA by the class's own decision procedure on :meth:`context` (kept per DFA and key).
+
+        Raises:
+            LimitExceeded / TimeLimitExceeded: the decision is over a bound (neither confirmed nor refuted).
+        """
+        got = self.shared.decided.get(key)
+        if got is None:
+            from .base import REGISTRY
+
+            got = self.shared.decided[key] = REGISTRY[key].decide(self.context())
+        return got
+
+    def require_member(self, key: str) -> Any:
+        """The recomputed :meth:`decided` result, which must be a membership.
+
+        Raises:
+            ReplayError: the language is not in the class (the message gives the recomputed reason)."""
+        res = self.decided(key)
+        if res.member is not True:
+            from ..lattice import CLASS_INFO
+
+            raise ReplayError(f"recomputed on the DFA by the class's decision procedure, the language is not in "
+                              f"{CLASS_INFO[key].name}: {res.reason}")
+        return res
+
+    def small(self) -> bool:
+        """The monoid has at most CERT_MONOID_MAX elements (certificates list its words): the replay then
+        also checks the property by the definition on its own enumeration (:meth:`monoid`)."""
+        return self.transition_monoid().size <= CERT_MONOID_MAX
+
+    def scc(self) -> np.ndarray:
+        """Strong-component label ``[n]`` of every state of the minimal DFA (scipy's C routine; kept)."""
+        if self.shared.scc is None:
+            self.shared.scc = _scc_labels(self.A.transitions.astype(np.int64))
+        return self.shared.scc
 
     def spend(self, entries: int, step: str) -> None:
         """Count ``entries`` computed towards :data:`REPLAY_WORK` and check the deadline.
@@ -167,6 +268,14 @@ class Checker:
     def closure(self) -> WordMonoid:
         """The syntactic monoid as a :class:`WordMonoid`, enumerated on the DFA (cached); see
         :meth:`closure_words`."""
+        if self._closure is None and self.transition_monoid().size > CERT_MONOID_MAX:
+            # no certificate lists the words of so large a monoid: the classification's enumeration
+            # (same elements in the same shortlex order, its Cayley graphs) is the replay's
+            M = self.transition_monoid()
+            X = np.ascontiguousarray(M.elements, dtype=np.int64)
+            mw = MonoidWords(tuple(M.parent[1:].tolist()), tuple(self.A.alphabet[int(a)] for a in M.last_letter[1:].tolist()))
+            self.shared.closure = WordMonoid(self, mw, X, {r.tobytes(): i for i, r in enumerate(X)},
+                                             cayley=(np.asarray(M.right, dtype=np.int64), np.asarray(M.left, dtype=np.int64)))
         if self._closure is None:
             A, n = self.A, self.n
             t = A.transitions.astype(np.int64)
@@ -199,7 +308,7 @@ class Checker:
                                                     "(the replay enumerates the monoid on the DFA)")
                 start = end
             mw = MonoidWords(tuple(parents), tuple(A.alphabet[a] for a in letters))
-            self._closure = WordMonoid(self, mw, np.stack(rows), index)
+            self.shared.closure = WordMonoid(self, mw, np.stack(rows), index)
         return self._closure
 
     def monoid(self, mw: MonoidWords | None = None) -> WordMonoid:
@@ -229,12 +338,17 @@ class WordMonoid:
         and left Cayley graphs (x·a and a·x); words: the :class:`MonoidWords` tree; letter_ids: η(a).
     """
 
-    def __init__(self, chk: Checker, mw: MonoidWords, X: np.ndarray, index: dict[bytes, int]) -> None:
+    def __init__(self, chk: Checker, mw: MonoidWords, X: np.ndarray, index: dict[bytes, int],
+                 cayley: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         A = chk.A
         self.X, self.m, self.k = X, X.shape[0], A.num_letters
         self.words, self._chk, self._index = mw, chk, index
         self._parents = list(mw.parents)
         self._letters = [A.letter_index(a) for a in mw.letters]
+        if cayley is not None:  # the classification's Cayley graphs of the same elements
+            self.right, self.left = cayley
+            self.letter_ids = self.right[0].copy()
+            return
         chk.spend(self.m * max(1, self.k) * 2, "the Cayley graphs")
         t = A.transitions.astype(np.int64)
         self.right = np.empty((self.m, self.k), dtype=np.int64)
@@ -406,3 +520,59 @@ class WordMonoid:
         maxi = self.maximal_idempotents()
         _, first = np.unique(self.j_labels[maxi], return_index=True)
         return np.sort(maxi[first])
+
+
+class _Shared:
+    """What replays of one minimal DFA share: the DFA, the replay's own closure, the classification's
+    monoid and orbit engine, the strong components (each computed on first use)."""
+
+    def __init__(self, A: DFA) -> None:
+        self.A = A
+        self.closure: WordMonoid | None = None
+        self.monoid: Any = None
+        self.engine: Any = None
+        self.context: Any = None
+        self.decided: dict[str, Any] = {}
+        self.scc: np.ndarray | None = None
+
+
+_SESSIONS: OrderedDict[tuple, _Shared] = OrderedDict()
+_SESSIONS_LOCK = threading.Lock()
+
+
+def checker_for(dfa: DFA, limits: Limits = DEFAULT_LIMITS) -> Checker:
+    """A :class:`Checker` of the DFA with its own deadline and work count, sharing what earlier
+    replays of the same minimal DFA (under the same monoid limits) computed from it. The cache holds
+    facts of the DFA alone — never anything read from evidence — so a forged record cannot change
+    what a later replay sees."""
+    A = dfa.canonical()
+    key = (tuple(A.alphabet), A.transitions.shape, A.transitions.astype(np.int64).tobytes(), int(A.initial),
+           np.asarray(A.accepting, dtype=bool).tobytes(), limits.max_monoid_size, limits.max_monoid_entries)
+    with _SESSIONS_LOCK:
+        shared = _SESSIONS.get(key)
+        if shared is None:
+            shared = _SESSIONS[key] = _Shared(A)
+            while len(_SESSIONS) > REPLAY_SESSIONS:
+                _SESSIONS.popitem(last=False)
+        else:
+            _SESSIONS.move_to_end(key)
+    return Checker(A, limits, shared=shared)
+
+
+def clear_replay_cache() -> None:
+    """Forget every DFA's replay facts (the next replay recomputes them)."""
+    with _SESSIONS_LOCK:
+        _SESSIONS.clear()
+
+
+def same_figures(cert: Any, got: Any, names: tuple[str, ...]) -> None:
+    """Every stated figure ``names`` of a certificate equals the one recomputed on the DFA (``got``,
+    the decision procedure's certificate of the same type).
+
+    Raises:
+        ReplayError: naming the first figure that differs, with both values."""
+    if type(got) is not type(cert):
+        return
+    for name in names:
+        if getattr(cert, name) != getattr(got, name):
+            raise ReplayError(f"{name} is {getattr(got, name)} (recomputed on the DFA), not {getattr(cert, name)}")

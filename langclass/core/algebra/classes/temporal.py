@@ -18,12 +18,14 @@ key                logic                     C, side      orbits
 =================  ========================  ===========  ==========================================
 
 A member's certificate lists the orbits checked (one idempotent per D-class, as a word, with the
-orbit's size), the least modulus m and the monoid as words; a replay rebuilds the monoid, recomputes
-K_m and the orbit of *every* idempotent by the definition, checks the property by products inside
-each orbit and that every smaller modulus fails. A non-member's witness is elements of one orbit —
+orbit's size), the least modulus m and the monoid as words; a replay recomputes the verdict and the
+least modulus on the DFA with the classification's own engines (the transition monoid and the
+orbit engine: the orbits of one idempotent per D-class at every modulus up to m), whatever the
+certificate lists or leaves out, and compares every listed idempotent, orbit size, the count of
+orbits and the ``truncated`` flag with them. A non-member's witness is elements of one orbit —
 x ≠ y R- (or L-) equivalent inside it, or x, y breaking (xy)^ω x (xy)^ω = (xy)^ω — as words of
 length ≡ 0 (mod the stable modulus s); a replay checks on the DFA alone that η(Σ^s) = η(Σ^{2s})
-(so those words lie in every MOD_m-kernel), that each word w satisfies η(e·w·e) = η(w) (it lies in
+(s recomputed: the modulus must be it; so those words lie in every MOD_m-kernel), that each word w satisfies η(e·w·e) = η(w) (it lies in
 the orbit of e) and the relation itself.
 """
 
@@ -31,28 +33,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from langclass.core.algebra.orbits import CLASS_OF, OrbitEngine, OrbitViolation, UnaryTemporal
+from langclass.core.algebra.orbits import CLASS_OF, OrbitEngine, UnaryTemporal
 from ..lattice import CLASS_INFO
 from .aperiodic import need_monoid
 from .base import CERT_LIST_MAX, ClassResult, Decider, Evidence, make_result, register, show, words
 from .context import Context
 from .evidence import MonoidWords, Separation, monoid_words
-from .replaykit import Checker, ReplayError, WordMonoid
+from .replaykit import Checker, ReplayError
 from langclass.core.base.wording import count_noun
 
 __all__ = ["TEMPORAL_KEYS", "OrbitSummary", "OrbitCertificate", "OrbitGreenWitness", "OrbitDAWitness",
-           "decide_unary_temporal", "orbit_engine", "REPLAY_ORBIT_WORK"]
+           "decide_unary_temporal", "orbit_engine"]
 
 TEMPORAL_KEYS: tuple[str, ...] = ("ltl_p_y_mod", "fo2_succ", "fo2_succ_mod", "ltl_f", "ltl_f_x", "ltl_f_mod",
                                   "ltl_f_x_mod")
 """The classes this module decides (the other five of :data:`~langclass.core.algebra.orbits.CLASS_OF`
 keep their specialized deciders, which the orbit engine is tested against)."""
-
-REPLAY_ORBIT_WORK = 20_000_000
-"""A member replay recomputes the orbits for every modulus up to the period by products while
-Σ_m Σ_e |e·K_m·e|² is at most this; beyond it, it checks the period's orbits only."""
 
 _PROPERTY = {"past": "R-trivial", "future": "L-trivial", "both": "in DA"}
 _GAP_NAME = {"ST": "ST", "DD": "DD", "MOD": "MOD", "MOD+": "MOD⁺"}
@@ -190,18 +186,6 @@ def decide_unary_temporal(ctx: Context, key: str) -> ClassResult:
 # ============================================================================ replay
 
 
-def _length_sets(chk: Checker, upto: int) -> list[bytes]:
-    """η(Σ^j) for j = 1..upto, each as the bytes of its sorted distinct transformations (on the DFA)."""
-    A = chk.A
-    tr = A.transitions.astype(np.int64)  # [n, k]
-    cur = np.unique(tr.T, axis=0)  # [p, n]: the letters' transformations
-    out = [cur.tobytes()]
-    for _ in range(upto - 1):
-        cur = np.unique(tr[cur].transpose(0, 2, 1).reshape(-1, A.num_states), axis=0)  # x·a for every x, a
-        out.append(cur.tobytes())
-    return out
-
-
 def _check_header(ev, key: str) -> None:
     gap, side = CLASS_OF[key]
     if (ev.gap, ev.side) != (gap, side):
@@ -209,15 +193,18 @@ def _check_header(ev, key: str) -> None:
 
 
 def _check_modulus(chk: Checker, gap: str, modulus: int) -> None:
+    """The witness's modulus is the stable modulus s recomputed on the DFA (1 for ST and DD): the
+    least s ≥ 1 with η(Σ^s) = η(Σ^{2s}), from the levels η(Σ^j) of the replay's own closure (so an
+    extreme modulus costs nothing)."""
     if modulus < 1:
         raise ReplayError("the modulus must be ≥ 1")
     if gap in ("ST", "DD"):
         if modulus != 1:
             raise ReplayError(f"the gap class {gap} has modulus 1")
         return
-    sets = _length_sets(chk, 2 * modulus)
-    if sets[modulus - 1] != sets[2 * modulus - 1]:
-        raise ReplayError(f"η(Σ^{modulus}) ≠ η(Σ^{2 * modulus}): the modulus is not stable")
+    s, _ = chk.closure().levels()
+    if modulus != s:
+        raise ReplayError(f"the stable modulus is s = {s} (least s ≥ 1 with η(Σ^s) = η(Σ^2s)), not {modulus}")
 
 
 def _check_e(chk: Checker, gap: str, e) -> None:
@@ -271,121 +258,77 @@ def _replay_no(key: str):
     return replay
 
 
-def _word_kernel(W: WordMonoid, modulus: int) -> np.ndarray:
-    """Boolean ``[m]``: the elements with an antecedent of length ≡ 0 (mod modulus), by a search on (element, residue)."""
-    seen = np.zeros((W.m, modulus), dtype=bool)
-    seen[0, 0] = True
-    stack = [(0, 0)]
-    right = W.right.tolist()
-    while stack:
-        x, r = stack.pop()
-        r2 = (r + 1) % modulus
-        for y in right[x]:
-            if not seen[y, r2]:
-                seen[y, r2] = True
-                stack.append((y, r2))
-    return seen[:, 0].copy()
+def _violation_text(M, key: str, v: UnaryTemporal) -> str:
+    """The recomputed violation of a non-member, for a refusal message."""
+    w = v.witness
+    assert w is not None
+    plus = v.gap in ("DD", "MOD+")
+    e = show(_e_word(M, w.idempotent, plus))
+    kern = "" if v.gap in ("ST", "DD") else f" at the stable modulus {v.modulus}"
+    if w.relation == "DA":
+        what = (f"x = η({show(_kword(M, v, w.x))}), y = η({show(_kword(M, v, w.y))}) violate (xy)^ω x (xy)^ω = (xy)^ω "
+                "(the orbit is not in DA)")
+    else:
+        what = (f"x = η({show(_kword(M, v, w.x))}) ≠ y = η({show(_kword(M, v, w.y))}) are {w.relation}-equivalent "
+                f"(the orbit is not {_PROPERTY[v.side]})")
+    return (f"recomputed on the DFA, the language is not in {CLASS_INFO[key].name}: in the orbit of e = η({e}){kern}, "
+            f"{what}")
 
 
-def _holds(W: WordMonoid, O: np.ndarray, side: str) -> bool:
-    T = W.T
-    sub = T[np.ix_(O, O)]  # sub[i, j] = O[i]·O[j]
-    if side == "past":
-        keys = {np.unique(row).tobytes() for row in sub}
-        return len(keys) == O.size
-    if side == "future":
-        keys = {np.unique(col).tobytes() for col in sub.T}
-        return len(keys) == O.size
-    # DA: x regular in O (x = x·y·x for some y ∈ O) ⇒ x idempotent
-    for i, x in enumerate(O.tolist()):
-        if W.idempotent[x]:
-            continue
-        if (T[sub[i], x] == x).any():
-            return False
-    return True
-
-
-def _concerned(W: WordMonoid, plus: bool) -> np.ndarray:
-    idem = np.flatnonzero(W.idempotent)
-    if plus and not W.semigroup[0]:
-        idem = idem[idem != 0]
-    return idem
-
-
-def _d_labels(W: WordMonoid) -> np.ndarray:
-    """D-class label of every element: the join of R (equal right ideals) and L (equal left ideals)."""
-    R, L = W.r_classes(), W.l_classes()
-    parent = list(range(W.m))
-
-    def find(a: int) -> int:
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    for lab in (R, L):
-        first: dict[int, int] = {}
-        for x, c in enumerate(lab.tolist()):
-            if c in first:
-                ra, rb = find(x), find(first[c])
-                if ra != rb:
-                    parent[ra] = rb
-            else:
-                first[c] = x
-    return np.array([find(x) for x in range(W.m)])
+def _check_monoid_words(M, mw: MonoidWords) -> None:
+    """A certificate's listed words are exactly the monoid's shortlex tree."""
+    if len(mw.parents) != len(mw.letters):
+        raise ReplayError("parents and letters differ in length")
+    if len(mw.parents) + 1 != M.size:
+        raise ReplayError(f"the certificate lists {len(mw.parents) + 1} elements; the monoid has {M.size}")
+    alpha = M.dfa.alphabet
+    if (tuple(mw.parents) != tuple(M.parent[1:].tolist())
+            or tuple(mw.letters) != tuple(alpha[int(a)] for a in M.last_letter[1:].tolist())):
+        raise ReplayError("the certificate's words are not the monoid's shortlex-least words")
 
 
 def _replay_yes(key: str):
     def replay(chk: Checker, cert: OrbitCertificate) -> None:
+        """The verdict, the least period and the orbits are recomputed on the DFA with the classification's
+        own engines (the transition monoid and the orbit engine, see
+        :meth:`~langclass.core.algebra.classes.replaykit.Checker.orbit_engine`), whatever the
+        certificate lists or leaves out; then every stated figure is compared with them."""
         _check_header(cert, key)
         gap, side = cert.gap, cert.side
-        plus = gap in ("DD", "MOD+")
         if cert.period < 1 or (gap in ("ST", "DD") and cert.period != 1):
             raise ReplayError(f"the period {cert.period} is not a modulus of {gap}")
+        M = chk.transition_monoid()
+        if cert.monoid is not None:
+            _check_monoid_words(M, cert.monoid)
+        v = chk.orbit_engine().decide(gap, side)
+        if not v.member:
+            raise ReplayError(_violation_text(M, key, v))
+        if cert.period != v.period:
+            if cert.period > v.period:
+                raise ReplayError(f"the smaller modulus {v.period} works too: {cert.period} is not the least")
+            raise ReplayError(f"at modulus {cert.period} some orbit is not {_PROPERTY[side]}: the least modulus is "
+                              f"{v.period}, not {cert.period}")
+        reps = v.orbits
+        if cert.truncated != (len(reps) > CERT_LIST_MAX):
+            raise ReplayError(f"there are {len(reps)} D-classes of idempotents to check: truncated is "
+                              f"{len(reps) > CERT_LIST_MAX}")
+        if len(cert.orbits) != min(len(reps), CERT_LIST_MAX):
+            raise ReplayError(f"{len(cert.orbits)} orbits listed, but there are {len(reps)} D-classes of "
+                              "idempotents to check")
+        J = M.green["J"]
+        rep_classes = {int(J[o.idempotent]) for o in reps}
+        eng, seen = chk.orbit_engine(), set()
         for o in cert.orbits:
             _check_e(chk, gap, o.e)
-        if cert.monoid is None:
-            return
-        W = chk.monoid(cert.monoid)
-        T = W.T
-        idem = _concerned(W, plus)
-        if not plus or W.semigroup[0]:
-            reps_needed = np.array([0])  # the orbit of 1 (K_m) contains every other
-        else:
-            D = _d_labels(W)
-            _, first = np.unique(D[idem], return_index=True)
-            reps_needed = idem[np.sort(first)]
-        if cert.truncated != (reps_needed.size > CERT_LIST_MAX):
-            raise ReplayError("the truncated flag does not match the number of D-classes of idempotents")
-        if len(cert.orbits) != min(reps_needed.size, CERT_LIST_MAX):
-            raise ReplayError(f"{len(cert.orbits)} orbits listed, but there are {reps_needed.size} D-classes of "
-                              "idempotents to check")
-        D = _d_labels(W)
-
-        def orbits_at(m: int) -> dict[int, np.ndarray]:
-            K = np.flatnonzero(_word_kernel(W, m))
-            return {int(e): np.unique(T[T[e][K]][:, e]) for e in idem.tolist()}
-
-        at = orbits_at(cert.period)
-        for e, O in at.items():
-            if not _holds(W, O, side):
-                raise ReplayError(f"the orbit of element {e} at modulus {cert.period} is not {_PROPERTY[side]}")
-        seen_d = set()
-        for o in cert.orbits:
-            e = W.element(o.e)
-            if e not in at:
+            e = M.element_of_word(o.e)
+            if not M.idempotent[e] or int(J[e]) not in rep_classes:
                 raise ReplayError(f"the word {list(o.e)} is not an idempotent whose orbit is checked")
-            if at[e].size != o.size:
-                raise ReplayError(f"the orbit of {list(o.e)} has {at[e].size} elements, not {o.size}")
-            seen_d.add(int(D[e]))
-        if len(seen_d) != len(cert.orbits):
-            raise ReplayError("two listed idempotents lie in one D-class")
-        work = sum(int(O.size) ** 2 for O in at.values()) * cert.period
-        if work > REPLAY_ORBIT_WORK:
-            return
-        for m in range(1, cert.period):
-            if all(_holds(W, O, side) for O in orbits_at(m).values()):
-                raise ReplayError(f"the smaller modulus {m} works too: {cert.period} is not the least")
+            if int(J[e]) in seen:
+                raise ReplayError("two listed idempotents lie in one D-class")
+            seen.add(int(J[e]))
+            size = int(eng.orbit(e, v.kernel).size)
+            if size != o.size:
+                raise ReplayError(f"the orbit of {list(o.e)} has {size} elements, not {o.size}")
 
     return replay
 

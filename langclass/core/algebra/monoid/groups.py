@@ -22,7 +22,7 @@ import numpy as np
 from langclass.core.automata.smallgraph import reachable
 from .permgroup import PermGroup, is_even, prime_factors, solvable_by_order
 
-__all__ = ["GroupInfo", "GroupsMixin", "nontrivial_groups", "group_label", "group_name", "MAX_GROUPS_REPORTED"]
+__all__ = ["GroupInfo", "GroupsMixin", "nontrivial_groups", "group_label", "group_name", "center_is_trivial", "MAX_GROUPS_REPORTED"]
 
 MAX_GROUPS_REPORTED = 20
 """Groups listed in a monoid summary (largest first)."""
@@ -90,7 +90,7 @@ def group_label(name: str, order: int) -> str:
     return name if "of order" in name else f"group {name} of order {order}"
 
 
-def _center_is_trivial(G: PermGroup, gens: Any) -> bool:
+def center_is_trivial(G: PermGroup, gens: Any) -> bool:
     """Whether only the identity of ``G`` commutes with every generator in ``gens``."""
     everyone = np.arange(G.perms.shape[0], dtype=np.int64)
     central = np.ones(everyone.size, dtype=bool)
@@ -169,7 +169,7 @@ class GroupsMixin:
         abelian = G.commute(gens)
         cyclic = abelian and G.is_cyclic_abelian()
         solvable = abelian or solvable_by_order(order) or G.is_solvable(gens)
-        name = group_name(order, perms, abelian, cyclic, solvable, lambda: _center_is_trivial(G, gens))
+        name = group_name(order, perms, abelian, cyclic, solvable, lambda: center_is_trivial(G, gens))
         hs = [int(members[i]) for i in gens]
         return GroupInfo(e, order, degree, name, abelian, cyclic, solvable, tuple(hs),
                          tuple(self.word(g) for g in hs), tuple(perms), tuple(int(p) for p in points))
