@@ -32,7 +32,7 @@ from langclass.core.algebra.classes.implied import implied_period
 from langclass.core.algebra.lattice import CLASS_INFO, implied_by
 from langclass.core.algebra.classes.evidence import monoid_words
 from langclass.core.algebra.orbits import GAPS, SIDES
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.automata.automaton import DFA
 from langclass.core.ingest.parse import parse_regex
 
