@@ -36,8 +36,7 @@ from langclass.core.automata.automaton import DFA
 from langclass.core.logic.brasp import Program, formula_to_brasp, run_program
 from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedError
 from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
-from langclass.core.ingest.source import language_source, parse_source_program, source_from_mapping
-from langclass.core.ingest.source import parse_language as parse_source
+from langclass.core.ingest.source import language_source, parse_language as parse_source, parse_source_program, source_from_mapping
 from langclass.version import code_version  # one function for records, CLI and job results
 from langclass.models.construct import (
     BraspTransformer, ConstructionOptions, FormulaTransformer,
@@ -61,14 +60,11 @@ MAX_RANDOM_LENGTH = 100_000
 """Longest random word a verification may use."""
 
 
-
 def default_all_words_length(k: int, budget: int = 300_000) -> int:
     """The exhaustive length n: 64 for |Σ| = 1, 12 for |Σ| = 2, else the largest n ≤ 12 with
     Σ_{L≤n} |Σ|^L ≤ budget."""
-    if k == 1:
-        return 64
-    if k == 2:
-        return 12
+    if k <= 2:
+        return 64 if k == 1 else 12
     n, total = 0, 1
     while n < 12 and total + k ** (n + 1) <= budget:
         n += 1
@@ -76,7 +72,7 @@ def default_all_words_length(k: int, budget: int = 300_000) -> int:
     return n
 
 
-def _count_words(k: int, n: int) -> int:
+def _count_words(k: int, n: int) -> int:  # Σ_{L ≤ n} k^L
     return sum(k ** L for L in range(n + 1))
 
 
@@ -89,8 +85,7 @@ def _dfa_accepts(dfa: DFA, words: np.ndarray) -> np.ndarray:
 
 
 def _word_text(alphabet: Sequence[str], w: Sequence[int]) -> str | list[str]:
-    syms = [alphabet[int(i)] for i in w]
-    return "".join(syms) if all(len(a) == 1 for a in alphabet) else syms
+    return "".join(alphabet[int(i)] for i in w) if all(len(a) == 1 for a in alphabet) else [alphabet[int(i)] for i in w]
 
 
 def _random_set(dfa: DFA, k: int, lengths: Sequence[int], rng: np.random.Generator, start: int = 0) -> list[np.ndarray]:
@@ -477,7 +472,8 @@ def validate_spec(spec: Mapping, limits: Limits = DEFAULT_LIMITS) -> None:
 
 
 def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None = None,
-                     should_cancel: Callable[[], bool] | None = None, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+                     should_cancel: Callable[[], bool] | None = None, limits: Limits = DEFAULT_LIMITS,
+                     on_model: Callable[[Any, DFA | None], None] | None = None) -> dict[str, Any]:
     """Build an exact transformer and verify it: the job function of kind ``construct``.
 
     Args:
@@ -502,6 +498,7 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
             — or ``"cascade"`` / ``"local-divisors"``, either of which implies hard attention).
         progress: called with ``{"phase", "length", "done", "total"}`` dicts.
         should_cancel: polled between batches; True raises :class:`ConstructionCancelled`.
+        on_model: called with the verified model and the DFA (None for a bare program): ``--save``, downloads.
 
     Returns:
         A JSON-ready record with ``formula``, ``fragment``, ``program`` (hard attention), ``encoding``,
@@ -534,12 +531,12 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(prep["threads"])  # the constructed models are tiny: one intra-op thread is fastest
     try:
-        return _run(prep, t0, limits, progress, should_cancel, deadline)
+        return _run(prep, t0, limits, progress, should_cancel, deadline, on_model)
     finally:
         torch.set_num_threads(previous_threads)
 
 
-def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadline: Deadline) -> dict[str, Any]:
+def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadline: Deadline, on_model=None) -> dict[str, Any]:
     opts, attention, dtype, seed = prep["opts"], prep["attention"], prep["dtype"], prep["seed"]
     random_words, random_max, beyond = prep["random_words"], prep["random_max"], prep["beyond"]
     synthesis, program, formula, dfa = prep["synthesis"], prep["program"], prep["formula"], prep["dfa"]
@@ -641,6 +638,8 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         "dtype": dtype,
         "code_version": code_version(),
     })
+    if on_model is not None:  # the verified model, for --save and the job's download
+        on_model(model, dfa)
     if progress:
         progress({"phase": "done", "exact": result["exact"]})
     return result
