@@ -266,3 +266,147 @@ def test_full_size(portable_models, tmp_path):
     out = _evaluate_all(portable_models, tmp_path, RANDOM_WORDS)
     for name in out:
         _check(out, name, RANDOM_WORDS)
+
+
+# ------------------------------------------------------------------------------------ refusals
+@pytest.fixture()
+def saved(tmp_path):
+    """A small saved construction (Tomita 1, (ab)*, cascade) in ``tmp_path / "m"``."""
+    import langclass
+
+    r = langclass.construct("(ab)*", alphabet="ab", route="cascade", return_model=True, **CHEAP)
+    r.save_model(str(tmp_path / "m"))
+    return tmp_path / "m"
+
+
+def _first(config, part):
+    return next(layer[part] for layer in config["layers"] if layer[part])
+
+
+def _error_of(directory, **kw):
+    from langclass.core.base.errors import ModelFileError
+    from langclass.models.portable.load import load_model
+
+    with pytest.raises(ModelFileError) as info:
+        load_model(directory, **kw)
+    return info.value.extra["error"], info.value.detail
+
+
+def test_saved_model_loads_and_classifies_like_the_language(saved):
+    import langclass
+
+    model = langclass.load_model(str(saved))
+    assert isinstance(model, torch.nn.Module)
+    words = ["", "ab", "abab", "aba", "ba", "abba"]
+    assert model.classify(words) == [True, True, True, False, False, False]
+    assert model.config["provenance"]["route"] == "cascade" and model.config["provenance"]["class"] == "star-free"
+    assert model.config["provenance"]["language"]["canonical_dfa"]["alphabet"] == ["a", "b"]
+    # the shipped runner as a script, in a fresh interpreter
+    proc = subprocess.run([sys.executable, str(saved / RUNNER_NAME), str(saved), "ab", "aba"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split("\t")[-1] for line in proc.stdout.splitlines()] == ["accept", "reject"]
+
+
+def test_tampered_config_is_refused_by_digest(saved):
+    config = json.loads((saved / "config.json").read_text())
+    config["readout"]["threshold"] = -5.0  # a valid config, but not the one saved with these weights
+    (saved / "config.json").write_text(json.dumps(config))
+    kind, detail = _error_of(saved)
+    assert kind == "DigestError" and "config" in detail
+
+
+def test_tampered_weights_are_refused_by_digest(saved):
+    data = bytearray((saved / "model.safetensors").read_bytes())
+    data[-1] ^= 1
+    (saved / "model.safetensors").write_bytes(bytes(data))
+    assert _error_of(saved)[0] == "DigestError"
+
+
+@pytest.mark.parametrize("cut", [1, 100, 10_000])
+def test_truncated_weights_are_refused(saved, cut):
+    data = (saved / "model.safetensors").read_bytes()
+    (saved / "model.safetensors").write_bytes(data[:max(0, len(data) - cut)])
+    kind, detail = _error_of(saved)
+    assert kind == "WeightsError" and "truncated" in detail
+
+
+@pytest.mark.parametrize("edit,expect", [
+    (lambda c: c.update(format="other/1"), "config.format"),
+    (lambda c: _first(c, "attention")["heads"][0].update(mask="sideways"), "mask"),
+    (lambda c: _first(c, "attention")["heads"][0].update(attention="exec"), "attention"),
+    (lambda c: c.update(d_model="12"), "d_model"),
+    (lambda c: c["vocabulary"].update(letters=["a", "a"]), "letters"),
+    (lambda c: c["readout"].update(threshold=float("nan")), "NaN"),
+])
+def test_malformed_config_is_refused_naming_the_field(saved, edit, expect):
+    config = json.loads((saved / "config.json").read_text())
+    edit(config)
+    (saved / "config.json").write_text(json.dumps(config))  # json.dumps writes NaN, which the loader refuses
+    kind, detail = _error_of(saved, verify_digests=False)
+    assert kind == "ConfigError" and expect in detail
+
+
+def test_shape_mismatch_and_parameter_budget_are_refused(saved):
+    config = json.loads((saved / "config.json").read_text())
+    l = next(i for i, layer in enumerate(config["layers"]) if layer["ffn"])
+    config["layers"][l]["ffn"]["d_ff"] += 1
+    (saved / "config.json").write_text(json.dumps(config))
+    kind, detail = _error_of(saved, verify_digests=False)
+    assert kind == "WeightsError" and f"layers.{l}.ffn.fc1.weight" in detail
+    config["layers"][l]["ffn"]["d_ff"] = 10 ** 7  # a config claiming a huge model: refused before reading weights
+    (saved / "config.json").write_text(json.dumps(config))
+    assert _error_of(saved, verify_digests=False, max_parameters=10 ** 6)[0] == "LimitError"
+
+
+def test_a_pickle_posing_as_weights_is_never_executed(saved, tmp_path):
+    import pickle
+
+    marker = tmp_path / "executed"
+
+    class Boom:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    (saved / "model.safetensors").write_bytes(pickle.dumps(Boom()))
+    assert _error_of(saved)[0] == "WeightsError"
+    assert not marker.exists()
+
+
+def test_lag_table_bounds_the_input_length(tmp_path):
+    from langclass.models.portable.export import save_model
+    from langclass.models.portable.runner import LimitError, load
+
+    torch.manual_seed(0)
+    model = Recognizer(RecognizerConfig(alphabet=("a", "b"), d_model=8, n_heads=2, n_layers=1, encoding={"name": "pj_bias"}))
+    save_model(model, tmp_path, n_lags=12)
+    runner = load(str(tmp_path))
+    words = ["ab" * 5, "a"]
+    assert runner.logits(words).tolist() == model.logits_for(words).double().tolist()
+    with pytest.raises(LimitError, match="at most 12 tokens"):
+        runner.logits(["a" * 11])
+
+
+def test_soft_uniform_heads_average_the_visible_values(saved):
+    """The ``soft_uniform`` kind (counting attention, as C-RASP models use) equals soft attention with
+    all-zero scores: the same model with zero query weights under ``soft`` gives the same logits."""
+    from langclass.models.portable.runner import PortableTransformer, load
+
+    base = load(str(saved))
+    config = json.loads((saved / "config.json").read_text())
+    tensors = {k.replace("/", "."): p.detach().clone() for k, p in base.params.items()}
+    for layer in config["layers"]:
+        if layer["attention"]:
+            for h in layer["attention"]["heads"]:
+                h.update(attention="soft", mask="causal_nonstrict", tie=None)
+    for name in tensors:
+        if ".attn.q." in name:
+            tensors[name].zero_()
+    soft = PortableTransformer(config, tensors)
+    for layer in config["layers"]:
+        if layer["attention"]:
+            for h in layer["attention"]["heads"]:
+                h["attention"] = "soft_uniform"
+    uniform = PortableTransformer(config, tensors)
+    words = _words(["a", "b"], 0, 1)[:200]
+    assert torch.allclose(soft.logits(words), uniform.logits(words), atol=1e-5)

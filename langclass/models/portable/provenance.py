@@ -111,17 +111,20 @@ class BestRuns:
         self.best: dict[str, tuple[tuple, dict[str, bytes], dict[str, Any]]] = {}
         self.count = 0
 
-    def on_model(self, run: Mapping[str, Any], model: Any) -> None:
+    def on_model(self, run: Mapping[str, Any], model: Any) -> bool:
+        """Keep the run's files if it is the best of its encoding so far (every run with ``all_runs``);
+        True when kept."""
         index = self.count
         self.count += 1
         key = (run.get("longest_perfect_length") or 0, run.get("accuracy") or 0.0, -index)
         folder = run_folder(run, index if self.all_runs else None)
         if not self.all_runs and folder in self.best and self.best[folder][0] >= key:
-            return
+            return False
         files = model_files(model, train_provenance(run, self.dfa, self.prediction), n_lags=self.n_lags)
         self.best[folder] = (key, files, {"encoding": run.get("encoding"), "seed": run.get("seed"),
                                           "learning_rate": run.get("learning_rate"), "accuracy": run.get("accuracy"),
                                           "longest_perfect_length": run.get("longest_perfect_length")})
+        return True
 
     def folders(self) -> dict[str, dict[str, bytes]]:
         """``{folder: files}`` of the kept runs."""
