@@ -410,3 +410,12 @@ def test_soft_uniform_heads_average_the_visible_values(saved):
     uniform = PortableTransformer(config, tensors)
     words = _words(["a", "b"], 0, 1)[:200]
     assert torch.allclose(soft.logits(words), uniform.logits(words), atol=1e-5)
+
+
+def test_docs_models_md_examples_run():
+    import doctest
+
+    torch.set_num_threads(1)
+    failed, attempted = doctest.testfile(str(Path(__file__).resolve().parents[1] / "docs" / "models.md"), module_relative=False,
+                                         optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert attempted >= 8 and failed == 0
