@@ -419,3 +419,41 @@ def test_docs_models_md_examples_run():
     failed, attempted = doctest.testfile(str(Path(__file__).resolve().parents[1] / "docs" / "models.md"), module_relative=False,
                                          optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert attempted >= 8 and failed == 0
+
+
+def test_cli_construct_save_writes_a_loadable_model(tmp_path):
+    from typer.testing import CliRunner
+
+    from langclass.app.cli.commands import app
+    from langclass.models.portable.load import load_model
+
+    out = CliRunner().invoke(app, ["construct", "-r", "(ab)*", "-a", "ab", "--all-words", "5", "--random-words", "2",
+                                   "--random-max-length", "30", "--save", str(tmp_path / "t1"), "--json"])
+    assert out.exit_code == 0, out.output
+    record = json.loads(out.stdout)
+    assert record["saved"]["files"] == ["config.json", RUNNER_NAME, "model.safetensors"]
+    model = load_model(tmp_path / "t1")
+    assert model.classify(["", "ab", "aab"]) == [True, True, False]
+    assert model.config["provenance"]["verification"]["all_words_up_to"] == 5
+
+
+@pytest.mark.slow
+def test_cli_train_save_folder_keeps_every_run_or_the_best(tmp_path):
+    from typer.testing import CliRunner
+
+    from langclass.app.cli.commands import app
+    from langclass.models.portable.load import load_model
+
+    tiny = ["--max-steps", "5", "--test-lengths", "11,12", "--eval-per-length", "8", "--seed", "0", "--seed", "1",
+            "--set", "train_lengths=[1,10]", "--set", "d_model=8", "--set", "n_heads=2", "--set", "d_ff=16", "--set", "n_layers=1"]
+    out = CliRunner().invoke(app, ["train", "-r", "(ab)*", "-a", "ab", "-e", "nope", *tiny, "--save", str(tmp_path / "best")])
+    assert out.exit_code == 0, out.output
+    assert sorted(p.name for p in (tmp_path / "best").iterdir()) == ["enc-nope", RUNNER_NAME, "result.json"]
+    runs = json.loads((tmp_path / "best" / "result.json").read_text())["runs"]
+    best = max(runs, key=lambda r: (r["longest_perfect_length"], r["accuracy"], -r["seed"]))
+    assert load_model(tmp_path / "best" / "enc-nope").config["provenance"]["seed"] == best["seed"]
+    out = CliRunner().invoke(app, ["train", "-r", "(ab)*", "-a", "ab", "-e", "nope", *tiny, "--save", str(tmp_path / "all"),
+                                   "--save-all-runs"])
+    assert out.exit_code == 0, out.output
+    folders = sorted(p.name for p in (tmp_path / "all").iterdir() if p.is_dir())
+    assert len(folders) == 2 and all(f.startswith("run000") for f in folders)

@@ -56,15 +56,19 @@ def test_construct_job_model_download_runs_and_is_linked(sqlite_client: Any, tmp
     assert (summary["layers"], summary["parameters"]) == (len(model.config["layers"]), model.config["parameters"])
     page = client.get(f"/jobs/{done['id']}")
     assert page.status_code == 200 and f'href="/v1/jobs/{done["id"]}/model"' in page.text and 'id="model-summary"' in page.text
-    # a job that failed has no model: 404 naming why
-    parity = store_language(client, "b*(ab*ab*)*")
-    r = client.post(f"/v1/languages/{parity}/experiments", json={"kind": "construct", "all_words_up_to": 4, "random_words": 2,
-                                                                  "random_max_length": 20})
-    if r.status_code == 202:  # refused at submission (422) or failed when run: either way no model
-        failed = wait_job(client, r.json()["id"])
-        assert failed["status"] == "failed" and "model" not in failed["links"]
-        miss = client.get(f"/v1/jobs/{failed['id']}/model")
-        assert miss.status_code == 404 and "failed" in miss.json()["detail"]
+
+
+def test_no_model_while_the_job_is_queued(make_client: Any, sqlite_url: str) -> None:
+    from langclass.app.store.db import upgrade
+
+    upgrade(sqlite_url)
+    client = make_client(sqlite_url, worker_slots=0)  # no worker: the job stays queued
+    lid = store_language(client)
+    r = client.post(f"/v1/languages/{lid}/experiments", json={"kind": "construct", "all_words_up_to": 4})
+    assert r.status_code == 202 and r.json()["status"] == "queued" and "model" not in r.json()["links"]
+    miss = client.get(f"/v1/jobs/{r.json()['id']}/model")
+    assert miss.status_code == 404 and "queued" in miss.json()["detail"]
+    assert 'id="model-download"' not in client.get(f"/jobs/{r.json()['id']}").text
 
 
 def test_train_job_model_download_has_the_best_run_of_every_encoding(sqlite_client: Any, tmp_path) -> None:
