@@ -457,3 +457,17 @@ def test_cli_train_save_folder_keeps_every_run_or_the_best(tmp_path):
     assert out.exit_code == 0, out.output
     folders = sorted(p.name for p in (tmp_path / "all").iterdir() if p.is_dir())
     assert len(folders) == 2 and all(f.startswith("run000") for f in folders)
+
+
+def test_hostile_json_and_tensor_dtypes_are_refused(saved):
+    from safetensors.torch import load_file, save_file
+
+    good = (saved / "config.json").read_text()
+    (saved / "config.json").write_text("[" * 200_000 + "]" * 200_000)
+    assert _error_of(saved)[0] == "ConfigError"
+    (saved / "config.json").write_text(good)
+    tensors = load_file(str(saved / "model.safetensors"))
+    tensors["embed.weight"] = tensors["embed.weight"].to(torch.int32)  # not a float dtype the format allows
+    save_file(tensors, str(saved / "model.safetensors"))
+    kind, detail = _error_of(saved, verify_digests=False)
+    assert kind == "WeightsError" and "embed.weight" in detail

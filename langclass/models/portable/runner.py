@@ -126,7 +126,9 @@ class Encoding:
             else:
                 self.components = []
                 comps = _get(spec, "components", path, list)
-                for c, comp in enumerate(comps[:100_000]):
+                if len(comps) > 100_000:
+                    raise LimitError(f"{path}: more than 100000 components")
+                for c, comp in enumerate(comps):
                     p = f"{path}.components[{c}]"
                     m = _get(comp, "period", p, int, lo=1, hi=10 ** 6)
                     ch = _get(comp, "channels", p, list)
@@ -181,30 +183,30 @@ class Encoding:
                 self.tensor_name = _get(spec, "tensor", path, str)
                 tensors_wanted[self.tensor_name] = ((self.n_heads, self.n_lags), _get(spec, "compute_dtype", path, str))
 
-    def positions(self, T: int) -> torch.Tensor:
-        return (torch.arange(T, dtype=torch.long) + self.origin).unsqueeze(0)  # [1, T]
+    def positions(self, T: int, device=None) -> torch.Tensor:
+        return (torch.arange(T, dtype=torch.long, device=device) + self.origin).unsqueeze(0)  # [1, T]
 
     def embed(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         if self.kind != "absolute":
             return x
         if self.form == "sinusoidal":
-            phase = pos.to(self.cdt)[..., None] * self.inv_freq
-            pe = torch.zeros(*pos.shape, self.d_model, dtype=self.cdt)
+            phase = pos.to(self.cdt)[..., None] * self.inv_freq.to(pos.device)
+            pe = torch.zeros(*pos.shape, self.d_model, dtype=self.cdt, device=pos.device)
             pe[..., 0:self.dim:2] = torch.sin(phase.double()).to(self.cdt)
             pe[..., 1:self.dim:2] = torch.cos(phase.double()).to(self.cdt)
         else:
-            pe = torch.zeros(*pos.shape, self.d_model, dtype=self.table_dtype)
+            pe = torch.zeros(*pos.shape, self.d_model, dtype=self.table_dtype, device=pos.device)
             for m, ch, tab in self.components:
-                pe[..., ch] = tab[pos % m]
+                pe[..., ch.to(pos.device)] = tab.to(pos.device)[pos % m]
         return x + pe.to(x.dtype)
 
     def _cos_sin(self, pos: torch.Tensor):
         if self.tables is not None:
-            ct, st, periods = self.tables
+            ct, st, periods = (t.to(pos.device) for t in self.tables)
             idx = pos[..., None] % periods
-            pair = torch.arange(ct.shape[0])
+            pair = torch.arange(ct.shape[0], device=pos.device)
             return ct[pair, idx], st[pair, idx]
-        ph = (pos.to(self.cdt)[..., None] * self.inv_freq).double()
+        ph = (pos.to(self.cdt)[..., None] * self.inv_freq.to(pos.device)).double()
         return torch.cos(ph).to(self.cdt), torch.sin(ph).to(self.cdt)
 
     def _apply(self, x: torch.Tensor, pos: torch.Tensor, side: str) -> torch.Tensor:
@@ -218,7 +220,7 @@ class Encoding:
         if self.jet is not None and self.jet[0] > 1 and self.jet[1] != 0.0:
             m, eps = self.jet
             t = pos.to(self.cdt) * eps
-            M = torch.zeros(*pos.shape, m, m, dtype=self.cdt)
+            M = torch.zeros(*pos.shape, m, m, dtype=self.cdt, device=pos.device)
             for r in range(m):
                 for c in range(m):
                     k = c - r if side == "q" else r - c
@@ -245,7 +247,7 @@ class Encoding:
             return None
         lag = pos[..., :, None] - pos[..., None, :]  # [1, T, T]
         if self.form == "alibi":
-            return -self.slopes[:, None, None] * lag.abs().to(self.slopes.dtype).unsqueeze(-3)
+            return -self.slopes.to(pos.device)[:, None, None] * lag.abs().to(self.slopes.dtype).unsqueeze(-3)
         if int(lag.max()) >= self.n_lags:
             raise LimitError(f"{self.path}: this model's lag table covers sequences of at most {self.n_lags} tokens")
         table = self.tensors["table"]
@@ -254,10 +256,10 @@ class Encoding:
 
 # ------------------------------------------------------------------------------------------- the model
 def _visible(T: int, mask: str, valid: torch.Tensor) -> torch.Tensor:
-    i = torch.arange(T)[:, None]
-    j = torch.arange(T)[None, :]
+    i = torch.arange(T, device=valid.device)[:, None]
+    j = torch.arange(T, device=valid.device)[None, :]
     vis = {"causal_strict": j < i, "causal_nonstrict": j <= i, "anticausal_strict": j > i,
-           "anticausal_nonstrict": j >= i, "none": torch.ones(T, T, dtype=torch.bool)}[mask]
+           "anticausal_nonstrict": j >= i, "none": torch.ones(T, T, dtype=torch.bool, device=valid.device)}[mask]
     return vis[None, None] & valid[:, None, None, :]  # [B, 1, T, T]
 
 
@@ -270,10 +272,10 @@ def _weights(scores: torch.Tensor, vis: torch.Tensor, attention: str, tie: str |
         v = torch.broadcast_to(vis, scores.shape).to(scores.dtype)
         return v / v.sum(dim=-1, keepdim=True).clamp(min=1)
     vis = torch.broadcast_to(vis, scores.shape)
-    masked = torch.where(vis, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
+    masked = torch.where(vis, scores, torch.tensor(float("-inf"), dtype=scores.dtype, device=scores.device))
     best = (masked == masked.amax(dim=-1, keepdim=True)) & vis
     T = scores.shape[-1]
-    idx = torch.arange(T)
+    idx = torch.arange(T, device=scores.device)
     choice = (torch.where(best, idx, T).amin(dim=-1, keepdim=True) if tie == "leftmost"
               else torch.where(best, idx, -1).amax(dim=-1, keepdim=True))
     return ((idx == choice) & vis.any(dim=-1, keepdim=True)).to(scores.dtype)
@@ -296,9 +298,6 @@ class PortableTransformer(nn.Module):
         self.alphabet = s["letters"]
         self.threshold = s["threshold"]
         self.params = nn.ParameterDict({k.replace(".", "/"): nn.Parameter(v, requires_grad=False) for k, v in tensors.items()})
-        for enc in s["encodings"]:
-            if enc is not None and enc.kind == "bias" and enc.form == "lag_table":
-                enc.tensors["table"] = tensors[enc.tensor_name]
 
     def t(self, name: str):
         return self.params[name.replace(".", "/")] if name.replace(".", "/") in self.params else None
@@ -306,10 +305,12 @@ class PortableTransformer(nn.Module):
     def _attention(self, l: int, att: dict, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
         enc = self.spec["encodings"][att["encoding"]] if att["encoding"] is not None else None
+        if enc is not None and enc.kind == "bias" and enc.form == "lag_table":
+            enc.tensors["table"] = self.t(enc.tensor_name)  # the parameter, wherever the module was moved
         p = f"layers.{l}.attn."
         q, k, v = (F.linear(x, self.t(p + n + ".weight"), self.t(p + n + ".bias")) for n in "qkv")
         heads = att["heads"]
-        pos = enc.positions(T) if enc is not None else torch.arange(T).unsqueeze(0)
+        pos = enc.positions(T, x.device) if enc is not None else torch.arange(T, device=x.device).unsqueeze(0)
         kinds = {(h["attention"], h["mask"], h["tie"], h["d_qk"], h["d_v"]) for h in heads}
         groups = [list(range(len(heads)))] if len(kinds) == 1 else [[h] for h in range(len(heads))]
         qs = torch.split(q, [h["d_qk"] for h in heads], dim=-1)
@@ -362,7 +363,7 @@ class PortableTransformer(nn.Module):
         x = F.embedding(ids, self.t("embed.weight"))
         absolute = s["absolute"]
         if absolute is not None:
-            x = absolute.embed(x, absolute.positions(T))
+            x = absolute.embed(x, absolute.positions(T, ids.device))
         norm = s["norm"]
         for l, layer in enumerate(s["layers"]):
             att, ff = layer["attention"], layer["ffn"]
@@ -379,7 +380,7 @@ class PortableTransformer(nn.Module):
     def forward(self, ids: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         x = self.hidden(ids, valid)
         at = valid.long().sum(dim=1) - 1  # the last valid position: EOS, or the last letter
-        out = F.linear(x[torch.arange(ids.shape[0]), at], self.t("readout.weight"), self.t("readout.bias"))[:, 0]
+        out = F.linear(x[torch.arange(ids.shape[0], device=ids.device), at], self.t("readout.weight"), self.t("readout.bias"))[:, 0]
         return out if out.dtype == torch.float64 else out.float()
 
     def encode(self, words) -> tuple[torch.Tensor, torch.Tensor]:
@@ -418,7 +419,8 @@ class PortableTransformer(nn.Module):
             T = len(words[todo[min(len(todo), b + batch_size) - 1]]) + 2
             idx = todo[b:b + max(1, min(batch_size, max_scores // (T * T)))]
             ids, valid = self.encode([words[i] for i in idx])
-            out[idx] = self.forward(ids, valid).double()
+            dev = self.t("embed.weight").device
+            out[idx] = self.forward(ids.to(dev), valid.to(dev)).double().cpu()
             b += len(idx)
         return out
 
@@ -446,9 +448,12 @@ def _check_config(c) -> dict:
     V = first + len(letters)
     want: dict = {"embed.weight": ((V, D), dtype)}
     norm = _get(c, "norm", "", str, choices=("pre", "post", "none"))
-    eps = _get(c, "layer_norm_eps", "", float, optional=norm == "none") or 1e-5
+    eps = _get(c, "layer_norm_eps", "", float, optional=norm == "none", lo=0.0, hi=1.0)
+    eps = 1e-5 if eps is None else eps
     wanted_enc: dict = {}
-    encs = [Encoding(e, f"encodings[{i}]", wanted_enc, dtype) for i, e in enumerate(_get(c, "encodings", "", list)[:4096])]
+    if len(_get(c, "encodings", "", list)) > 4096:
+        raise LimitError("more than 4096 encodings")
+    encs = [Encoding(e, f"encodings[{i}]", wanted_enc, dtype) for i, e in enumerate(c["encodings"])]
     absolute = None
     if c.get("absolute_encoding") is not None:
         absolute = Encoding(c["absolute_encoding"], "absolute_encoding", wanted_enc, dtype)
@@ -579,6 +584,8 @@ def load(directory: str, *, max_parameters: int = MAX_PARAMETERS, verify_digests
         config = json.loads(text.decode("utf-8"), parse_constant=no_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"config.json is not JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError("config.json nests too deeply") from None
     spec = _check_config(config)
     want = spec["tensors"]
     n_params = sum(math.prod(shape) for shape, _ in want.values())
