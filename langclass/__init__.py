@@ -10,7 +10,8 @@ torch, FastAPI or SQLAlchemy)::
 
 from .version import __version__  # the package version, one declaration (langclass/version.py)
 
-_API = ("classify", "construct", "train", "sweep", "Classification", "RunResult", "from_automata_lib", "to_automata_lib")
+_API = ("classify", "construct", "train", "sweep", "load_model", "Classification", "RunResult", "from_automata_lib",
+        "to_automata_lib")
 
 
 def __getattr__(name: str):  # PEP 562: import the API lazily

@@ -31,8 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from langclass.core.classification.analysis import Analysis
     from langclass.core.algebra.classes import ClassResult
 
-__all__ = ["Classification", "RunResult", "classify", "construct", "train", "sweep", "read_alphabet", "from_automata_lib",
-           "to_automata_lib"]
+__all__ = ["Classification", "RunResult", "classify", "construct", "train", "sweep", "load_model", "read_alphabet",
+           "from_automata_lib", "to_automata_lib"]
 
 
 def read_alphabet(alphabet: str | Sequence[str]) -> list[str]:
@@ -223,10 +223,38 @@ class RunResult(Mapping[str, Any]):
         kind: ``"construct"`` or ``"train"``.
         record: the record (see :func:`langclass.models.construct.verify.run_construction` and
             :func:`langclass.models.experiments.experiment.run_experiment` for its fields).
+        model: with ``return_model=True``: the constructed torch module (construct), or
+            ``{encoding label: Recognizer}`` of the best run per encoding (train); else None.
+        downloads: with ``return_model=True``: ``{folder: {file name: bytes}}`` of the portable
+            files (docs/models.md); :meth:`save_model` writes them.
     """
 
     kind: str
     record: dict[str, Any]
+    model: Any = None
+    downloads: dict[str, dict[str, bytes]] | None = field(default=None, repr=False)
+
+    def save_model(self, directory: str) -> list[str]:
+        """Write the portable model(s) into ``directory``: ``config.json``, ``model.safetensors`` and
+        ``langclass_runner.py`` (construct), or one folder per encoding with the runner at the top
+        (train). Returns the folders written.
+
+        Raises:
+            InputError: the result was made without ``return_model=True``.
+        """
+        if not self.downloads:
+            raise InputError("this result holds no model: call construct/train with return_model=True", field="return_model")
+        import os
+
+        written = []
+        for folder, files in self.downloads.items():
+            for name, data in files.items():
+                target = os.path.join(directory, name if name == "langclass_runner.py" or not folder else os.path.join(folder, name))
+                os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+                with open(target, "wb") as fh:
+                    fh.write(data)
+            written.append(os.path.join(directory, folder) if folder else directory)
+        return written
 
     def __getitem__(self, key: str) -> Any:
         return self.record[key]
@@ -253,7 +281,8 @@ class RunResult(Mapping[str, Any]):
 
 def construct(regex: str | None = None, *, alphabet: str | Sequence[str] | None = None, dfa: Any = None,
               formula: str | None = None, program: str | None = None, limits: Limits | None = None,
-              time_limit_s: float | None = None, max_parameters: int | None = None, **options: Any) -> RunResult:
+              time_limit_s: float | None = None, max_parameters: int | None = None, return_model: bool = False,
+              **options: Any) -> RunResult:
     """Build an exact transformer for the language and verify it (imports torch).
 
     Same inputs as :func:`classify` plus ``program=`` (B-RASP text, hard attention); ``options``
@@ -264,6 +293,8 @@ def construct(regex: str | None = None, *, alphabet: str | Sequence[str] | None 
     ``time_limit_s`` replaces the time limit (as ``langclass construct --time-limit``);
     ``max_parameters`` may only lower the parameter budget of ``limits``, never raise it.
     An unknown keyword raises :class:`InputError` listing the valid option names.
+    ``return_model=True`` keeps the verified model: ``r.model`` is the torch module and
+    ``r.save_model(dir)`` writes the portable files (docs/models.md).
 
     Returns:
         :class:`RunResult` of kind ``"construct"`` (``r["exact"]``, ``r["encoding"]``, ``r["formula"]``, ...).
@@ -302,13 +333,20 @@ def construct(regex: str | None = None, *, alphabet: str | Sequence[str] | None 
         import dataclasses
 
         limits = dataclasses.replace(limits, time_limit_s=float(time_limit_s))
-    return RunResult("construct", run_construction(spec, limits=limits))
+    if not return_model:
+        return RunResult("construct", run_construction(spec, limits=limits))
+    from langclass.models.portable.provenance import construct_files
+
+    held: dict[str, Any] = {}
+    record = run_construction(spec, limits=limits, on_model=lambda m, d: held.update(model=m, dfa=d))
+    return RunResult("construct", record, held["model"], {"": construct_files(held["model"], held["dfa"], record)})
 
 
 def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = None, dfa: Any = None,
           formula: str | None = None, encodings: Sequence[Any] = ("nope",), profile: str = "quick",
           seeds: Sequence[int] | None = None, learning_rates: Sequence[float] | None = None,
-          overrides: Mapping[str, Any] | None = None, prediction: Mapping[str, Any] | None = None) -> RunResult:
+          overrides: Mapping[str, Any] | None = None, prediction: Mapping[str, Any] | None = None,
+          return_model: bool = False) -> RunResult:
     """Train recognizers for the language with each encoding and report accuracy by length (imports torch).
 
     The language is given as in :func:`classify`; the experiment fields are those of
@@ -316,6 +354,8 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
     ``{"name", "params"}`` objects, ``profile`` ``"quick"``/``"paper"``, ``overrides`` such as
     ``{"max_steps": 200, "train_lengths": [1, 20], "test_lengths": [21, 40]}``). Without a
     ``prediction`` the theory's prediction is not compared and every encoding is ``"measured"``.
+    ``return_model=True`` keeps the best run of every encoding (longest perfect length, then
+    accuracy): ``r.model`` is ``{label: Recognizer}`` and ``r.save_model(dir)`` writes one folder per encoding.
 
     Returns:
         :class:`RunResult` of kind ``"train"`` (``r["runs"]``, ``r["summary"]``, ``r["verdict"]``).
@@ -335,7 +375,32 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
         spec["overrides"] = dict(overrides)
     if prediction is not None:
         spec["prediction"] = dict(prediction)
-    return RunResult("train", run_experiment(spec))
+    if not return_model:
+        return RunResult("train", run_experiment(spec))
+    from langclass.models.portable.provenance import BestRuns
+
+    best, models = BestRuns(machine, prediction), {}
+
+    def keep(run: dict[str, Any], model: Any) -> None:
+        if best.on_model(run, model):  # the best run of its encoding so far
+            models[run["encoding"]] = model
+
+    record = run_experiment(spec, on_model=keep)
+    return RunResult("train", record, models, best.folders())
+
+
+def load_model(directory: str, *, max_parameters: int | None = None) -> Any:
+    """Load a portable model (``langclass construct --save DIR``, ``r.save_model(DIR)``, a job's
+    ``/model`` download unzipped): a ``torch.nn.Module`` with ``classify(words)``, ``logits(words)``,
+    ``forward(ids, valid)``, ``hidden(ids, valid)`` and ``config`` (docs/models.md; imports torch).
+
+    Raises:
+        ModelFileError: malformed, changed or oversized files (nothing in them is executed).
+    """
+    from langclass.models.portable.load import load_model as _load
+    from langclass.models.portable.runner import MAX_PARAMETERS
+
+    return _load(directory, max_parameters=max_parameters or MAX_PARAMETERS)
 
 
 def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: int = 10, profile: str = "cpu", seed: int = 0,

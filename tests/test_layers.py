@@ -49,6 +49,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (13, "models.construct: plans, assembly, routes, verification", ("langclass.models.construct",)),
     (14, "models.training: data, specs, footprint, trainers, evaluation", ("langclass.models.training",)),
     (15, "models.experiments: experiments, sweeps, sectors, reports", ("langclass.models.experiments",)),
+    (15, "models.portable: the portable model format, its standalone runner, export and load", ("langclass.models.portable",)),
     (16, "models package root", ("langclass.models",)),
     (17, "app on top: the service's errors and settings", ("langclass.app.errors", "langclass.app.settings")),
     (18, "app.store: tables, database, cursors, repositories", ("langclass.app.store",)),

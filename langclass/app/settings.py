@@ -105,6 +105,9 @@ class Settings(BaseSettings):
             for another database (:meth:`census_directory`).
         job_time_limit_s: wall-clock budget of one job run; the worker stops it there and records
             ``limit-exceeded``.
+        job_model_max_bytes: largest zip of portable models a construct / train job stores for
+            ``GET /v1/jobs/{id}/model`` (default 64 MiB; 0 stores none). A larger one is not stored
+            and the result's ``portable_model.stored`` is false with the reason.
         code_version: overrides the code version stamped on every stored record.
         log_level: ``debug`` | ``info`` | ``warning`` | ``error``.
     """
@@ -182,6 +185,7 @@ class Settings(BaseSettings):
     job_max_parameters: int = Field(100_000_000, ge=1)
     job_max_memory_bytes: int = Field(8 * 2**30, ge=1)
     job_time_limit_s: float = Field(86_400.0, gt=0, allow_inf_nan=False)
+    job_model_max_bytes: int = Field(64 * 2**20, ge=0)
 
     def __init__(self, **values: Any) -> None:
         try:

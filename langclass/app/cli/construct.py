@@ -9,6 +9,7 @@ Examples::
     langclass construct --formula 'Y a' --alphabet ab --dtype bfloat16 --target-length 20
     langclass construct --regex '(a|b)*a' --alphabet ab --y-mode recency --random-max-length 10000
     langclass construct --regex '(ab|ba)*' --alphabet ab --setting causal   # C-RASP: NoPE, non-strict mask
+    langclass construct --regex '(ab)*' --alphabet ab --save tomita1/   # config.json, model.safetensors, langclass_runner.py
 
 The result record is the one the job API stores for experiments of kind ``construct``
 (:func:`langclass.models.construct.verify.run_construction`).
@@ -98,6 +99,7 @@ def construct(
     max_parameters: Annotated[Optional[int], typer.Option("--max-parameters", help="parameter budget, checked on the plan before any weight is allocated (default LANGCLASS_MAX_PARAMETERS, 10000000)")] = None,
     setting: Annotated[str, typer.Option(help="fixed (fixed-precision soft attention with a strict mask, or hard attention) | causal (the language's C-RASP program: soft attention, non-strict causal mask, NoPE, read at the last position; exact up to the certified length)")] = "fixed",
     crasp_program: Annotated[Optional[Path], typer.Option("--crasp-program", help="C-RASP program JSON file for --setting causal (default: the program of the language's crasp certificate)")] = None,
+    save: Annotated[Optional[Path], typer.Option("--save", help="write the verified model to this folder: config.json, model.safetensors and langclass_runner.py (docs/models.md)")] = None,
 ) -> None:
     """Construct the exact transformer of a formula / B-RASP program / language and verify it."""
 
@@ -116,7 +118,14 @@ def construct(
         )
         from langclass.models.construct.verify import run_construction
 
-        result = run_construction(spec, limits=construct_limits(time_limit, max_parameters))
+        held: dict[str, Any] = {}
+        result = run_construction(spec, limits=construct_limits(time_limit, max_parameters),
+                                  on_model=(lambda m, d: held.update(model=m, dfa=d)) if save is not None else None)
+        if save is not None:
+            if "model" not in held:  # a construction that hands no model to on_model (the causal setting)
+                raise InputError(f"--save: the {result.get('setting') or 'fixed'} setting's model has no portable form yet "
+                                 "(docs/models.md lists the routes that export)", field="save")
+            _save(save, held, result)
     except LangclassError as err:
         _fail(_as_flags(err), as_json)
         return
@@ -158,6 +167,26 @@ def construct(
                    f"{b['inexact']} inexact")
     if not result["exact"]:
         raise typer.Exit(code=1)
+
+
+def _save(folder: Path, held: dict[str, Any], result: dict[str, Any]) -> None:
+    """Write the portable model into ``folder`` and note it in the record (``result["saved"]``).
+
+    Raises:
+        InputError: the folder cannot be written.
+    """
+    from langclass.models.portable.provenance import construct_files
+
+    files = construct_files(held["model"], held["dfa"], result)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+    except OSError as exc:
+        raise InputError(f"cannot write the model to {folder}: {exc}", field="save") from None
+    result["saved"] = {"folder": str(folder), "files": sorted(files)}
+    typer.echo(f"saved      {folder}/ ({', '.join(sorted(files))}); run: python {folder}/langclass_runner.py {folder} WORD…",
+               err=True)
 
 
 SHORT_PROGRAM_LINES = 40

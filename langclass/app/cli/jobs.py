@@ -140,7 +140,10 @@ def train(
                                           "or one after another")] = True,
     override: Annotated[Optional[list[str]], typer.Option("--set", help="profile override KEY=JSON, e.g. d_model=64 (repeat)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the full JSON result instead of the table")] = False,
-    save: Annotated[Optional[Path], typer.Option("--save", help="also write the full JSON result to this file")] = None,
+    save: Annotated[Optional[Path], typer.Option("--save", help="a path ending in .json: write the full JSON result there; any other path: a folder "
+                                                  "that receives result.json and the best run of every encoding as a portable model (one "
+                                                  "folder per encoding, langclass_runner.py at the top; docs/models.md)")] = None,
+    save_all_runs: Annotated[bool, typer.Option("--save-all-runs", help="with --save FOLDER: every run's model, not only the best per encoding")] = False,
 ) -> None:
     """Train recognizers for one language in the foreground and print accuracy by length, N* and the verdict."""
     from langclass.app.usecases.experiments import ExperimentRequest, build_train_spec, validate_train_spec
@@ -196,11 +199,20 @@ def train(
         typer.echo(f"error ({err.code}){where}: {err.detail}", err=True)
         raise typer.Exit(code=2) from None
 
-    result, cancelled = _run_with_progress(spec, quiet=as_json, limits=settings.job_limits())
+    runner, best = None, None
+    if save is not None and save.suffix.lower() != ".json":
+        import functools
+
+        from langclass.models.experiments.experiment import run_experiment
+        from langclass.models.portable.provenance import BestRuns
+
+        best = BestRuns(lang, spec.get("prediction"), all_runs=save_all_runs)
+        runner = functools.partial(run_experiment, on_model=best.on_model)
+    result, cancelled = _run_with_progress(spec, quiet=as_json, limits=settings.job_limits(), runner=runner)
     if result is None:
         raise typer.Exit(code=130)
     if save is not None:
-        save.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+        _save_result(save, result, best)
     if as_json:
         typer.echo(json.dumps(result, indent=2, default=str))
     else:
@@ -209,6 +221,25 @@ def train(
         typer.echo(format_results(result))
     if cancelled:
         raise typer.Exit(code=130)
+
+
+def _save_result(save: Path, result: dict[str, Any], best: Any) -> None:
+    """``--save``: the JSON result to ``save`` (a .json path), or ``result.json`` and the kept models into the folder ``save``."""
+    try:
+        if best is None:
+            save.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+            return
+        save.mkdir(parents=True, exist_ok=True)
+        (save / "result.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+        for folder, files in best.folders().items():
+            (save / folder).mkdir(exist_ok=True)
+            for name, data in files.items():
+                (save / (name if name == "langclass_runner.py" else f"{folder}/{name}")).write_bytes(data)
+    except OSError as exc:
+        typer.echo(f"error (invalid-input) [save]: cannot write {save}: {exc}", err=True)
+        raise typer.Exit(code=2) from None
+    if best is not None:
+        typer.echo(f"saved {len(best.folders())} model(s) to {save}/: {', '.join(sorted(best.folders()))}", err=True)
 
 
 def _run_with_progress(spec: dict[str, Any], *, quiet: bool, limits: Any = None, runner: Any = None) -> tuple[dict[str, Any] | None, bool]:

@@ -80,7 +80,7 @@ def worker_config(settings: Settings, **overrides: Any) -> WorkerConfig:
     kw: dict[str, Any] = {"database_url": settings.database_url, "lease_s": settings.job_lease_s,
                           "checkpoint_root": getattr(settings, "job_checkpoint_dir", None),
                           "time_limit_s": settings.job_time_limit_s, "job_limits": settings.job_limits().to_dict(),
-                          "limits": dataclasses.asdict(settings.limits())}
+                          "limits": dataclasses.asdict(settings.limits()), "model_max_bytes": settings.job_model_max_bytes}
     kw.update(overrides)
     return WorkerConfig(**kw)
 

@@ -64,6 +64,8 @@ class WorkerConfig:
         limits: the service's :class:`~langclass.core.base.limits.Limits` (as a dict: ``max_states``,
             ``time_limit_s``, …) handed to construct jobs, which parse, synthesize and verify under
             them — the same ``LANGCLASS_*`` limits as a classification (None = the library defaults).
+        model_max_bytes: the largest model zip a job result may carry into ``job_models``
+            (``LANGCLASS_JOB_MODEL_MAX_BYTES``); a larger one is dropped, the result says why.
     """
 
     database_url: str
@@ -78,6 +80,7 @@ class WorkerConfig:
     time_limit_s: float | None = None
     job_limits: Mapping[str, Any] | None = None
     limits: Mapping[str, Any] | None = None
+    model_max_bytes: int = 64 * 2**20
 
     @property
     def heartbeat_interval(self) -> float:
@@ -244,6 +247,21 @@ class _Heartbeat(threading.Thread):
             self.join(timeout=max(5.0, 2 * self.interval))
 
 
+def _job_model(result: Any, max_bytes: int) -> dict[str, Any]:
+    """The ``model`` / ``model_summary`` arguments of :func:`jobrepo.finish` from a job result that
+    carries a model zip (``result.model_zip``: construct and train jobs, :mod:`langclass.app.usecases.model_jobs`);
+    a zip over ``max_bytes`` is dropped and ``result["portable_model"]`` says so."""
+    data = getattr(result, "model_zip", None)
+    if not isinstance(data, (bytes, bytearray)) or not isinstance(result, dict):
+        return {}
+    info = result.setdefault("portable_model", {})
+    if len(data) > max_bytes:
+        info.update(stored=False, reason=f"the model zip is {len(data)} bytes, over LANGCLASS_JOB_MODEL_MAX_BYTES = {max_bytes}")
+        return {}
+    info["stored"] = True
+    return {"model": bytes(data), "model_summary": _json_safe(info)}
+
+
 def run_claim(
     db: Database,
     held: jobrepo.Claim,
@@ -318,7 +336,8 @@ def run_claim(
     try:
         fn = resolve_job_function(path)
         result = fn(spec, progress=hb.set_progress, should_cancel=should_cancel, **extra)
-        outcome: tuple[str, dict[str, Any]] = ("succeeded", {"result": _json_safe(result), "error": None})
+        model = _job_model(result, config.model_max_bytes)
+        outcome: tuple[str, dict[str, Any]] = ("succeeded", {"result": _json_safe(result), "error": None, **model})
     except Exception as exc:  # noqa: BLE001 - every failure is recorded with its reason
         partial = getattr(exc, "partial", None)
         partial = _json_safe(partial) if isinstance(partial, Mapping) else None

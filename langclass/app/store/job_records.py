@@ -82,6 +82,8 @@ def job_resource(row: JobRow) -> dict[str, Any]:
         links["heatmap"] = f"/v1/sweeps/{row.id}/heatmap.png"
     else:
         links["plot"] = f"/v1/jobs/{row.id}/plot.png"
+    if isinstance(row.result, dict) and (row.result.get("portable_model") or {}).get("stored"):
+        links["model"] = f"/v1/jobs/{row.id}/model"  # the zip of config, weights and runner (docs/models.md)
     return {
         "id": row.id,
         "language_id": row.language_id,

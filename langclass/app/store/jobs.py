@@ -60,7 +60,7 @@ from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from .job_records import error_record, job_resource, job_summary  # re-exported
-from .orm import JobRow, utcnow
+from .orm import JobModelRow, JobRow, utcnow
 from .pagination import decode_cursor, encode_cursor
 
 __all__ = [
@@ -80,6 +80,7 @@ __all__ = [
     "claim",
     "heartbeat",
     "finish",
+    "get_model",
     "recover_expired",
     "expire_leases_of",
     "count_claimable",
@@ -100,14 +101,17 @@ STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 
 JOB_KINDS: dict[str, str] = {
-    "train": "langclass.models.experiments.experiment:run_experiment",
-    "construct": "langclass.models.construct.verify:run_construction",
+    "train": "langclass.app.usecases.model_jobs:run_train_job",
+    "construct": "langclass.app.usecases.model_jobs:run_construct_job",
     "sectors": "langclass.models.experiments.sectors:run_sectors",
     "sweep": "langclass.app.usecases.sweep_jobs:run_sweep_job",
 }
 """Job kind → ``"module:function"`` of the job function ``f(spec, *, progress, should_cancel) -> dict``.
 
-Workers import the function lazily (torch is loaded only in the process that runs a job)."""
+Workers import the function lazily (torch is loaded only in the process that runs a job). The
+train and construct functions wrap :func:`~langclass.models.experiments.experiment.run_experiment` and
+:func:`~langclass.models.construct.verify.run_construction` and add the job's portable model
+(:mod:`langclass.app.usecases.model_jobs`), which :func:`finish` stores in ``job_models``."""
 
 LANGUAGE_FREE_KINDS = frozenset({"sweep"})
 """Job kinds with no single language (``language_id`` NULL)."""
@@ -386,6 +390,8 @@ def finish(
     result: dict[str, Any] | None = None,
     error: dict[str, Any] | None = None,
     progress: dict[str, Any] | None = None,
+    model: bytes | None = None,
+    model_summary: dict[str, Any] | None = None,
 ) -> bool:
     """Record the outcome of ``held``'s run; commits.
 
@@ -393,6 +399,8 @@ def finish(
         status: ``succeeded`` | ``failed`` | ``cancelled``.
         result: the job function's result (or the partial result of a cancelled run).
         error: ``{"reason", "detail", …}`` for failed / cancelled.
+        model: the zip of the job's portable model(s), stored in ``job_models`` in the same
+            transaction (only when the outcome is stored); ``model_summary`` its summary.
 
     Returns:
         True when stored; False when the lease was no longer held (the outcome is discarded, so a
@@ -409,10 +417,18 @@ def finish(
         .values(**values)
         .execution_options(synchronize_session=False)
     )
+    if res.rowcount and model is not None:
+        session.execute(delete(JobModelRow).where(JobModelRow.job_id == held.job_id))
+        session.add(JobModelRow(job_id=held.job_id, data=model, size=len(model), summary=model_summary or {}))
     session.commit()
     if not res.rowcount:
         log.warning("job %s: lease %s lost before finishing; outcome %s discarded", held.job_id, held.token, status)
     return bool(res.rowcount)
+
+
+def get_model(session: Session, job_id: str) -> JobModelRow | None:
+    """The stored portable model of a job (``GET /v1/jobs/{id}/model``), or None."""
+    return session.get(JobModelRow, job_id)
 
 
 # --- recovery -------------------------------------------------------------------------------------

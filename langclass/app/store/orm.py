@@ -15,6 +15,9 @@
                       :mod:`langclass.app.store.census_runs`.
 ``census_profiles``   one row per (run, membership profile, state number) with its count, so a
                       filter is counted without opening the data file.
+``job_models``        one row per construct / train job that finished with a model: the zip of its
+                      portable files (docs/models.md) and their summary; deleted with the job;
+                      written only by :mod:`langclass.app.store.jobs`.
 ``page_sessions``     one row per signed-in browser (``/login``), deleted by ``/logout``; written only
                       by :mod:`langclass.app.store.sessions`.
 """
@@ -24,11 +27,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import (JSON, BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer, String,
-                        TypeDecorator)
+from sqlalchemy import (JSON, BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
+                        String, TypeDecorator)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-__all__ = ["Base", "LanguageRow", "LanguageClassRow", "JobRow", "PageSessionRow", "CensusRunRow", "CensusProfileRow",
+__all__ = ["Base", "LanguageRow", "LanguageClassRow", "JobRow", "JobModelRow", "PageSessionRow", "CensusRunRow", "CensusProfileRow",
            "UTCDateTime", "utcnow"]
 
 
@@ -171,6 +174,33 @@ class JobRow(Base):
         Index("ix_jobs_created_at_id", "created_at", "id"),
         Index("ix_jobs_status_lease", "status", "lease_expires_at"),
     )
+
+
+class JobModelRow(Base):
+    """The portable model(s) of a finished job (``GET /v1/jobs/{id}/model``), migration 0006.
+
+    A separate table, so reading or listing jobs never loads the bytes; stored in the database (not
+    a worker's folder) because a job may run on another machine (Ray) than the one serving it, and
+    the row goes with its job (``ON DELETE CASCADE``). Its size is bounded by
+    ``LANGCLASS_JOB_MODEL_MAX_BYTES``.
+
+    Columns:
+        job_id: the job (primary key, foreign key to ``jobs.id``).
+        data: the zip: ``config.json``, ``model.safetensors`` (one folder per encoding for a train
+            job) and ``langclass_runner.py``.
+        size: ``len(data)`` in bytes.
+        summary: :func:`langclass.models.portable.export.summary_of` of each model (``{"models": {folder: …}}``).
+        created_at: when it was stored (UTC).
+    """
+
+    __tablename__ = "job_models"
+
+    job_id: Mapped[str] = mapped_column(String(36), ForeignKey("jobs.id", ondelete="CASCADE", name="fk_job_models_job_id"),
+                                        primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    size: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    summary: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
 
 
 class PageSessionRow(Base):

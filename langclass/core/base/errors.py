@@ -66,6 +66,15 @@ class UnknownSymbolError(InputError):
     title = "Symbol not in the alphabet"
 
 
+class ModelFileError(InputError):
+    """A portable model file (config.json / model.safetensors, docs/models.md) is malformed, changed after
+    saving or over a limit; ``extra['error']`` names the runner's error class (ConfigError, WeightsError,
+    DigestError, LimitError)."""
+
+    code = "invalid-model-file"
+    title = "Invalid model file"
+
+
 class RegexSyntaxError(InputError):
     """The regex does not follow the documented syntax; ``extra['position']`` is the 0-based offset."""
 

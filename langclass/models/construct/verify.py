@@ -36,8 +36,7 @@ from langclass.core.automata.automaton import DFA
 from langclass.core.logic.brasp import Program, formula_to_brasp, run_program
 from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedError
 from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
-from langclass.core.ingest.source import language_source, parse_source_program, source_from_mapping
-from langclass.core.ingest.source import parse_language as parse_source
+from langclass.core.ingest.source import language_source, parse_language as parse_source, parse_source_program, source_from_mapping
 from langclass.version import code_version  # one function for records, CLI and job results
 from langclass.models.construct import (
     BraspTransformer, ConstructionOptions, FormulaTransformer,
@@ -66,8 +65,7 @@ def _dfa_accepts(dfa: DFA, words: np.ndarray) -> np.ndarray:
 
 
 def _word_text(alphabet: Sequence[str], w: Sequence[int]) -> str | list[str]:
-    syms = [alphabet[int(i)] for i in w]
-    return "".join(syms) if all(len(a) == 1 for a in alphabet) else syms
+    return "".join(alphabet[int(i)] for i in w) if all(len(a) == 1 for a in alphabet) else [alphabet[int(i)] for i in w]
 
 
 def _random_set(dfa: DFA, k: int, lengths: Sequence[int], rng: np.random.Generator, start: int = 0) -> list[np.ndarray]:
@@ -457,7 +455,8 @@ def validate_spec(spec: Mapping, limits: Limits = DEFAULT_LIMITS) -> None:
 
 
 def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None = None,
-                     should_cancel: Callable[[], bool] | None = None, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+                     should_cancel: Callable[[], bool] | None = None, limits: Limits = DEFAULT_LIMITS,
+                     on_model: Callable[[Any, DFA | None], None] | None = None) -> dict[str, Any]:
     """Build an exact transformer and verify it: the job function of kind ``construct``.
 
     Args:
@@ -483,6 +482,7 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
             (``"fixed"``, or ``"causal"``: the C-RASP construction of :mod:`langclass.models.construct.verify_causal`).
         progress: called with ``{"phase", "length", "done", "total"}`` dicts.
         should_cancel: polled between batches; True raises :class:`ConstructionCancelled`.
+        on_model: called with the verified model and the DFA (None for a bare program): ``--save``, downloads.
 
     Returns:
         A JSON-ready record with ``formula``, ``fragment``, ``program`` (hard attention), ``encoding``,
@@ -518,12 +518,12 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(prep["threads"])  # the constructed models are tiny: one intra-op thread is fastest
     try:
-        return _run(prep, t0, limits, progress, should_cancel, deadline)
+        return _run(prep, t0, limits, progress, should_cancel, deadline, on_model)
     finally:
         torch.set_num_threads(previous_threads)
 
 
-def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadline: Deadline) -> dict[str, Any]:
+def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadline: Deadline, on_model=None) -> dict[str, Any]:
     opts, attention, dtype, seed = prep["opts"], prep["attention"], prep["dtype"], prep["seed"]
     random_words, random_max, beyond = prep["random_words"], prep["random_max"], prep["beyond"]
     synthesis, program, formula, dfa = prep["synthesis"], prep["program"], prep["formula"], prep["dfa"]
@@ -625,6 +625,8 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         "dtype": dtype,
         "code_version": code_version(),
     })
+    if on_model is not None:  # the verified model, for --save and the job's download
+        on_model(model, dfa)
     if progress:
         progress({"phase": "done", "exact": result["exact"]})
     return result

@@ -363,6 +363,7 @@ def run_experiment(
     should_cancel: Callable[[], bool] | None = None,
     limits: JobLimits | None = None,
     batched: bool | None = None,
+    on_model: Callable[[dict[str, Any], Any], None] | None = None,
 ) -> dict[str, Any]:
     """Train and evaluate every (encoding, seed, learning rate) of ``spec``; see the module doc.
 
@@ -388,6 +389,8 @@ def run_experiment(
             ``train_wall_s`` is then the group's time up to its stop (``eval_wall_s`` its share of
             the group's evaluation). Progress reports of a group carry ``group`` (the grid
             indices) and ``runs_active``.
+        on_model: called with each evaluated run's record and its trained
+            :class:`~langclass.models.nn.recognizer.Recognizer` (``langclass train --save``, the job's download).
 
     Returns:
         The JSON-ready result (``runs``, ``summary``, ``verdict``, settings, code version).
@@ -554,6 +557,8 @@ def run_experiment(
                 "trained_with": len(unit),
             }
             runs.append(run)
+            if on_model is not None:
+                on_model(run, tr.model)
             last_eval = {k: run[k] for k in ("encoding", "seed", "learning_rate", "steps", "accuracy", "longest_perfect_length")}
             on_progress({"phase": "evaluated", "step": tr.steps, "total": settings["max_steps"]})
     order = {(e.label, sd, lr): i for i, (e, sd, lr) in enumerate(grid)}

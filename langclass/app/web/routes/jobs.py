@@ -4,7 +4,8 @@
 canonical DFA, encodings with parameters defaulted from the stored classification, the prediction
 the classification makes), validates it, inserts a queued job and — after the transaction commits —
 wakes the executor. ``GET /v1/jobs/{id}`` / ``GET /v1/jobs`` read jobs, ``DELETE /v1/jobs/{id}``
-cancels, ``GET /v1/jobs/{id}/plot.png`` draws accuracy by length.
+cancels, ``GET /v1/jobs/{id}/plot.png`` draws accuracy by length, ``GET /v1/jobs/{id}/model`` serves the
+portable model(s) of a finished construct or train job (docs/models.md).
 """
 
 from __future__ import annotations
@@ -268,3 +269,44 @@ async def job_plot(job_id: JobId, request: Request) -> Response:
     except LangclassError:
         raise
     return Response(content=png, media_type="image/png", headers={"Cache-Control": "no-store" if resource["status"] not in jobrepo.TERMINAL else "max-age=3600"})
+
+
+@router.get(
+    "/jobs/{job_id}/model",
+    tags=["jobs"],
+    summary="The job's portable model(s): a zip of config.json, model.safetensors and langclass_runner.py",
+    responses={200: {"content": {"application/zip": {}}, "description": "the zip (docs/models.md)"}, **problem_responses(404, 422)},
+)
+async def job_model(job_id: JobId, request: Request) -> Response:
+    """A finished construct job: its verified model at the top of the zip; a finished train job: the
+    best run of every encoding, one folder ``enc-<label>`` each, ``langclass_runner.py`` at the top.
+    Each model is ``config.json`` (vocabulary, layers, heads, attention kinds, masks, positional
+    encodings as data, readout, provenance) and ``model.safetensors``; the runner needs only torch and
+    safetensors. Readable by whoever may read the job (``GET /v1/jobs/{id}``). 404 while the job has
+    none: queued, running, failed, cancelled, another kind, or a zip over ``LANGCLASS_JOB_MODEL_MAX_BYTES``
+    (the detail says which)."""
+    db = _db(request)
+
+    def load() -> tuple[bytes, str]:
+        with db.session_scope() as session:
+            row = jobrepo.get_job(session, job_id)
+            if row is None:
+                raise NotFoundError(f"no job with id {job_id!r}", field="id")
+            stored = jobrepo.get_model(session, job_id)
+            if stored is None:
+                info = (row.result or {}).get("portable_model") if isinstance(row.result, dict) else None
+                if row.kind not in ("construct", "train"):
+                    why = f"a {row.kind} job makes no model (construct and train jobs do)"
+                elif row.status != "succeeded":
+                    why = f"the job is {row.status}; its model exists once it succeeded"
+                elif info and info.get("reason"):
+                    why = f"the model was not stored: {info['reason']}"
+                else:
+                    why = "the job finished without a stored model (it ran before models were kept)"
+                raise NotFoundError(f"job {job_id} has no model: {why}", field="id", job_status=row.status)
+            return bytes(stored.data), row.kind
+
+    data, kind = await anyio.to_thread.run_sync(load)
+    return Response(content=data, media_type="application/zip",
+                    headers={"Content-Disposition": f'attachment; filename="langclass-{kind}-{job_id}.zip"',
+                             "Cache-Control": "max-age=3600"})
