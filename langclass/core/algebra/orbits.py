@@ -41,11 +41,35 @@ idempotent set, so K_s = {1} ∪ η(Σ^s) ⊆ K_m for every m (a word of length 
 orbits at m = s have the property, and the **period** — the least m whose orbits all have it,
 i.e. the least m with L in PL(MOD_m⁺) (resp. FL, TL, without ⁺) — is at most s.
 
+**Which m can be the least one.** Let S_j = η(Σ^j) (S_0 = {1}); the sequence is eventually periodic,
+with preperiod i and period p (:attr:`~langclass.core.algebra.monoid.TransitionMonoid.level_period`),
+and p divides s (s = p·⌈i/p⌉). Write P(m) for "the orbits at m all have the property" and
+d = gcd(m, p). Then **P(m) ⇔ P(d)**, so the least m divides p (if P(m), then P(d) with d ≤ m and
+d | p), and membership is decided at m = p (P(s) ⇔ P(gcd(s, p)) = P(p)). The search tries the
+divisors of p in increasing order — for a DFA that is one cycle of length n, p = n and the
+candidates are the divisors of n instead of 1, …, n. Proof. d | m gives K_m ⊆ K_d, so P(d) ⇒ P(m)
+(orbits shrink). Conversely, *lifting*: an element z with antecedents of unboundedly large lengths
+≡ 0 (mod d) lies in K_m — take such a length ℓ ≥ i; since d = gcd(m, p) divides ℓ there is ℓ' ≥ i
+with ℓ' ≡ ℓ (mod p) and m | ℓ' (Chinese remainders), and S_ℓ' = S_ℓ ∋ z. Now let x ≠ y be
+R-equivalent in the orbit O_d of an idempotent e at d (x·u = y, y·v = x, u, v ∈ O_d; the L case is
+dual). Then x = x·(vu)^k for every k, and vu has an antecedent of positive length ≡ 0 (mod d) (else
+u = v = 1 and x = y), so x, and likewise y, lift into K_m; u' = u·(vu)^ω and v' = v·(uv)^ω equal
+u·(vu)^{ωt}, v·(uv)^{ωt} for every t ≥ 1, so they lift too, and x·u' = y·(vu)^ω = y,
+y·v' = x·(uv)^ω = x. All four are fixed by e on both sides and lie in K_m, hence in the orbit O_m
+= e·K_m·e (the same idempotents are concerned at m and d), and O_m is not R-trivial. For DA, a
+non-idempotent z R-equivalent in O_d to an idempotent f (z·t = f, f·z = z) gives z and f lifted as
+above, t·f = t·f^k lifted as well, z·(t·f) = f, so the R-class of f in O_m holds the
+non-idempotent z. Hence ¬P(d) ⇒ ¬P(m).
+
 How it is computed, for one modulus m, in O(m·|M|·|Σ|): the graph on M × Z_m with edges
 (x, r) → (x·a, r+1 mod m). Its nodes reachable from (1, 0) with r = 0 are K_m (with a word of
 length ≡ 0 mod m for each, from the BFS tree); for x, y ∈ K_m, x·K_m = y·K_m iff (x, 0) and (y, 0)
 lie in one strong component, so R of the monoid K_m is read off the components; L likewise on the
-left Cayley graph. Inside an orbit O = e·K_m·e, R of O is R of K_m restricted (x = y·t with t ∈ K_m
+left Cayley graph. Only the nodes reachable from (1, 0) matter (every node reachable from a (x, 0)
+with x ∈ K_m is one of them), and for m | p they are {(1, 0)} ∪ {(x, j mod m) : x ∈ S_j, 1 ≤ j < i + p}
+(S_j = S_{j−p} for j ≥ i + p, and m | p keeps the residue): when these Λ + 1 nodes (Λ = Σ_{j < i+p} |S_j|)
+are far fewer than m·|M|, the graph is built on them alone — a cycle of length n has n of them at
+every m instead of m·n. Inside an orbit O = e·K_m·e, R of O is R of K_m restricted (x = y·t with t ∈ K_m
 gives x = y·(e t e)), so O is R-trivial iff no two of its elements share a component; it is in DA
 iff in every R-class of O that holds an idempotent every element is idempotent (an element is
 regular iff its R-class holds an idempotent). The orbits of idempotents in one D-class are
@@ -92,6 +116,7 @@ __all__ = [
     "UnaryTemporal",
     "OrbitEngine",
     "unary_temporal",
+    "divisors",
 ]
 
 GAPS: tuple[str, ...] = ("ST", "DD", "MOD", "MOD+")
@@ -118,8 +143,17 @@ CLASS_OF: dict[str, tuple[str, str]] = {
 
 ORBIT_WORK_BUDGET = 30_000_000
 """Edges m·|M|·|Σ| of the residue graphs one decision may build, summed over the moduli it tries
-(the stable modulus s first, then 1, 2, … for the least period); beyond it ``LimitExceeded``
-(``orbit_work``) is raised before the work."""
+(the period p of the levels η(Σ^j) first, then its divisors for the least period, and the stable
+modulus s for a non-member's witness when s ≠ p); beyond it ``LimitExceeded`` (``orbit_work``) is
+raised before the work. A graph built on its reachable nodes only counts those nodes times |Σ|."""
+
+PATH_FACTOR = 4
+"""A witness step t with x·t = y is read off a shortest path of the residue graph instead of the
+products of x with the whole orbit when those cost more than this many times the graph's edges."""
+
+REACHABLE_FACTOR = 4
+"""The residue graph of a modulus m | p is built on its reachable nodes alone (the module docstring)
+when they are at most m·|M| / this many."""
 
 
 @dataclass(frozen=True)
@@ -130,13 +164,16 @@ class Kernel:
         modulus: m ≥ 1.
         mask: boolean ``[|M|]``: x ∈ K_m.
         pred: ``int64 [|M|·m]``: breadth-first-tree parent of node x·m + r from (1, 0) (``-1`` at
-            the root and at unreached nodes).
-        table: ``[|M|·m, |Σ|]``: the right residue graph (node x·m + r → (x·a)·m + r+1 mod m).
+            the root and at unreached nodes); with ``nodes``, indexed by position in ``nodes``.
+        table: ``[|M|·m, |Σ|]``: the right residue graph (node x·m + r → (x·a)·m + r+1 mod m); with
+            ``nodes``, ``[len(nodes), |Σ|]`` on positions in ``nodes``.
         right_scc / left_scc: ``int64 [|M|]``: component of (x, 0) in the right / left residue
             graph (x R y in K_m ⇔ equal right_scc, for x, y ∈ K_m; dually L; ``left_scc`` is
             computed only when asked for).
-        letter: the letter of each node's tree edge when known (K_1: the monoid's own BFS tree), else
-            ``None`` (read off ``table``).
+        letter: the letter of each node's tree edge when known (K_1: the monoid's own BFS tree; a
+            graph on ``nodes``), else ``None`` (read off ``table``).
+        nodes: ``None`` (the graph has all |M|·m nodes), or the sorted ids x·m + r of the nodes
+            reachable from (1, 0) when the graph was built on them alone (node 0 first).
     """
 
     modulus: int
@@ -146,6 +183,7 @@ class Kernel:
     right_scc: np.ndarray
     left_scc: np.ndarray | None
     letter: np.ndarray | None = None
+    nodes: np.ndarray | None = None
 
     def word(self, x: int) -> tuple[int, ...]:
         """Letter indices of a shortest word of length ≡ 0 (mod m) whose image is x.
@@ -157,6 +195,8 @@ class Kernel:
         if not self.mask[x]:
             raise ValueError(f"element {x} is not in the MOD_{self.modulus}-kernel")
         node = x * self.modulus
+        if self.nodes is not None:
+            node = int(np.searchsorted(self.nodes, node))
         out: list[int] = []
         while node != 0:
             u = int(self.pred[node])
@@ -274,6 +314,8 @@ class OrbitEngine:
         if ker is None and modulus == 1:  # K_1 = M: the monoid's own BFS tree and R-classes
             ker = Kernel(1, np.ones(size, dtype=bool), M.parent.astype(np.int64), M.right.astype(np.int64),
                          M.green["R"], M.green["L"], M.last_letter)
+        if ker is None and self._reachable_only(modulus):
+            ker = self._reachable_kernel(modulus)
         if ker is None:
             self._charge(modulus)
             self._check("orbits: kernel")
@@ -282,7 +324,18 @@ class OrbitEngine:
             mask = (pred.reshape(size, modulus)[:, 0] >= 0)
             mask[0] = True
             ker = Kernel(modulus, mask, pred, tab, rscc.reshape(size, modulus)[:, 0].copy(), None)
-        if left:
+        if left and ker.nodes is not None:
+            self._charge_edges(ker.nodes.size * int(M.right.shape[1]), modulus)
+            self._check("orbits: left components")
+            m = modulus
+            x, r = ker.nodes // m, ker.nodes % m
+            succ = M.left[x].astype(np.int64) * m + ((r + 1) % m)[:, None]
+            _, lscc = _bfs_and_components(_positions(ker.nodes, succ), bfs=False)
+            lab = -1 - np.arange(size, dtype=np.int64)
+            at0 = r == 0
+            lab[x[at0]] = lscc[at0]
+            ker = Kernel(ker.modulus, ker.mask, ker.pred, ker.table, ker.right_scc, lab, ker.letter, ker.nodes)
+        elif left:
             self._charge(modulus)
             self._check("orbits: left components")
             _, lscc = _bfs_and_components(self._residue_table(M.left, modulus), bfs=False)
@@ -290,6 +343,41 @@ class OrbitEngine:
                          ker.letter)
         self._kernels[modulus] = ker
         return ker
+
+    def _reachable_only(self, modulus: int) -> bool:
+        """Build K_m on its reachable nodes only: m > 1 divides p and Λ + 1 ≤ m·|M| / :data:`REACHABLE_FACTOR`."""
+        M = self.M
+        return (modulus > 1 and M.level_period % modulus == 0
+                and (M.level_total + 1) * REACHABLE_FACTOR <= modulus * M.size)
+
+    def _charge_edges(self, cost: int, modulus: int) -> None:
+        if self._work + cost > self.work_budget:
+            raise LimitExceeded("orbit_work", self.work_budget,
+                                f"the residue graphs of the orbit computation need {self._work + cost} edges "
+                                f"(modulus {modulus}, {self.M.size} elements), over orbit_work={self.work_budget}")
+        self._work += cost
+
+    def _reachable_kernel(self, modulus: int) -> Kernel:
+        """K_m for m | p on the nodes {(1, 0)} ∪ {(x, j mod m) : x ∈ η(Σ^j), j < i + p} (module docstring)."""
+        M = self.M
+        m, size, k = modulus, M.size, int(M.right.shape[1])
+        self._charge_edges((M.level_total + 1) * k, modulus)
+        self._check("orbits: kernel")
+        J, X = M.level_members
+        nodes = np.unique(np.concatenate((np.zeros(1, dtype=np.int64), X * m + J % m)))
+        x, r = nodes // m, nodes % m
+        succ = M.right[x].astype(np.int64) * m + ((r + 1) % m)[:, None]  # [V, |Σ|]
+        tab = _positions(nodes, succ)
+        pred, rscc = _bfs_and_components(tab)
+        idx = np.flatnonzero(pred >= 0)
+        letter = np.full(nodes.size, -1, dtype=np.int64)
+        letter[idx] = (tab[pred[idx]] == idx[:, None]).argmax(axis=1)
+        at0 = r == 0
+        mask = np.zeros(size, dtype=bool)
+        mask[x[at0]] = True
+        lab = -1 - np.arange(size, dtype=np.int64)  # distinct labels outside K_m (never compared)
+        lab[x[at0]] = rscc[at0]
+        return Kernel(m, mask, pred, tab, lab, None, letter, nodes)
 
     def _fixes(self, e: int) -> tuple[np.ndarray, np.ndarray]:
         """``(e·y for every y, y·e for every y)`` as ``int64 [|M|]`` arrays (Cayley graphs, no lookup)."""
@@ -325,8 +413,10 @@ class OrbitEngine:
         return np.unique(ye[ey[np.flatnonzero(ker.mask)]])
 
     # ------------------------------------------------------------------ one modulus
-    def check(self, gap: str, side: str, modulus: int) -> tuple[tuple[Orbit, ...], OrbitViolation | None, Kernel]:
-        """The orbits at one modulus and the first violation found (``None`` when all have the property)."""
+    def check(self, gap: str, side: str, modulus: int, *, witness: bool = True
+              ) -> tuple[tuple[Orbit, ...], OrbitViolation | bool | None, Kernel]:
+        """The orbits at one modulus and the first violation found (``None`` when all have the property;
+        without ``witness``, ``True`` instead of the violation — the verdict alone, no products)."""
         plus = gap in ("DD", "MOD+")
         ker = self.kernel(modulus, left=side == "future")
         M = self.M
@@ -336,12 +426,13 @@ class OrbitEngine:
             self._check("orbits")
             O = self.orbit(e, ker)
             orbits.append(Orbit(e, tuple(int(x) for x in O)))
-            viol = self._violation(e, O, ker, side, idem)
+            viol = self._violation(e, O, ker, side, idem, witness)
             if viol is not None:
                 return tuple(orbits), viol, ker
         return tuple(orbits), None, ker
 
-    def _violation(self, e: int, O: np.ndarray, ker: Kernel, side: str, idem: np.ndarray) -> OrbitViolation | None:
+    def _violation(self, e: int, O: np.ndarray, ker: Kernel, side: str, idem: np.ndarray,
+                   witness: bool = True) -> OrbitViolation | bool | None:
         lab = ker.left_scc if side == "future" else ker.right_scc
         labs = lab[O]
         order = np.argsort(labs, kind="stable")
@@ -350,17 +441,21 @@ class OrbitEngine:
             dup = np.flatnonzero(sl[1:] == sl[:-1])
             if dup.size == 0:
                 return None
+            if not witness:
+                return True
             x, y = int(O[order[dup[0]]]), int(O[order[dup[0] + 1]])
             rel = "R" if side == "past" else "L"
-            return OrbitViolation(e, rel, x, y, self._step(x, y, O, rel), self._step(y, x, O, rel))
+            return OrbitViolation(e, rel, x, y, self._step(x, y, O, rel, e, ker), self._step(y, x, O, rel, e, ker))
         # DA: an R-class of O holding an idempotent and a non-idempotent
         io = idem[O]
         for c in np.unique(labs).tolist():
             sel = labs == c
             if io[sel].any() and not io[sel].all():
+                if not witness:
+                    return True
                 z = int(O[sel & ~io][0])
                 f = int(O[sel & io][0])
-                t = self._step(z, f, O, "R")  # z·t = f, t ∈ O
+                t = self._step(z, f, O, "R", e, ker)  # z·t = f, t ∈ O
                 M = self.M
                 assert M.multiply(z, t) == f
                 lhs = M.product(f, z, f)
@@ -368,15 +463,48 @@ class OrbitEngine:
                 return OrbitViolation(e, "DA", z, t, f, lhs)
         return None
 
-    def _step(self, x: int, y: int, O: np.ndarray, rel: str) -> int:
-        """The least t of the orbit O with x·t = y (``rel`` "R") or t·x = y ("L"); x, y ∈ O in one
-        R- (L-) class of O, so one exists (R of O is R of K_m restricted, see the module docstring)."""
+    def _step(self, x: int, y: int, O: np.ndarray, rel: str, e: int = 0, ker: Kernel | None = None) -> int:
+        """A t of the orbit O = e·K_m·e with x·t = y (``rel`` "R") or t·x = y ("L"); x, y ∈ O in one
+        R- (L-) class of O, so one exists (R of O is R of K_m restricted, see the module docstring).
+
+        The least such t, from the products of x with all of O, when those cost at most
+        :data:`PATH_FACTOR` times the residue graph (|O|·ℓ steps, ℓ the longest shortlex word);
+        else from a shortest path (x, 0) → (y, 0) in the residue graph of ``ker``: its word w has
+        |w| ≡ 0 (mod m) and x·η(w) = y, so t = e·η(w)·e ∈ O and x·t = x·η(w)·e = y·e = y (dually L,
+        with w read backwards)."""
         M = self.M
+        if ker is not None:
+            nodes = ker.nodes.size if ker.nodes is not None else M.size * ker.modulus
+            if O.size * int(M.lengths[O].max()) > PATH_FACTOR * nodes * int(M.right.shape[1]):
+                return self._step_by_path(x, y, rel, e, ker)
         xs = np.full(O.size, x, dtype=np.int64)
         prods = M.multiply_many(xs, O) if rel == "R" else M.multiply_many(O, xs)
         hit = np.flatnonzero(prods == y)
         assert hit.size, "x and y are equivalent inside the orbit"
         return int(O[hit[0]])
+
+    def _step_by_path(self, x: int, y: int, rel: str, e: int, ker: Kernel) -> int:
+        """:meth:`_step` through a shortest path in the right ("R") or left ("L") residue graph."""
+        M = self.M
+        m = ker.modulus
+        cayley = M.right if rel == "R" else M.left
+        if ker.nodes is not None:
+            xs, rs = ker.nodes // m, ker.nodes % m
+            tab = _positions(ker.nodes, cayley[xs].astype(np.int64) * m + ((rs + 1) % m)[:, None])
+            src, dst = (int(np.searchsorted(ker.nodes, z * m)) for z in (x, y))
+        else:
+            tab = cayley.astype(np.int64) if m == 1 else self._residue_table(cayley, m)
+            src, dst = x * m, y * m
+        letters = _path_letters(tab, src, dst)
+        if rel == "L":
+            letters.reverse()
+        t = 0
+        for a in letters:
+            t = int(M.right[t, a])
+        if e != 0:
+            t = M.product(e, t, e)
+        assert (M.multiply(x, t) if rel == "R" else M.multiply(t, x)) == y, "a path of the residue graph"
+        return t
 
     # ------------------------------------------------------------------ decision
     def decide(self, gap: str, side: str) -> UnaryTemporal:
@@ -385,16 +513,61 @@ class OrbitEngine:
             raise InputError(f"unknown gap class {gap!r}; expected one of {', '.join(GAPS)}", field="gap")
         if side not in SIDES:
             raise InputError(f"unknown side {side!r}; expected one of {', '.join(SIDES)}", field="side")
-        s = self.M.stability_index if gap in ("MOD", "MOD+") else 1
-        orbits, viol, ker = self.check(gap, side, s)  # each residue graph is charged before it is built
+        mod = gap in ("MOD", "MOD+")
+        s = self.M.stability_index if mod else 1
+        p = self.M.level_period if mod else 1
+        # P(m) ⇔ P(gcd(m, p)) (module docstring): decide at p, then the least divisor of p that works
+        orbits, viol, ker = self.check(gap, side, p)  # each residue graph is charged before it is built
         if viol is not None:
+            if p != s:  # the witness is given at the stable modulus (its words lie in every kernel)
+                orbits, viol, ker = self.check(gap, side, s)
+                assert viol is not None, "P(s) ⇔ P(p)"
             return UnaryTemporal(gap, side, False, None, s, orbits, viol, ker, s)
-        for m in range(1, s):
+        for m in divisors(p)[:-1]:
             self._check("orbits: least period")
-            o2, v2, k2 = self.check(gap, side, m)
+            o2, v2, k2 = self.check(gap, side, m, witness=False)
             if v2 is None:
                 return UnaryTemporal(gap, side, True, m, m, o2, None, k2, s)
-        return UnaryTemporal(gap, side, True, s, s, orbits, None, ker, s)
+        return UnaryTemporal(gap, side, True, p, p, orbits, None, ker, s)
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of n ≥ 1, increasing (trial division up to √n)."""
+    small, large = [], []
+    d = 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d * d != n:
+                large.append(n // d)
+        d += 1
+    return small + large[::-1]
+
+
+def _path_letters(tab: np.ndarray, src: int, dst: int) -> list[int]:
+    """Letter indices of a shortest path src → dst in the graph node → tab[node, a] (dst reachable)."""
+    n, k = tab.shape
+    index_type = np.int32 if n * max(k, 1) < 2**31 else np.int64
+    g = csr_matrix((np.ones(n * k, dtype=np.int8), tab.ravel().astype(index_type),
+                    np.arange(0, n * k + 1, k, dtype=index_type)), shape=(n, n))
+    _, pred = breadth_first_order(g, src, directed=True, return_predecessors=True)
+    out: list[int] = []
+    v = dst
+    while v != src:
+        u = int(pred[v])
+        assert u >= 0, "the target is reachable"
+        out.append(int(np.flatnonzero(tab[u] == v)[0]))
+        v = u
+    out.reverse()
+    return out
+
+
+def _positions(nodes: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Positions in the sorted ``nodes`` of ``ids`` (all of which must be among them)."""
+    pos = np.searchsorted(nodes, ids)
+    if not (pos < nodes.size).all() or not (nodes[np.minimum(pos, nodes.size - 1)] == ids).all():
+        raise AssertionError("the reachable residue nodes are not closed under the letters")
+    return pos
 
 
 def _bfs_and_components(tab: np.ndarray, *, bfs: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
