@@ -148,7 +148,8 @@ class GroupsMixin:
             cache[key] = self._maximal_subgroup(e, within)
         return cache[key]
 
-    def _maximal_subgroup(self, e: int, within: np.ndarray | None, *, small_path: bool = True) -> GroupInfo:
+    def _maximal_subgroup(self, e: int, within: np.ndarray | None, *, small_path: bool = True,
+                          cyclic_shortcut: bool = True) -> GroupInfo:
         H = self.green["H"]
         members = np.flatnonzero(H == H[e])
         if within is not None:
@@ -161,7 +162,7 @@ class GroupsMixin:
         degree = int(points.size)
         if members.size <= 1:
             return GroupInfo(e, 1, degree, "trivial", True, True, True, (), (), (), tuple(int(p) for p in points))
-        first = self._cyclic_by_first_candidate(e, members, pos, points)
+        first = self._cyclic_by_first_candidate(e, members, pos, points) if cyclic_shortcut else None
         if first is not None:
             return first
         G = PermGroup(pos[self.elements[members][:, points]])
