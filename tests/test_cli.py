@@ -128,7 +128,7 @@ def _start(db_url: str, port: int) -> subprocess.Popen[bytes]:
         [sys.executable, "-m", "langclass.app.cli.commands", "serve", "--host", "127.0.0.1", "--port", str(port)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"server exited: {proc.stdout.read().decode() if proc.stdout else ''}")
