@@ -94,7 +94,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -146,6 +146,9 @@ ORBIT_WORK_BUDGET = 30_000_000
 (the period p of the levels η(Σ^j) first, then its divisors for the least period, and the stable
 modulus s for a non-member's witness when s ≠ p); beyond it ``LimitExceeded`` (``orbit_work``) is
 raised before the work. A graph built on its reachable nodes only counts those nodes times |Σ|."""
+
+SMALL_TABLE_SIZE = 256
+"""Witness steps of a monoid with at most this many elements read its multiplication table."""
 
 PATH_FACTOR = 4
 """A witness step t with x·t = y is read off a shortest path of the residue graph instead of the
@@ -200,7 +203,7 @@ class Kernel:
         out: list[int] = []
         while node != 0:
             u = int(self.pred[node])
-            out.append(int(self.letter[node]) if self.letter is not None else int(np.flatnonzero(self.table[u] == node)[0]))
+            out.append(int(self.letter[node]) if self.letter is not None else self.table[u].tolist().index(node))
             node = u
         out.reverse()
         return tuple(out)
@@ -266,10 +269,15 @@ class OrbitEngine:
         monoid: a :class:`~langclass.core.algebra.monoid.TransitionMonoid` (the syntactic monoid).
         deadline: checked between moduli and orbits.
         work_budget: see :data:`ORBIT_WORK_BUDGET`.
+        mult_table: returns the monoid's multiplication table (a caller's shared copy), used for the
+            witness steps of a monoid of at most :data:`SMALL_TABLE_SIZE` elements.
     """
 
-    def __init__(self, monoid: Any, deadline: Deadline | None = None, work_budget: int = ORBIT_WORK_BUDGET) -> None:
+    def __init__(self, monoid: Any, deadline: Deadline | None = None, work_budget: int = ORBIT_WORK_BUDGET,
+                 mult_table: Callable[[], np.ndarray] | None = None) -> None:
         self.M = monoid
+        self._mult_table = mult_table
+        self._table: np.ndarray | None = None
         self.deadline = deadline
         self.work_budget = work_budget
         self._work = 0
@@ -425,7 +433,7 @@ class OrbitEngine:
         for e in self.idempotent_reps(plus):
             self._check("orbits")
             O = self.orbit(e, ker)
-            orbits.append(Orbit(e, tuple(int(x) for x in O)))
+            orbits.append(Orbit(e, tuple(O.tolist())))
             viol = self._violation(e, O, ker, side, idem, witness)
             if viol is not None:
                 return tuple(orbits), viol, ker
@@ -473,6 +481,11 @@ class OrbitEngine:
         |w| ≡ 0 (mod m) and x·η(w) = y, so t = e·η(w)·e ∈ O and x·t = x·η(w)·e = y·e = y (dually L,
         with w read backwards)."""
         M = self.M
+        T = self._small_table()
+        if T is not None:  # the same least t, read off the multiplication table
+            hit = np.flatnonzero((T[x, O] if rel == "R" else T[O, x]) == y)
+            assert hit.size, "x and y are equivalent inside the orbit"
+            return int(O[hit[0]])
         if ker is not None:
             nodes = ker.nodes.size if ker.nodes is not None else M.size * ker.modulus
             if O.size * int(M.lengths[O].max()) > PATH_FACTOR * nodes * int(M.right.shape[1]):
@@ -482,6 +495,17 @@ class OrbitEngine:
         hit = np.flatnonzero(prods == y)
         assert hit.size, "x and y are equivalent inside the orbit"
         return int(O[hit[0]])
+
+    def _small_table(self) -> np.ndarray | None:
+        """The multiplication table of a monoid of at most :data:`SMALL_TABLE_SIZE` elements (from
+        ``mult_table`` when given, else computed once), else ``None``."""
+        if self.M.size > SMALL_TABLE_SIZE:
+            return None
+        if self._table is None and self._mult_table is not None:
+            self._table = self._mult_table()
+        if self._table is None:
+            self._table = self.M.multiplication_table(self.deadline)
+        return self._table
 
     def _step_by_path(self, x: int, y: int, rel: str, e: int, ker: Kernel) -> int:
         """:meth:`_step` through a shortest path in the right ("R") or left ("L") residue graph."""
