@@ -218,3 +218,50 @@ def test_a_proper_divisor_of_p_is_the_least_period(regex, period, p):
     assert v.member and v.period == period == old_least_period(M, "MOD+", "past")
     w = unary_temporal(M, "MOD", "past")
     assert w.period == p == old_least_period(M, "MOD", "past")
+
+
+class NoLiftEngine(FullGraphEngine):
+    """The engine that builds the residue graph of s for every non-member's witness."""
+
+    def _lift(self, *args):
+        return None
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dfas())
+def test_lifted_witnesses_equal_the_residue_graph_of_s(A):
+    """A violation found at p is carried to s by the lifting (module docstring of orbits): it never
+    falls back on these draws, its orbits are those of the residue graph of s, its words have length
+    ≡ 0 (mod s) and spell its elements, and the relation holds."""
+    M = _small_monoid(A)
+    lifted_eng, full_eng = OrbitEngine(M), NoLiftEngine(M, work_budget=10**9)
+    fell_back = []
+    orig = lifted_eng._lift
+
+    def spy(*args):
+        got = orig(*args)
+        if got is None:
+            fell_back.append(args)
+        return got
+
+    lifted_eng._lift = spy
+    for gap in ("MOD", "MOD+"):
+        for side in SIDES:
+            v, w = unary_temporal(M, gap, side, engine=lifted_eng), unary_temporal(M, gap, side, engine=full_eng)
+            assert (v.member, v.period, v.modulus) == (w.member, w.period, w.modulus)
+            if v.member:
+                continue
+            assert [o.elements for o in v.orbits] == [o.elements for o in w.orbits]
+            x = v.witness
+            names = ("x", "y", "u", "v")
+            for name in names:
+                z = getattr(x, name)
+                word = v.kernel.word(z)
+                assert len(word) % v.modulus == 0 and M.element_of_word([M.dfa.alphabet[a] for a in word]) == z
+            if x.relation == "R":
+                assert M.multiply(x.x, x.u) == x.y and M.multiply(x.y, x.v) == x.x != x.y
+            elif x.relation == "L":
+                assert M.multiply(x.u, x.x) == x.y and M.multiply(x.v, x.y) == x.x != x.y
+            else:
+                assert M.multiply(x.x, x.y) == x.u and M.product(x.u, x.x, x.u) == x.v != x.u
+    assert not fell_back

@@ -111,6 +111,7 @@ __all__ = [
     "CLASS_OF",
     "ORBIT_WORK_BUDGET",
     "Kernel",
+    "StableKernel",
     "Orbit",
     "OrbitViolation",
     "UnaryTemporal",
@@ -207,6 +208,24 @@ class Kernel:
             node = u
         out.reverse()
         return tuple(out)
+
+
+@dataclass(frozen=True)
+class StableKernel(Kernel):
+    """K_s = {1} ∪ η(Σ^s) at the stable modulus s (η(Σ^{js}) = η(Σ^s) for j ≥ 1), read off the stable
+    semigroup without a residue graph: :meth:`word` gives a word of length exactly s (or ε for the
+    identity outside η(Σ^s)). Its Green's relations are not computed (``right_scc`` is empty)."""
+
+    monoid: Any = None
+
+    def word(self, x: int) -> tuple[int, ...]:
+        x = int(x)
+        if not self.mask[x]:
+            raise ValueError(f"element {x} is not in the MOD_{self.modulus}-kernel")
+        M = self.monoid
+        if not M.stable[x]:
+            return ()  # the identity, with the empty word
+        return tuple(M.dfa.encode(M.stable_word(x)))
 
 
 @dataclass(frozen=True)
@@ -471,6 +490,42 @@ class OrbitEngine:
                 return OrbitViolation(e, "DA", z, t, f, lhs)
         return None
 
+    def _lift(self, gap: str, s: int, orbits: tuple[Orbit, ...], viol: OrbitViolation
+              ) -> tuple[tuple[Orbit, ...], OrbitViolation, Kernel] | None:
+        """The violation at p carried to the stable modulus s without the residue graph of s (the
+        lifting of the module docstring): for R, x and y stay and u' = u·(v·u)^ω, v' = v·(u·v)^ω
+        (for L, u' = (u·v)^ω·u, v' = (v·u)^ω·v); for DA, t' = t·f. Each lies in η(Σ^s) and is
+        fixed by e on both sides, so in the orbit e·K_s·e, K_s = {1} ∪ η(Σ^s), whose orbits are
+        listed up to e (the earlier ones have the property at p, so at s). ``None`` when a check of
+        that fails (the caller then builds the residue graph of s)."""
+        M = self.M
+        mask = M.stable.copy()
+        mask[0] = True
+        ker = StableKernel(s, mask, np.zeros(0, dtype=np.int64), np.zeros((0, int(M.right.shape[1])), dtype=np.int64),
+                           np.zeros(0, dtype=np.int64), None, monoid=M)
+        e, x, y, u, v = viol.idempotent, viol.x, viol.y, viol.u, viol.v
+        omega = M.idempotent_of_group
+        if viol.relation == "R":
+            lifted = OrbitViolation(e, "R", x, y, M.multiply(u, omega(M.multiply(v, u))), M.multiply(v, omega(M.multiply(u, v))))
+            fixed = (x, y, lifted.u, lifted.v)
+        elif viol.relation == "L":
+            lifted = OrbitViolation(e, "L", x, y, M.multiply(omega(M.multiply(u, v)), u), M.multiply(omega(M.multiply(v, u)), v))
+            fixed = (x, y, lifted.u, lifted.v)
+        else:
+            lifted = OrbitViolation(e, "DA", x, M.multiply(y, u), u, v)
+            fixed = (x, lifted.y, u, v)
+        out = []
+        for o in orbits:
+            O = self.orbit(o.idempotent, ker)
+            out.append(Orbit(o.idempotent, tuple(O.tolist())))
+        O = set(out[-1].elements)
+        if out[-1].idempotent != e or not all(z in O for z in fixed):
+            return None
+        ok = (M.multiply(x, lifted.u) == y and M.multiply(y, lifted.v) == x if lifted.relation == "R" else
+              M.multiply(lifted.u, x) == y and M.multiply(lifted.v, y) == x if lifted.relation == "L" else
+              M.multiply(x, lifted.y) == u and M.product(u, x, u) == v != u)
+        return (tuple(out), lifted, ker) if ok else None
+
     def _step(self, x: int, y: int, O: np.ndarray, rel: str, e: int = 0, ker: Kernel | None = None) -> int:
         """A t of the orbit O = e·K_m·e with x·t = y (``rel`` "R") or t·x = y ("L"); x, y ∈ O in one
         R- (L-) class of O, so one exists (R of O is R of K_m restricted, see the module docstring).
@@ -544,7 +599,11 @@ class OrbitEngine:
         orbits, viol, ker = self.check(gap, side, p)  # each residue graph is charged before it is built
         if viol is not None:
             if p != s:  # the witness is given at the stable modulus (its words lie in every kernel)
-                orbits, viol, ker = self.check(gap, side, s)
+                lifted = self._lift(gap, s, orbits, viol)
+                if lifted is not None:
+                    orbits, viol, ker = lifted
+                else:
+                    orbits, viol, ker = self.check(gap, side, s)
                 assert viol is not None, "P(s) ⇔ P(p)"
             return UnaryTemporal(gap, side, False, None, s, orbits, viol, ker, s)
         for m in divisors(p)[:-1]:
