@@ -59,7 +59,10 @@ y·v' = x·(uv)^ω = x. All four are fixed by e on both sides and lie in K_m, he
 = e·K_m·e (the same idempotents are concerned at m and d), and O_m is not R-trivial. For DA, a
 non-idempotent z R-equivalent in O_d to an idempotent f (z·t = f, f·z = z) gives z and f lifted as
 above, t·f = t·f^k lifted as well, z·(t·f) = f, so the R-class of f in O_m holds the
-non-idempotent z. Hence ¬P(d) ⇒ ¬P(m).
+non-idempotent z. Hence ¬P(d) ⇒ ¬P(m). A non-member's witness is reported at the stable modulus s
+(its words lie in every kernel): the violation found at p is lifted as above with m = s — the
+lifted elements lie in K_s = {1} ∪ η(Σ^s) and get words of length exactly s from the stable
+semigroup, so no residue graph of s is built.
 
 How it is computed, for one modulus m, in O(m·|M|·|Σ|): the graph on M × Z_m with edges
 (x, r) → (x·a, r+1 mod m). Its nodes reachable from (1, 0) with r = 0 are K_m (with a word of
@@ -144,8 +147,8 @@ CLASS_OF: dict[str, tuple[str, str]] = {
 
 ORBIT_WORK_BUDGET = 30_000_000
 """Edges m·|M|·|Σ| of the residue graphs one decision may build, summed over the moduli it tries
-(the period p of the levels η(Σ^j) first, then its divisors for the least period, and the stable
-modulus s for a non-member's witness when s ≠ p); beyond it ``LimitExceeded`` (``orbit_work``) is
+(the period p of the levels η(Σ^j) first, then its divisors for the least period; the stable
+modulus s for a non-member's witness only if lifting the violation at p to s fails a check); beyond it ``LimitExceeded`` (``orbit_work``) is
 raised before the work. A graph built on its reachable nodes only counts those nodes times |Σ|."""
 
 SMALL_TABLE_SIZE = 256
