@@ -154,9 +154,12 @@ raised before the work. A graph built on its reachable nodes only counts those n
 SMALL_TABLE_SIZE = 256
 """Witness steps of a monoid with at most this many elements read its multiplication table."""
 
-PATH_FACTOR = 4
+PATH_FACTOR = 16
 """A witness step t with x·t = y is read off a shortest path of the residue graph instead of the
-products of x with the whole orbit when those cost more than this many times the graph's edges."""
+products of x with the whole orbit when those (|O|·ℓ steps, ℓ the longest shortlex word) cost more
+than this many times the graph's edges (a sparse graph and a breadth-first search cost about that
+many vectorized steps per edge; T7: ℓ = 17, the products win; a cycle of length n: ℓ = n − 1, the
+path wins)."""
 
 REACHABLE_FACTOR = 4
 """The residue graph of a modulus m | p is built on its reachable nodes alone (the module docstring)
@@ -306,6 +309,8 @@ class OrbitEngine:
         self._kernels: dict[int, Kernel] = {}
         self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._reps: dict[bool, tuple[int, ...]] = {}
+        self._paths: dict[tuple[int, str], csr_matrix] = {}
+        self._checks: dict[tuple[bool, str, int], tuple] = {}
 
     # ------------------------------------------------------------------ pieces
     def _check(self, step: str) -> None:
@@ -446,8 +451,20 @@ class OrbitEngine:
     def check(self, gap: str, side: str, modulus: int, *, witness: bool = True
               ) -> tuple[tuple[Orbit, ...], OrbitViolation | bool | None, Kernel]:
         """The orbits at one modulus and the first violation found (``None`` when all have the property;
-        without ``witness``, ``True`` instead of the violation — the verdict alone, no products)."""
+        without ``witness``, ``True`` instead of the violation — the verdict alone, no products).
+
+        The answer depends on the gap only through ε being apart (DD, MOD⁺) or not, so it is kept
+        per (ε apart, side, modulus): MOD at m = 1 is ST's check, MOD⁺ at m = 1 is DD's."""
         plus = gap in ("DD", "MOD+")
+        memo = self._checks.get((plus, side, modulus))
+        if memo is not None and (memo[1] is None or not witness or isinstance(memo[1], OrbitViolation)):
+            return memo if witness or memo[1] is None else (memo[0], True, memo[2])
+        got = self._check_uncached(plus, side, modulus, witness)
+        self._checks[(plus, side, modulus)] = got
+        return got
+
+    def _check_uncached(self, plus: bool, side: str, modulus: int, witness: bool
+                        ) -> tuple[tuple[Orbit, ...], OrbitViolation | bool | None, Kernel]:
         ker = self.kernel(modulus, left=side == "future")
         M = self.M
         idem = M.idempotent
@@ -521,8 +538,7 @@ class OrbitEngine:
         for o in orbits:
             O = self.orbit(o.idempotent, ker)
             out.append(Orbit(o.idempotent, tuple(O.tolist())))
-        O = set(out[-1].elements)
-        if out[-1].idempotent != e or not all(z in O for z in fixed):
+        if out[-1].idempotent != e or not np.isin(np.asarray(fixed, dtype=np.int64), O).all():
             return None
         ok = (M.multiply(x, lifted.u) == y and M.multiply(y, lifted.v) == x if lifted.relation == "R" else
               M.multiply(lifted.u, x) == y and M.multiply(lifted.v, y) == x if lifted.relation == "L" else
@@ -577,7 +593,11 @@ class OrbitEngine:
         else:
             tab = cayley.astype(np.int64) if m == 1 else self._residue_table(cayley, m)
             src, dst = x * m, y * m
-        letters = _path_letters(tab, src, dst)
+        key = (m, rel)
+        graph = self._paths.get(key)
+        if graph is None:
+            graph = self._paths[key] = _csr(tab)
+        letters = _path_letters(tab, src, dst, graph)
         if rel == "L":
             letters.reverse()
         t = 0
@@ -630,12 +650,18 @@ def divisors(n: int) -> list[int]:
     return small + large[::-1]
 
 
-def _path_letters(tab: np.ndarray, src: int, dst: int) -> list[int]:
-    """Letter indices of a shortest path src → dst in the graph node → tab[node, a] (dst reachable)."""
+def _csr(tab: np.ndarray) -> csr_matrix:
+    """The graph node → tab[node, a] as a sparse matrix."""
     n, k = tab.shape
     index_type = np.int32 if n * max(k, 1) < 2**31 else np.int64
-    g = csr_matrix((np.ones(n * k, dtype=np.int8), tab.ravel().astype(index_type),
-                    np.arange(0, n * k + 1, k, dtype=index_type)), shape=(n, n))
+    return csr_matrix((np.ones(n * k, dtype=np.int8), tab.ravel().astype(index_type),
+                       np.arange(0, n * k + 1, k, dtype=index_type)), shape=(n, n))
+
+
+def _path_letters(tab: np.ndarray, src: int, dst: int, graph: csr_matrix | None = None) -> list[int]:
+    """Letter indices of a shortest path src → dst in the graph node → tab[node, a] (dst reachable;
+    ``graph``: the same graph as built by :func:`_csr`, when the caller keeps it)."""
+    g = graph if graph is not None else _csr(tab)
     _, pred = breadth_first_order(g, src, directed=True, return_predecessors=True)
     out: list[int] = []
     v = dst
