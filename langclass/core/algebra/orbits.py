@@ -227,8 +227,9 @@ class OrbitEngine:
         monoid: a :class:`~langclass.core.algebra.monoid.TransitionMonoid` (the syntactic monoid).
         deadline: checked between moduli and orbits.
         work_budget: see :data:`ORBIT_WORK_BUDGET`.
-        mult_table: returns the monoid's multiplication table (a caller's shared copy), used for the
-            witness steps of a monoid of at most :data:`SMALL_TABLE_SIZE` elements.
+        mult_table: returns the monoid's multiplication table (a caller's shared copy) or ``None``
+            (not worth building: products instead), for the witness steps of a monoid of at most
+            :data:`SMALL_TABLE_SIZE` elements (one row or column each).
     """
 
     def __init__(self, monoid: Any, deadline: Deadline | None = None, work_budget: int = ORBIT_WORK_BUDGET,
@@ -473,12 +474,13 @@ class OrbitEngine:
         return int(O[hit[0]])
 
     def _small_table(self) -> np.ndarray | None:
-        """The multiplication table of a monoid of at most :data:`SMALL_TABLE_SIZE` elements (from
-        ``mult_table`` when given, else computed once), else ``None``."""
+        """The multiplication table for a monoid of at most :data:`SMALL_TABLE_SIZE` elements, else
+        ``None``: the caller's (``mult_table``, which may answer ``None`` when its policy says the
+        table does not pay — then the products are taken), or one computed once."""
         if self.M.size > SMALL_TABLE_SIZE:
             return None
-        if self._table is None and self._mult_table is not None:
-            self._table = self._mult_table()
+        if self._mult_table is not None:
+            return self._mult_table()
         if self._table is None:
             self._table = self.M.multiplication_table(self.deadline)
         return self._table
