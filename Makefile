@@ -1,6 +1,9 @@
 # langclass — the two commands of the README's Quick start:
 #   make serve   virtual environment + install + migrations + API on http://127.0.0.1:8000
-#   make test    virtual environment + install + the whole test suite
+#   make test    virtual environment + install + the test suite without the slow tier, in parallel
+#                (pytest-xdist, PYTEST_JOBS workers; about 6 minutes on a quiet 2-core machine)
+#   make test-slow  the slow tier (tests marked slow: full-size examples, Ray clusters, long
+#                property runs), one process; .ci/run runs both
 #
 # The install step is the same one the Dockerfile runs. torch is pinned to its CPU build through
 # constraints.txt (a plain `pip install torch` would pull a multi-GB CUDA build). An existing .venv is
@@ -12,15 +15,17 @@ EXTRAS ?= test,ray,bench,automata
 HOST ?= $(or $(LANGCLASS_HOST),127.0.0.1)
 PORT ?= $(or $(LANGCLASS_PORT),8000)
 PYTEST_ARGS ?=
+PYTEST_JOBS ?= auto
 
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.langclass-install.stamp
 
-.PHONY: serve test install migrate bench-api container-check clean-db help
+.PHONY: serve test test-slow install migrate bench-api container-check clean-db help
 
 help:
 	@echo "make serve    start the API on http://$(HOST):$(PORT) (SQLite ./langclass.db by default)"
-	@echo "make test     run the whole test suite (SQLite + PostgreSQL at 127.0.0.1:5432)"
+	@echo "make test     run the test suite without the slow tier, in parallel (SQLite + PostgreSQL at 127.0.0.1:5432)"
+	@echo "make test-slow  run the slow tier (marked slow), one process"
 	@echo "make install  create/refresh $(VENV)"
 	@echo "make migrate  apply database migrations (LANGCLASS_DATABASE_URL)"
 	@echo "make container-check  build the image with podman on a debootstrap base and check it (bench/container.py)"
@@ -41,7 +46,10 @@ serve: migrate
 	$(BIN)/langclass serve --host $(HOST) --port $(PORT) --no-migrate
 
 test: install
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" -n $(PYTEST_JOBS) $(PYTEST_ARGS)
+
+test-slow: install
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 bench-api: install
 	$(BIN)/python bench/api.py

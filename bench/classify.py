@@ -9,6 +9,7 @@ Usage::
     python bench/classify.py --memory        # peak RSS per step: 10^5-state DFA, T7 (--t8: also T8)
     python bench/classify.py --skip-poly --skip-local --t8   # T7 and T8 against libsemigroups
     python bench/classify.py --small 400     # CPU per classification of distinct small languages
+    python bench/classify.py --cycles        # one-cycle DFAs of length 1,000 and 10,000 (also in the default run)
 
 Prints:
 
@@ -27,7 +28,9 @@ Prints:
 4. with ``--memory`` (alone): each step run in a forked child with its time and peak RSS — a
    10^5-state random DFA (minimization, automaton tests), T7 (closure, full classification), and
    with ``--t8`` also T8 (16,777,216 elements);
-5. with ``--verify N``: on N distinct minimal DFAs (seeds alternate between uniform random DFAs
+5. one-cycle DFAs (a^n)* for n = 1,000 and 10,000 (``--cycles`` alone): wall and CPU seconds of the
+   full classification, undecided classes (none expected), the periods;
+6. with ``--verify N``: on N distinct minimal DFAs (seeds alternate between uniform random DFAs
    with ≤ 6 states and structured ones — cycles and single states chained forward, some cycles with
    a chord — with ≤ 7 states; ≤ 3 letters), the number of
    agreements between the linear-time SCC test (least k), the brute-force k-automata A_k for every
@@ -504,6 +507,27 @@ def bench_small(count: int = 400) -> None:
         print(f"{name:<30}" + "".join(f"{v:>8.2f}" for v in vals))
 
 
+def cycle_dfa(n: int) -> DFA:
+    """One cycle of length n over {a}, accepting the lengths ≡ 0 (mod n): the group Z_n, every
+    period n (the divisors of n are the candidates)."""
+    return DFA.from_table("a", [[(q + 1) % n] for q in range(n)], 0, [0])
+
+
+def bench_cycles(ns=(1_000, 10_000)) -> None:
+    """Full classification of one-cycle DFAs (goal: every class decided, n = 1,000 under 1 s and
+    n = 10,000 under 5 s within the default limits): wall and CPU seconds, undecided classes, periods."""
+    analyze(cycle_dfa(6))  # imports before anything is timed
+    print(f"one-cycle DFAs (a^n)*, default limits; load {_load()}")
+    print(f"{'n':>7}{'wall s':>9}{'CPU s':>8}  undecided  periods (LTL[P,MOD], LTL[P,Y,MOD])  stages ms")
+    for n in ns:
+        d = cycle_dfa(n)
+        r, wall, cpu = _timed(lambda: analyze(d))
+        undecided = [k for k, c in r.classes.items() if c.member is None]
+        stages = {k: round(v) for k, v in r.timings_ms.items() if k != "total" and v >= 1}
+        print(f"{n:>7}{wall:>9.2f}{cpu:>8.2f}  {','.join(undecided) or 'none':<9}  "
+              f"{r.classes['ltl_p_mod'].period}, {r.classes['ltl_p_y_mod'].period}  {stages}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--verify", type=int, default=0, help="number of random DFAs for the LTL[P,MOD] cross-check")
@@ -516,7 +540,11 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of T7 against libsemigroups")
     ap.add_argument("--small", type=int, default=0, metavar="N",
                     help="only: CPU per classification of N distinct small languages (bench/api.py's)")
+    ap.add_argument("--cycles", action="store_true", help="only: one-cycle DFAs of length 1,000 and 10,000")
     args = ap.parse_args(argv)
+    if args.cycles:
+        bench_cycles()
+        return
     if args.small:
         bench_small(args.small)
         return
@@ -534,6 +562,7 @@ def main(argv=None) -> None:
         bench_t8()
     if not args.skip_local:
         bench_local()
+    bench_cycles()
     if args.verify:
         bench_verify(args.verify)
 

@@ -196,7 +196,7 @@ def test_workers_are_recycled_after_max_tasks_and_past_max_rss() -> None:
         third = by_tasks.call(os.getpid, (), {}, 60, 60)
         assert third != first and by_tasks.recycled == 1
         with pytest.raises(ProcessLookupError):
-            _until(lambda: os.kill(first, 0) and False, "the recycled worker to exit", timeout=10)
+            _until(lambda: os.kill(first, 0) and False, "the recycled worker to exit", timeout=120)
         a = by_rss.call(os.getpid, (), {}, 60, 60)
         b = by_rss.call(os.getpid, (), {}, 60, 60)
         assert a != b and by_rss.recycled == 2

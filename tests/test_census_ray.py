@@ -116,7 +116,7 @@ def two_nodes(monkeypatch: pytest.MonkeyPatch) -> Any:
                     os.killpg(p.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-                p.wait(timeout=30)
+                p.wait(timeout=120)
         for _ in range(10):  # raylets, GCS and workers of this cluster: all name its temp folder or ports
             left = _pids_of(tmp, port)
             if not left:
@@ -139,7 +139,7 @@ def test_ray_census_equals_local_with_a_node_killed_mid_run(two_nodes: dict[str,
         if done >= 4 and not killed:
             worker = two_nodes["procs"]["worker"]
             os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait(timeout=30)
+            worker.wait(timeout=120)
             killed["at"] = (done, total)
 
     t0 = time.monotonic()

@@ -128,7 +128,7 @@ def _start(db_url: str, port: int) -> subprocess.Popen[bytes]:
         [sys.executable, "-m", "langclass.app.cli.commands", "serve", "--host", "127.0.0.1", "--port", str(port)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"server exited: {proc.stdout.read().decode() if proc.stdout else ''}")
@@ -145,7 +145,7 @@ def _start(db_url: str, port: int) -> subprocess.Popen[bytes]:
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.send_signal(signal.SIGINT)
     try:
-        proc.wait(20)
+        proc.wait(60)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
@@ -167,8 +167,8 @@ def test_serve_migrates_serves_and_persists_across_restart(tmp_path: Path) -> No
         _stop(proc)
     proc = _start(db_url, port)
     try:
-        assert httpx.get(f"{base}/v1/languages/{created['id']}", timeout=10).json() == created
-        listed = httpx.get(f"{base}/v1/languages", params={"class": "ltl_p_mod", "member": "true"}, timeout=10).json()
+        assert httpx.get(f"{base}/v1/languages/{created['id']}", timeout=60).json() == created
+        listed = httpx.get(f"{base}/v1/languages", params={"class": "ltl_p_mod", "member": "true"}, timeout=60).json()
         assert [i["id"] for i in listed["items"]] == [created["id"]]
     finally:
         _stop(proc)

@@ -33,7 +33,7 @@ TINY = {
 }
 
 
-def wait_job(client: Any, jid: str, timeout: float = 90.0, until: Callable[[dict], bool] | None = None) -> dict[str, Any]:
+def wait_job(client: Any, jid: str, timeout: float = 240.0, until: Callable[[dict], bool] | None = None) -> dict[str, Any]:
     until = until or (lambda j: j["status"] in ("succeeded", "failed", "cancelled"))
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -211,7 +211,7 @@ def test_cancel_queued_and_running_jobs_and_plot_before_result(make_client: Any,
     wait_job(busy, jid, until=lambda j: (j["progress"] or {}).get("step", 0) >= 1)
     r = busy.delete(f"/v1/jobs/{jid}")
     assert r.status_code == 202 and r.json()["cancel_requested"] is True
-    done = wait_job(busy, jid, timeout=30)
+    done = wait_job(busy, jid, timeout=120)
     assert done["status"] == "cancelled" and done["error"]["reason"] == "cancelled"
     assert 1 <= done["progress"]["step"] < 100000
 

@@ -97,7 +97,7 @@ def test_worker_command_runs_queued_jobs_and_stops_on_sigterm(sqlite_url: str) -
     env.update(LANGCLASS_DATABASE_URL=sqlite_url, LANGCLASS_JOB_LEASE_S="4")
     proc = subprocess.Popen([sys.executable, "-m", "langclass.app.cli.commands", "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        end = time.monotonic() + 90
+        end = time.monotonic() + 240
         while time.monotonic() < end and row(db, jid).status not in ("succeeded", "failed"):
             time.sleep(0.2)
         r = row(db, jid)
@@ -105,6 +105,6 @@ def test_worker_command_runs_queued_jobs_and_stops_on_sigterm(sqlite_url: str) -
         assert r.result["exact"] is True and r.lease_owner.split(":")[1] == str(proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=30)
+        out, _ = proc.communicate(timeout=120)
         db.dispose()
     assert proc.returncode == 0, out.decode(errors="replace")[-2000:]

@@ -58,8 +58,8 @@ def _kill_parent_and_watch_children(script: str, tmp_path: Path, workers: int, m
             time.sleep(1.0)  # the call is sent right after the marker: the worker is busy by now
         kids = [c for c in _children(parent.pid) if _alive(c)]
         os.kill(parent.pid, signal.SIGKILL)
-        parent.wait(30)
-        assert _wait(lambda: not any(_alive(k) for k in kids), 30), f"orphaned workers: {[k for k in kids if _alive(k)]}"
+        parent.wait(120)
+        assert _wait(lambda: not any(_alive(k) for k in kids), 120), f"orphaned workers: {[k for k in kids if _alive(k)]}"
     finally:
         if parent.poll() is None:
             parent.kill()

@@ -8,7 +8,9 @@
   run (409: nothing trains here). Shown JSON answers are compared: the error examples exactly, the
   first POST on the fields it shows.
 * **CLI tour**: each ``langclass`` line (through the CLI itself, in a temporary directory holding
-  the ``dfa.json`` / ``languages.jsonl`` a reader would have), and the table text the README shows.
+  the ``dfa.json`` / ``languages.jsonl`` a reader would have), and the table text the README shows;
+  the ``sweep`` line with its training cut to a few steps (``SWEEP_OVERRIDES``: no test runs a
+  documented example at full size).
 * **Configuration**: the invalid-settings example, its message and exit status.
 * **Constructions** (slow): ``langclass construct -f 'P(b & Y a)' -a ab`` prints exactly the lines shown.
 
@@ -214,6 +216,12 @@ def _cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subpr
                           capture_output=True, text=True, timeout=300)
 
 
+SWEEP_OVERRIDES = {"max_steps": 2, "eval_per_length": 2, "test_lengths": {"range": [41, 44]}, "train_lengths": {"range": [1, 8]}}
+"""The README's sweep example trains every drawn language with every encoding for its full CPU
+profile (minutes of training); here it runs with the same draw and these overrides, so the command
+line, the draw and the outputs are checked in seconds (tests/test_sweep.py checks the sweep itself)."""
+
+
 def test_cli_examples_run_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
@@ -236,6 +244,8 @@ def test_cli_examples_run_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyP
             assert args[0] == "langclass"
             if args[1] in ("serve", "census"):
                 continue  # see the module docstring
+            if args[1] == "sweep":  # as written, with training cut to a few steps (SWEEP_OVERRIDES)
+                args += ["--overrides", json.dumps(SWEEP_OVERRIDES)]
             done = runner.invoke(app, args[1:])
             assert done.exit_code == 0, (command, done.output[-800:])
             outputs[command] = done.stdout

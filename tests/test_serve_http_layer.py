@@ -33,7 +33,7 @@ def served(tmp_path: Path) -> Any:
     proc = subprocess.Popen([sys.executable, "-m", "langclass.app.cli.commands", "serve", "--port", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 240
         while True:
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             try:

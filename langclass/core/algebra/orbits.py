@@ -41,11 +41,38 @@ idempotent set, so K_s = {1} ∪ η(Σ^s) ⊆ K_m for every m (a word of length 
 orbits at m = s have the property, and the **period** — the least m whose orbits all have it,
 i.e. the least m with L in PL(MOD_m⁺) (resp. FL, TL, without ⁺) — is at most s.
 
+**Which m can be the least one.** Let S_j = η(Σ^j) (S_0 = {1}); the sequence is eventually periodic,
+with preperiod i and period p (:attr:`~langclass.core.algebra.monoid.TransitionMonoid.level_period`),
+and p divides s (s = p·⌈i/p⌉). Write P(m) for "the orbits at m all have the property" and
+d = gcd(m, p). Then **P(m) ⇔ P(d)**, so the least m divides p (if P(m), then P(d) with d ≤ m and
+d | p), and membership is decided at m = p (P(s) ⇔ P(gcd(s, p)) = P(p)). The search tries the
+divisors of p in increasing order — for a DFA that is one cycle of length n, p = n and the
+candidates are the divisors of n instead of 1, …, n. Proof. d | m gives K_m ⊆ K_d, so P(d) ⇒ P(m)
+(orbits shrink). Conversely, *lifting*: an element z with antecedents of unboundedly large lengths
+≡ 0 (mod d) lies in K_m — take such a length ℓ ≥ i; since d = gcd(m, p) divides ℓ there is ℓ' ≥ i
+with ℓ' ≡ ℓ (mod p) and m | ℓ' (Chinese remainders), and S_ℓ' = S_ℓ ∋ z. Now let x ≠ y be
+R-equivalent in the orbit O_d of an idempotent e at d (x·u = y, y·v = x, u, v ∈ O_d; the L case is
+dual). Then x = x·(vu)^k for every k, and vu has an antecedent of positive length ≡ 0 (mod d) (else
+u = v = 1 and x = y), so x, and likewise y, lift into K_m; u' = u·(vu)^ω and v' = v·(uv)^ω equal
+u·(vu)^{ωt}, v·(uv)^{ωt} for every t ≥ 1, so they lift too, and x·u' = y·(vu)^ω = y,
+y·v' = x·(uv)^ω = x. All four are fixed by e on both sides and lie in K_m, hence in the orbit O_m
+= e·K_m·e (the same idempotents are concerned at m and d), and O_m is not R-trivial. For DA, a
+non-idempotent z R-equivalent in O_d to an idempotent f (z·t = f, f·z = z) gives z and f lifted as
+above, t·f = t·f^k lifted as well, z·(t·f) = f, so the R-class of f in O_m holds the
+non-idempotent z. Hence ¬P(d) ⇒ ¬P(m). A non-member's witness is reported at the stable modulus s
+(its words lie in every kernel): the violation found at p is lifted as above with m = s — the
+lifted elements lie in K_s = {1} ∪ η(Σ^s) and get words of length exactly s from the stable
+semigroup, so no residue graph of s is built.
+
 How it is computed, for one modulus m, in O(m·|M|·|Σ|): the graph on M × Z_m with edges
 (x, r) → (x·a, r+1 mod m). Its nodes reachable from (1, 0) with r = 0 are K_m (with a word of
 length ≡ 0 mod m for each, from the BFS tree); for x, y ∈ K_m, x·K_m = y·K_m iff (x, 0) and (y, 0)
 lie in one strong component, so R of the monoid K_m is read off the components; L likewise on the
-left Cayley graph. Inside an orbit O = e·K_m·e, R of O is R of K_m restricted (x = y·t with t ∈ K_m
+left Cayley graph. Only the nodes reachable from (1, 0) matter (every node reachable from a (x, 0)
+with x ∈ K_m is one of them), and for m | p they are {(1, 0)} ∪ {(x, j mod m) : x ∈ S_j, 1 ≤ j < i + p}
+(S_j = S_{j−p} for j ≥ i + p, and m | p keeps the residue): when these Λ + 1 nodes (Λ = Σ_{j < i+p} |S_j|)
+are far fewer than m·|M|, the graph is built on them alone — a cycle of length n has n of them at
+every m instead of m·n. Inside an orbit O = e·K_m·e, R of O is R of K_m restricted (x = y·t with t ∈ K_m
 gives x = y·(e t e)), so O is R-trivial iff no two of its elements share a component; it is in DA
 iff in every R-class of O that holds an idempotent every element is idempotent (an element is
 regular iff its R-class holds an idempotent). The orbits of idempotents in one D-class are
@@ -68,18 +95,19 @@ of ``.orbits`` and ``.witness``: the period of a member, the stable modulus of a
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from langclass.core.base.errors import InputError, LimitExceeded
 from langclass.core.base.limits import Deadline
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-from langclass.core.automata.smallgraph import SMALL_GRAPH_EDGES, strong_labels
+from .residue import (
+    Kernel, StableKernel, bfs_and_components, csr, divisors, path_letters, positions, reachable_kernel,
+    reachable_left_components, residue_table,
+)
 
 __all__ = [
     "GAPS",
@@ -87,11 +115,13 @@ __all__ = [
     "CLASS_OF",
     "ORBIT_WORK_BUDGET",
     "Kernel",
+    "StableKernel",
     "Orbit",
     "OrbitViolation",
     "UnaryTemporal",
     "OrbitEngine",
     "unary_temporal",
+    "divisors",
 ]
 
 GAPS: tuple[str, ...] = ("ST", "DD", "MOD", "MOD+")
@@ -118,52 +148,23 @@ CLASS_OF: dict[str, tuple[str, str]] = {
 
 ORBIT_WORK_BUDGET = 30_000_000
 """Edges m·|M|·|Σ| of the residue graphs one decision may build, summed over the moduli it tries
-(the stable modulus s first, then 1, 2, … for the least period); beyond it ``LimitExceeded``
-(``orbit_work``) is raised before the work."""
+(the period p of the levels η(Σ^j) first, then its divisors for the least period; the stable
+modulus s for a non-member's witness only if lifting the violation at p to s fails a check); beyond it ``LimitExceeded`` (``orbit_work``) is
+raised before the work. A graph built on its reachable nodes only counts those nodes times |Σ|."""
 
+SMALL_TABLE_SIZE = 256
+"""Witness steps of a monoid with at most this many elements read its multiplication table."""
 
-@dataclass(frozen=True)
-class Kernel:
-    """The MOD_m-kernel K_m = η((Σ^m)*) with its residue-graph facts, for one modulus m.
+PATH_FACTOR = 16
+"""A witness step t with x·t = y is read off a shortest path of the residue graph instead of the
+products of x with the whole orbit when those (|O|·ℓ steps, ℓ the longest shortlex word) cost more
+than this many times the graph's edges (a sparse graph and a breadth-first search cost about that
+many vectorized steps per edge; T7: ℓ = 17, the products win; a cycle of length n: ℓ = n − 1, the
+path wins)."""
 
-    Attributes:
-        modulus: m ≥ 1.
-        mask: boolean ``[|M|]``: x ∈ K_m.
-        pred: ``int64 [|M|·m]``: breadth-first-tree parent of node x·m + r from (1, 0) (``-1`` at
-            the root and at unreached nodes).
-        table: ``[|M|·m, |Σ|]``: the right residue graph (node x·m + r → (x·a)·m + r+1 mod m).
-        right_scc / left_scc: ``int64 [|M|]``: component of (x, 0) in the right / left residue
-            graph (x R y in K_m ⇔ equal right_scc, for x, y ∈ K_m; dually L; ``left_scc`` is
-            computed only when asked for).
-        letter: the letter of each node's tree edge when known (K_1: the monoid's own BFS tree), else
-            ``None`` (read off ``table``).
-    """
-
-    modulus: int
-    mask: np.ndarray
-    pred: np.ndarray
-    table: np.ndarray
-    right_scc: np.ndarray
-    left_scc: np.ndarray | None
-    letter: np.ndarray | None = None
-
-    def word(self, x: int) -> tuple[int, ...]:
-        """Letter indices of a shortest word of length ≡ 0 (mod m) whose image is x.
-
-        Raises:
-            ValueError: x is not in K_m.
-        """
-        x = int(x)
-        if not self.mask[x]:
-            raise ValueError(f"element {x} is not in the MOD_{self.modulus}-kernel")
-        node = x * self.modulus
-        out: list[int] = []
-        while node != 0:
-            u = int(self.pred[node])
-            out.append(int(self.letter[node]) if self.letter is not None else int(np.flatnonzero(self.table[u] == node)[0]))
-            node = u
-        out.reverse()
-        return tuple(out)
+REACHABLE_FACTOR = 4
+"""The residue graph of a modulus m | p is built on its reachable nodes alone (the module docstring)
+when they are at most m·|M| / this many."""
 
 
 @dataclass(frozen=True)
@@ -226,16 +227,24 @@ class OrbitEngine:
         monoid: a :class:`~langclass.core.algebra.monoid.TransitionMonoid` (the syntactic monoid).
         deadline: checked between moduli and orbits.
         work_budget: see :data:`ORBIT_WORK_BUDGET`.
+        mult_table: returns the monoid's multiplication table (a caller's shared copy) or ``None``
+            (not worth building: products instead), for the witness steps of a monoid of at most
+            :data:`SMALL_TABLE_SIZE` elements (one row or column each).
     """
 
-    def __init__(self, monoid: Any, deadline: Deadline | None = None, work_budget: int = ORBIT_WORK_BUDGET) -> None:
+    def __init__(self, monoid: Any, deadline: Deadline | None = None, work_budget: int = ORBIT_WORK_BUDGET,
+                 mult_table: Callable[[], np.ndarray] | None = None) -> None:
         self.M = monoid
+        self._mult_table = mult_table
+        self._table: np.ndarray | None = None
         self.deadline = deadline
         self.work_budget = work_budget
         self._work = 0
         self._kernels: dict[int, Kernel] = {}
         self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._reps: dict[bool, tuple[int, ...]] = {}
+        self._paths: dict[tuple[int, str], csr_matrix] = {}
+        self._checks: dict[tuple[bool, str, int], tuple] = {}
 
     # ------------------------------------------------------------------ pieces
     def _check(self, step: str) -> None:
@@ -249,15 +258,6 @@ class OrbitEngine:
                                 f"the residue graphs of the orbit computation need {self._work + cost} edges "
                                 f"(modulus {modulus}, {self.M.size} elements), over orbit_work={self.work_budget}")
         self._work += cost
-
-    @staticmethod
-    def _residue_table(cayley: np.ndarray, modulus: int) -> np.ndarray:
-        """``[|M|·m, |Σ|]``: node x·m + r → (cayley[x, a])·m + (r+1 mod m)."""
-        m, k = cayley.shape
-        dt = np.int32 if m * modulus < 2**31 else np.int64
-        nxt_r = ((np.arange(modulus) + 1) % modulus).astype(dt)  # [mod]
-        tab = cayley.astype(dt)[:, None, :] * dt(modulus) + nxt_r[None, :, None]  # [m, mod, k]
-        return tab.reshape(m * modulus, k)
 
     def kernel(self, modulus: int, *, left: bool = False) -> Kernel:
         """K_m with its breadth-first tree and the right (and, with ``left``, left) residue components.
@@ -274,22 +274,48 @@ class OrbitEngine:
         if ker is None and modulus == 1:  # K_1 = M: the monoid's own BFS tree and R-classes
             ker = Kernel(1, np.ones(size, dtype=bool), M.parent.astype(np.int64), M.right.astype(np.int64),
                          M.green["R"], M.green["L"], M.last_letter)
+        if ker is None and self._reachable_only(modulus):
+            ker = self._reachable_kernel(modulus)
         if ker is None:
             self._charge(modulus)
             self._check("orbits: kernel")
-            tab = self._residue_table(M.right, modulus)
-            pred, rscc = _bfs_and_components(tab)
+            tab = residue_table(M.right, modulus)
+            pred, rscc = bfs_and_components(tab)
             mask = (pred.reshape(size, modulus)[:, 0] >= 0)
             mask[0] = True
             ker = Kernel(modulus, mask, pred, tab, rscc.reshape(size, modulus)[:, 0].copy(), None)
-        if left:
+        if left and ker.nodes is not None:
+            self._charge_edges(ker.nodes.size * int(M.right.shape[1]), modulus)
+            self._check("orbits: left components")
+            ker = reachable_left_components(M, ker)
+        elif left:
             self._charge(modulus)
             self._check("orbits: left components")
-            _, lscc = _bfs_and_components(self._residue_table(M.left, modulus), bfs=False)
+            _, lscc = bfs_and_components(residue_table(M.left, modulus), bfs=False)
             ker = Kernel(ker.modulus, ker.mask, ker.pred, ker.table, ker.right_scc, lscc.reshape(size, modulus)[:, 0].copy(),
                          ker.letter)
         self._kernels[modulus] = ker
         return ker
+
+    def _reachable_only(self, modulus: int) -> bool:
+        """Build K_m on its reachable nodes only: m > 1 divides p and Λ + 1 ≤ m·|M| / :data:`REACHABLE_FACTOR`."""
+        M = self.M
+        return (modulus > 1 and M.level_period % modulus == 0
+                and (M.level_total + 1) * REACHABLE_FACTOR <= modulus * M.size)
+
+    def _charge_edges(self, cost: int, modulus: int) -> None:
+        if self._work + cost > self.work_budget:
+            raise LimitExceeded("orbit_work", self.work_budget,
+                                f"the residue graphs of the orbit computation need {self._work + cost} edges "
+                                f"(modulus {modulus}, {self.M.size} elements), over orbit_work={self.work_budget}")
+        self._work += cost
+
+    def _reachable_kernel(self, modulus: int) -> Kernel:
+        """K_m for m | p on its reachable nodes (:func:`~langclass.core.algebra.residue.reachable_kernel`)."""
+        M = self.M
+        self._charge_edges((M.level_total + 1) * int(M.right.shape[1]), modulus)
+        self._check("orbits: kernel")
+        return reachable_kernel(M, modulus)
 
     def _fixes(self, e: int) -> tuple[np.ndarray, np.ndarray]:
         """``(e·y for every y, y·e for every y)`` as ``int64 [|M|]`` arrays (Cayley graphs, no lookup)."""
@@ -325,9 +351,23 @@ class OrbitEngine:
         return np.unique(ye[ey[np.flatnonzero(ker.mask)]])
 
     # ------------------------------------------------------------------ one modulus
-    def check(self, gap: str, side: str, modulus: int) -> tuple[tuple[Orbit, ...], OrbitViolation | None, Kernel]:
-        """The orbits at one modulus and the first violation found (``None`` when all have the property)."""
+    def check(self, gap: str, side: str, modulus: int, *, witness: bool = True
+              ) -> tuple[tuple[Orbit, ...], OrbitViolation | bool | None, Kernel]:
+        """The orbits at one modulus and the first violation found (``None`` when all have the property;
+        without ``witness``, ``True`` instead of the violation — the verdict alone, no products).
+
+        The answer depends on the gap only through ε being apart (DD, MOD⁺) or not, so it is kept
+        per (ε apart, side, modulus): MOD at m = 1 is ST's check, MOD⁺ at m = 1 is DD's."""
         plus = gap in ("DD", "MOD+")
+        memo = self._checks.get((plus, side, modulus))
+        if memo is not None and (memo[1] is None or not witness or isinstance(memo[1], OrbitViolation)):
+            return memo if witness or memo[1] is None else (memo[0], True, memo[2])
+        got = self._check_uncached(plus, side, modulus, witness)
+        self._checks[(plus, side, modulus)] = got
+        return got
+
+    def _check_uncached(self, plus: bool, side: str, modulus: int, witness: bool
+                        ) -> tuple[tuple[Orbit, ...], OrbitViolation | bool | None, Kernel]:
         ker = self.kernel(modulus, left=side == "future")
         M = self.M
         idem = M.idempotent
@@ -335,13 +375,14 @@ class OrbitEngine:
         for e in self.idempotent_reps(plus):
             self._check("orbits")
             O = self.orbit(e, ker)
-            orbits.append(Orbit(e, tuple(int(x) for x in O)))
-            viol = self._violation(e, O, ker, side, idem)
+            orbits.append(Orbit(e, tuple(O.tolist())))
+            viol = self._violation(e, O, ker, side, idem, witness)
             if viol is not None:
                 return tuple(orbits), viol, ker
         return tuple(orbits), None, ker
 
-    def _violation(self, e: int, O: np.ndarray, ker: Kernel, side: str, idem: np.ndarray) -> OrbitViolation | None:
+    def _violation(self, e: int, O: np.ndarray, ker: Kernel, side: str, idem: np.ndarray,
+                   witness: bool = True) -> OrbitViolation | bool | None:
         lab = ker.left_scc if side == "future" else ker.right_scc
         labs = lab[O]
         order = np.argsort(labs, kind="stable")
@@ -350,17 +391,21 @@ class OrbitEngine:
             dup = np.flatnonzero(sl[1:] == sl[:-1])
             if dup.size == 0:
                 return None
+            if not witness:
+                return True
             x, y = int(O[order[dup[0]]]), int(O[order[dup[0] + 1]])
             rel = "R" if side == "past" else "L"
-            return OrbitViolation(e, rel, x, y, self._step(x, y, O, rel), self._step(y, x, O, rel))
+            return OrbitViolation(e, rel, x, y, self._step(x, y, O, rel, e, ker), self._step(y, x, O, rel, e, ker))
         # DA: an R-class of O holding an idempotent and a non-idempotent
         io = idem[O]
         for c in np.unique(labs).tolist():
             sel = labs == c
             if io[sel].any() and not io[sel].all():
+                if not witness:
+                    return True
                 z = int(O[sel & ~io][0])
                 f = int(O[sel & io][0])
-                t = self._step(z, f, O, "R")  # z·t = f, t ∈ O
+                t = self._step(z, f, O, "R", e, ker)  # z·t = f, t ∈ O
                 M = self.M
                 assert M.multiply(z, t) == f
                 lhs = M.product(f, z, f)
@@ -368,15 +413,104 @@ class OrbitEngine:
                 return OrbitViolation(e, "DA", z, t, f, lhs)
         return None
 
-    def _step(self, x: int, y: int, O: np.ndarray, rel: str) -> int:
-        """The least t of the orbit O with x·t = y (``rel`` "R") or t·x = y ("L"); x, y ∈ O in one
-        R- (L-) class of O, so one exists (R of O is R of K_m restricted, see the module docstring)."""
+    def _lift(self, gap: str, s: int, orbits: tuple[Orbit, ...], viol: OrbitViolation
+              ) -> tuple[tuple[Orbit, ...], OrbitViolation, Kernel] | None:
+        """The violation at p carried to the stable modulus s without the residue graph of s (the
+        lifting of the module docstring): for R, x and y stay and u' = u·(v·u)^ω, v' = v·(u·v)^ω
+        (for L, u' = (u·v)^ω·u, v' = (v·u)^ω·v); for DA, t' = t·f. Each lies in η(Σ^s) and is
+        fixed by e on both sides, so in the orbit e·K_s·e, K_s = {1} ∪ η(Σ^s), whose orbits are
+        listed up to e (the earlier ones have the property at p, so at s). ``None`` when a check of
+        that fails (the caller then builds the residue graph of s)."""
         M = self.M
+        mask = M.stable.copy()
+        mask[0] = True
+        ker = StableKernel(s, mask, np.zeros(0, dtype=np.int64), np.zeros((0, int(M.right.shape[1])), dtype=np.int64),
+                           np.zeros(0, dtype=np.int64), None, monoid=M)
+        e, x, y, u, v = viol.idempotent, viol.x, viol.y, viol.u, viol.v
+        omega = M.idempotent_of_group
+        if viol.relation == "R":
+            lifted = OrbitViolation(e, "R", x, y, M.multiply(u, omega(M.multiply(v, u))), M.multiply(v, omega(M.multiply(u, v))))
+            fixed = (x, y, lifted.u, lifted.v)
+        elif viol.relation == "L":
+            lifted = OrbitViolation(e, "L", x, y, M.multiply(omega(M.multiply(u, v)), u), M.multiply(omega(M.multiply(v, u)), v))
+            fixed = (x, y, lifted.u, lifted.v)
+        else:
+            lifted = OrbitViolation(e, "DA", x, M.multiply(y, u), u, v)
+            fixed = (x, lifted.y, u, v)
+        out = []
+        for o in orbits:
+            O = self.orbit(o.idempotent, ker)
+            out.append(Orbit(o.idempotent, tuple(O.tolist())))
+        if out[-1].idempotent != e or not np.isin(np.asarray(fixed, dtype=np.int64), O).all():
+            return None
+        ok = (M.multiply(x, lifted.u) == y and M.multiply(y, lifted.v) == x if lifted.relation == "R" else
+              M.multiply(lifted.u, x) == y and M.multiply(lifted.v, y) == x if lifted.relation == "L" else
+              M.multiply(x, lifted.y) == u and M.product(u, x, u) == v != u)
+        return (tuple(out), lifted, ker) if ok else None
+
+    def _step(self, x: int, y: int, O: np.ndarray, rel: str, e: int = 0, ker: Kernel | None = None) -> int:
+        """A t of the orbit O = e·K_m·e with x·t = y (``rel`` "R") or t·x = y ("L"); x, y ∈ O in one
+        R- (L-) class of O, so one exists (R of O is R of K_m restricted, see the module docstring).
+
+        The least such t, from the products of x with all of O, when those cost at most
+        :data:`PATH_FACTOR` times the residue graph (|O|·ℓ steps, ℓ the longest shortlex word);
+        else from a shortest path (x, 0) → (y, 0) in the residue graph of ``ker``: its word w has
+        |w| ≡ 0 (mod m) and x·η(w) = y, so t = e·η(w)·e ∈ O and x·t = x·η(w)·e = y·e = y (dually L,
+        with w read backwards)."""
+        M = self.M
+        T = self._small_table()
+        if T is not None:  # the same least t, read off the multiplication table
+            hit = np.flatnonzero((T[x, O] if rel == "R" else T[O, x]) == y)
+            assert hit.size, "x and y are equivalent inside the orbit"
+            return int(O[hit[0]])
+        if ker is not None:
+            nodes = ker.nodes.size if ker.nodes is not None else M.size * ker.modulus
+            if O.size * int(M.lengths[O].max()) > PATH_FACTOR * nodes * int(M.right.shape[1]):
+                return self._step_by_path(x, y, rel, e, ker)
         xs = np.full(O.size, x, dtype=np.int64)
         prods = M.multiply_many(xs, O) if rel == "R" else M.multiply_many(O, xs)
         hit = np.flatnonzero(prods == y)
         assert hit.size, "x and y are equivalent inside the orbit"
         return int(O[hit[0]])
+
+    def _small_table(self) -> np.ndarray | None:
+        """The multiplication table for a monoid of at most :data:`SMALL_TABLE_SIZE` elements, else
+        ``None``: the caller's (``mult_table``, which may answer ``None`` when its policy says the
+        table does not pay — then the products are taken), or one computed once."""
+        if self.M.size > SMALL_TABLE_SIZE:
+            return None
+        if self._mult_table is not None:
+            return self._mult_table()
+        if self._table is None:
+            self._table = self.M.multiplication_table(self.deadline)
+        return self._table
+
+    def _step_by_path(self, x: int, y: int, rel: str, e: int, ker: Kernel) -> int:
+        """:meth:`_step` through a shortest path in the right ("R") or left ("L") residue graph."""
+        M = self.M
+        m = ker.modulus
+        cayley = M.right if rel == "R" else M.left
+        if ker.nodes is not None:
+            xs, rs = ker.nodes // m, ker.nodes % m
+            tab = positions(ker.nodes, cayley[xs].astype(np.int64) * m + ((rs + 1) % m)[:, None])
+            src, dst = (int(np.searchsorted(ker.nodes, z * m)) for z in (x, y))
+        else:
+            tab = cayley.astype(np.int64) if m == 1 else residue_table(cayley, m)
+            src, dst = x * m, y * m
+        key = (m, rel)
+        graph = self._paths.get(key)
+        if graph is None:
+            graph = self._paths[key] = csr(tab)
+        letters = path_letters(tab, src, dst, graph)
+        if rel == "L":
+            letters.reverse()
+        t = 0
+        for a in letters:
+            t = int(M.right[t, a])
+        if e != 0:
+            t = M.product(e, t, e)
+        assert (M.multiply(x, t) if rel == "R" else M.multiply(t, x)) == y, "a path of the residue graph"
+        return t
 
     # ------------------------------------------------------------------ decision
     def decide(self, gap: str, side: str) -> UnaryTemporal:
@@ -385,50 +519,26 @@ class OrbitEngine:
             raise InputError(f"unknown gap class {gap!r}; expected one of {', '.join(GAPS)}", field="gap")
         if side not in SIDES:
             raise InputError(f"unknown side {side!r}; expected one of {', '.join(SIDES)}", field="side")
-        s = self.M.stability_index if gap in ("MOD", "MOD+") else 1
-        orbits, viol, ker = self.check(gap, side, s)  # each residue graph is charged before it is built
+        mod = gap in ("MOD", "MOD+")
+        s = self.M.stability_index if mod else 1
+        p = self.M.level_period if mod else 1
+        # P(m) ⇔ P(gcd(m, p)) (module docstring): decide at p, then the least divisor of p that works
+        orbits, viol, ker = self.check(gap, side, p)  # each residue graph is charged before it is built
         if viol is not None:
+            if p != s:  # the witness is given at the stable modulus (its words lie in every kernel)
+                lifted = self._lift(gap, s, orbits, viol)
+                if lifted is not None:
+                    orbits, viol, ker = lifted
+                else:
+                    orbits, viol, ker = self.check(gap, side, s)
+                assert viol is not None, "P(s) ⇔ P(p)"
             return UnaryTemporal(gap, side, False, None, s, orbits, viol, ker, s)
-        for m in range(1, s):
+        for m in divisors(p)[:-1]:
             self._check("orbits: least period")
-            o2, v2, k2 = self.check(gap, side, m)
+            o2, v2, k2 = self.check(gap, side, m, witness=False)
             if v2 is None:
                 return UnaryTemporal(gap, side, True, m, m, o2, None, k2, s)
-        return UnaryTemporal(gap, side, True, s, s, orbits, None, ker, s)
-
-
-def _bfs_and_components(tab: np.ndarray, *, bfs: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
-    """``(pred, labels)`` of the graph node → tab[node, a]: the breadth-first-tree parents from node 0
-    (``-1`` at the root and unreached nodes; ``None`` without ``bfs``) and strong-component labels.
-    Plain Python up to :data:`~langclass.core.automata.smallgraph.SMALL_GRAPH_EDGES` edges, scipy above."""
-    n, k = tab.shape
-    if n * k <= SMALL_GRAPH_EDGES:
-        tl = tab.tolist()
-        labels = np.asarray(strong_labels(tl), dtype=np.int64)
-        if not bfs:
-            return None, labels
-        pred = [-1] * n
-        seen = [False] * n
-        seen[0] = True
-        dq = deque([0])
-        while dq:
-            u = dq.popleft()
-            for v in tl[u]:
-                if not seen[v]:
-                    seen[v] = True
-                    pred[v] = u
-                    dq.append(v)
-        return np.asarray(pred, dtype=np.int64), labels
-    index_type = np.int32 if n * max(k, 1) < 2**31 else np.int64
-    indptr = np.arange(0, n * k + 1, k, dtype=index_type)
-    g = csr_matrix((np.ones(n * k, dtype=np.int8), tab.ravel().astype(index_type), indptr), shape=(n, n))
-    _, labels = connected_components(g, directed=True, connection="strong")
-    if not bfs:
-        return None, labels.astype(np.int64)
-    _, p = breadth_first_order(g, 0, directed=True, return_predecessors=True)
-    p = p.astype(np.int64)
-    p[p < 0] = -1
-    return p, labels.astype(np.int64)
+        return UnaryTemporal(gap, side, True, p, p, orbits, None, ker, s)
 
 
 def unary_temporal(monoid: Any, gap: str, side: str, *, deadline: Deadline | None = None,

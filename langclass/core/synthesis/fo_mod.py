@@ -21,10 +21,20 @@ FO[<,MOD_m] contains) whenever η((Σ^m)^+) is aperiodic, and verifies it.
 With the stability index s (least s ≥ 1 with η(Σ^s) = η(Σ^{2s})), η((Σ^{ks})^+) = η(Σ^s) is the
 stable semigroup, so m = s works exactly when L is *quasi-aperiodic* (the stable semigroup has no
 non-trivial group) — and quasi-aperiodic = FO[<,MOD] = regular ∩ AC⁰ (Barrington, Compton, Straubing
-& Thérien, *Regular languages in NC¹*). Every working m also has η((Σ^m)^+) ⊇ η(Σ^{ms}) = η(Σ^s), so
-the least working modulus is at most s; :func:`least_modulus` tries m = 1, 2, …, s in order and
-returns the first that works (divisors of s are among them; it does not assume the least one
-divides s).
+& Thérien, *Regular languages in NC¹*).
+
+*Which m can be the least.* The levels S_j = η(Σ^j) are eventually periodic, with preperiod i and
+period p, and p divides s. With d = gcd(m, p): m works ⇔ d works, so the least working modulus
+divides p and :func:`least_modulus` tries the divisors of p in increasing order (p itself works iff s
+does; for a DFA that is one cycle of length n these are the divisors of n instead of 1, …, n).
+Proof. η((Σ^m)^+) ⊆ η((Σ^d)^+) as d | m, so d working gives m working. Conversely let x ∈
+η((Σ^d)^+) be non-aperiodic; then g = x^{ω+1} is too (it generates the non-trivial group ⟨x^ω·x⟩),
+and g = x^{1+tq} for every t ≥ 1 (q the period of x) has antecedents of unboundedly large lengths
+ℓ ≡ 0 (mod d). For ℓ ≥ i there is ℓ' ≥ i with ℓ' ≡ ℓ (mod p) and m | ℓ' (Chinese remainders, d | ℓ),
+and S_ℓ' = S_ℓ ∋ g, so g ∈ η((Σ^m)^+) is non-aperiodic and m does not work.
+On the enumerated monoid η((Σ^m)^+) = ⋃ {S_j : j < i + p, m | j} for m | p (S_j = S_{j−p} for j ≥ i + p),
+and a semigroup U is aperiodic iff it holds no non-idempotent element of a group H-class (such an
+element g has g^{ω+1} = g ≠ g^ω; a non-aperiodic x gives x^{ω+1} ∈ U, one of them).
 
 **The formula** (blocks of length m; positions 1-based, readout at N + 1). Cut w into blocks
 B_1 B_2 ⋯ of length m (block k ends at position k·m, the positions with MOD_m^0) and a partial block.
@@ -54,7 +64,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from langclass.core.automata.automaton import DFA
+from langclass.core.algebra.orbits import divisors
 from langclass.core.base.errors import LimitExceeded, UnsupportedError
 from langclass.core.logic.formulas import (
     TOP, Atom, Formula, Mod, Yesterday, conj, fragment, neg, subformulas,
@@ -86,7 +99,8 @@ class ModulusSearch:
     Attributes:
         modulus: the least working m (1 = star-free), or None when L is not quasi-aperiodic.
         stability_index: s.
-        tried: ``[(m, works)]`` in the order tried (m = 1 … the answer, or … s).
+        tried: ``[(m, works)]`` in the order tried (the divisors of the level period p up to the
+            answer, or all of them).
         witness: for a failing s, a transformation in η(Σ^s) whose powers cycle (a group element).
     """
 
@@ -99,8 +113,8 @@ class ModulusSearch:
                 "tried": [{"m": m, "works": ok} for m, ok in self.tried]}
 
 
-def _levels(gens: dict[str, Elem], mul, one: Elem) -> tuple[int, list[frozenset[Elem]]]:
-    """(s, [η(Σ^1), …, η(Σ^s)]): the sets η(Σ^j) until they repeat (preperiod i, period p;
+def _levels(gens: dict[str, Elem], mul, one: Elem) -> tuple[int, int, list[frozenset[Elem]]]:
+    """(s, p, [η(Σ^1), …, η(Σ^s)]): the sets η(Σ^j) until they repeat (preperiod i, period p;
     s = p·⌈i/p⌉, the least s ≥ 1 with η(Σ^s) = η(Σ^{2s}))."""
     cur = frozenset(gens.values())
     seen = {cur: 1}
@@ -115,7 +129,7 @@ def _levels(gens: dict[str, Elem], mul, one: Elem) -> tuple[int, list[frozenset[
         seen[cur] = j
         levels.append(cur)
     s = per * max(1, -(-pre // per))  # ≤ pre + per − 1 = j − 1 = len(levels)
-    return s, levels
+    return s, per, levels
 
 
 def _semigroup_aperiodic(generators: frozenset[Elem], mul) -> bool:
@@ -125,25 +139,22 @@ def _semigroup_aperiodic(generators: frozenset[Elem], mul) -> bool:
 
 def _least_modulus_on(monoid: Any) -> ModulusSearch:
     """:func:`least_modulus` on the enumerated transition monoid (element ids instead of tuples):
-    the levels η(Σ^j) the monoid computed for its stability index, and η((Σ^m)^+) as the union of the levels η(Σ^{jm}), j ≥ 1 (η(Σ^m)^j =
-    η(Σ^{jm})), reached by |Σ|·m steps of the right Cayley graph per level instead of closing η(Σ^m)
-    under products of its elements."""
+    for each divisor m of the level period p, η((Σ^m)^+) is the union of the levels η(Σ^j), j < i + p,
+    m | j (the monoid computed them for its stability index), and it is aperiodic iff it misses every
+    non-idempotent element of a group H-class (module docstring) — no powers are taken."""
     M = monoid
     if M.size > MAX_STAR_FREE_MONOID:
         raise LimitExceeded("max_star_free_monoid", MAX_STAR_FREE_MONOID,
                             f"the transition monoid has more than {MAX_STAR_FREE_MONOID} elements")
-    right = M.right.tolist()
-    letters = range(M.dfa.num_letters)
-    s = M.stability_index
+    s, p = M.stability_index, M.level_period
+    H = M.green["H"]
+    group_h = np.zeros(int(H.max()) + 1, dtype=bool)
+    group_h[H[M.idempotent]] = True
+    bad = group_h[H] & ~M.idempotent  # non-idempotent elements of group H-classes
+    J, X = M.level_members
     tried = []
-    for m in range(1, s + 1):
-        cur, seen, union = M.level(m), set(), set()
-        while cur not in seen:
-            seen.add(cur)
-            union |= cur
-            for _ in range(m):
-                cur = frozenset(right[x][a] for x in cur for a in letters)
-        ok = all(_aperiodic_element(x, M.multiply) for x in union)
+    for m in divisors(p):
+        ok = not bad[X[J % m == 0]].any()
         tried.append((m, ok))
         if ok:
             return ModulusSearch(m, s, tuple(tried))
@@ -151,8 +162,9 @@ def _least_modulus_on(monoid: Any) -> ModulusSearch:
 
 
 def least_modulus(dfa: DFA, monoid: Any = None) -> ModulusSearch:
-    """The least m ≥ 1 with L ∈ FO[<,MOD_m] (module docstring): m = 1, 2, …, s are tried in order,
-    m works iff the semigroup η((Σ^m)^+) is aperiodic.
+    """The least m ≥ 1 with L ∈ FO[<,MOD_m] (module docstring): the divisors of the period p of the
+    levels η(Σ^j) are tried in increasing order (the least working m divides p), m works iff the
+    semigroup η((Σ^m)^+) is aperiodic.
 
     Args:
         dfa: any complete DFA (minimized here).
@@ -175,9 +187,9 @@ def least_modulus(dfa: DFA, monoid: Any = None) -> ModulusSearch:
         return _least_modulus_on(monoid)
     A = dfa.canonical()
     gens, mul, one, _ = transformation_monoid(A)
-    s, levels = _levels(gens, mul, one)
+    s, p, levels = _levels(gens, mul, one)
     tried = []
-    for m in range(1, s + 1):
+    for m in divisors(p):
         level = levels[m - 1]
         ok = _semigroup_aperiodic(level, mul)
         tried.append((m, ok))

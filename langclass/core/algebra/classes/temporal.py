@@ -123,7 +123,7 @@ def orbit_engine(ctx: Context) -> OrbitEngine:
     """The :class:`~langclass.core.algebra.orbits.OrbitEngine` of the context's monoid, shared by the deciders."""
     eng = ctx.__dict__.get("_orbit_engine")
     if eng is None:
-        eng = OrbitEngine(need_monoid(ctx), ctx.deadline)
+        eng = OrbitEngine(need_monoid(ctx), ctx.deadline, mult_table=lambda: ctx.table_if_built(1))
         ctx.__dict__["_orbit_engine"] = eng
     return eng
 

@@ -148,7 +148,8 @@ class GroupsMixin:
             cache[key] = self._maximal_subgroup(e, within)
         return cache[key]
 
-    def _maximal_subgroup(self, e: int, within: np.ndarray | None, *, small_path: bool = True) -> GroupInfo:
+    def _maximal_subgroup(self, e: int, within: np.ndarray | None, *, small_path: bool = True,
+                          cyclic_shortcut: bool = True) -> GroupInfo:
         H = self.green["H"]
         members = np.flatnonzero(H == H[e])
         if within is not None:
@@ -161,18 +162,48 @@ class GroupsMixin:
         degree = int(points.size)
         if members.size <= 1:
             return GroupInfo(e, 1, degree, "trivial", True, True, True, (), (), (), tuple(int(p) for p in points))
+        first = self._cyclic_by_first_candidate(e, members, pos, points) if cyclic_shortcut else None
+        if first is not None:
+            return first
         G = PermGroup(pos[self.elements[members][:, points]])
         assert members[G.identity] == e, "H_e is a group with identity e acting faithfully on im e"
         gens = G.greedy_generators(np.argsort(self.lengths[members], kind="stable"))
         order = int(members.size)
         perms = [tuple(int(v) for v in G.perms[i]) for i in gens]
         abelian = G.commute(gens)
-        cyclic = abelian and G.is_cyclic_abelian()
+        cyclic = abelian and (len(gens) == 1 or G.is_cyclic_abelian())  # one generator: cyclic
         solvable = abelian or solvable_by_order(order) or G.is_solvable(gens)
         name = group_name(order, perms, abelian, cyclic, solvable, lambda: center_is_trivial(G, gens))
         hs = [int(members[i]) for i in gens]
         return GroupInfo(e, order, degree, name, abelian, cyclic, solvable, tuple(hs),
                          tuple(self.word(g) for g in hs), tuple(perms), tuple(int(p) for p in points))
+
+    def _cyclic_by_first_candidate(self, e: int, members: np.ndarray, pos: np.ndarray,
+                                   points: np.ndarray) -> GroupInfo | None:
+        """The :class:`GroupInfo` of H_e when its shortlex-first element other than e has order |H_e|
+        (then H_e is cyclic and the greedy generators are that element alone), else ``None`` — without
+        building the group's multiplication on all |H_e| permutations."""
+        order = int(members.size)
+        cand = members[np.argsort(self.lengths[members], kind="stable")]
+        g = int(cand[0]) if int(cand[0]) != e else int(cand[1])
+        perm = pos[self.elements[g][points]]
+        seen = np.zeros(perm.size, dtype=bool)
+        period = 1
+        for q in range(perm.size):
+            if seen[q]:
+                continue
+            length, r = 0, q
+            while not seen[r]:
+                seen[r] = True
+                r = int(perm[r])
+                length += 1
+            period = period * length // math.gcd(period, length)
+        if period != order:
+            return None
+        perms = [tuple(int(v) for v in perm)]
+        name = group_name(order, perms, True, True, True, lambda: order == 1)
+        return GroupInfo(e, order, int(points.size), name, True, True, True, (g,), (self.word(g),), tuple(perms),
+                         tuple(int(p) for p in points))
 
     def _small_subgroup(self, e: int, members: np.ndarray) -> GroupInfo:
         """:meth:`_maximal_subgroup` for fewer than :data:`SMALL_GROUP_ORDER` members, in plain

@@ -39,8 +39,8 @@ class StableMixin:
     def _small_levels(self) -> tuple[int, int, int, list[frozenset[int]]] | None:
         """``(s, preperiod, period, levels)`` in plain Python for a right Cayley graph of at most
         :data:`SMALL_STABLE_EDGES` edges (else ``None``): ``levels[j-1]`` = η(Σ^j) as a set of ids
-        (1 ≤ j ≤ s). The same sequence as :attr:`_stable` (each level the previous one times every
-        letter, until a level repeats)."""
+        (1 ≤ j < i + p, every distinct level; s ≤ i + p − 1). The same sequence as :attr:`_stable`
+        (each level the previous one times every letter, until a level repeats)."""
         m, k = self.right.shape
         if m * k > SMALL_STABLE_EDGES:
             return None
@@ -58,7 +58,7 @@ class StableMixin:
             seen[cur] = j
             levels.append(cur)
         s = per * max(1, -(-pre // per))
-        return s, pre, per, levels[:s]
+        return s, pre, per, levels
 
     @cached_property
     def _small_predecessors(self) -> list[list[int]]:
@@ -71,7 +71,8 @@ class StableMixin:
 
     @cached_property
     def _stable(self) -> tuple[int, int, int, list[np.ndarray]]:
-        """(s, preperiod, period, levels): levels[j-1] = packed boolean mask of η(Σ^j), 1 ≤ j ≤ s.
+        """(s, preperiod, period, levels): levels[j-1] = packed boolean mask of η(Σ^j), 1 ≤ j < i + p
+        (every distinct level; s ≤ i + p − 1).
 
         The sets η(Σ^j) = η(Σ^{j-1})·Σ form an eventually periodic sequence with preperiod i and
         period p; η(Σ^s) = η(Σ^{2s}) iff s ≥ i and p | s, so s = p·⌈i/p⌉.
@@ -132,7 +133,7 @@ class StableMixin:
                         slot = np.zeros(m, dtype=np.int64)
                         break
         s = per * max(1, -(-pre // per))
-        return s, pre, per, levels[:s]
+        return s, pre, per, levels
 
     def _level_mask(self, j: int) -> np.ndarray:
         return np.unpackbits(self._stable[3][j - 1], count=self.size).astype(bool)
@@ -149,6 +150,35 @@ class StableMixin:
     def stability_index(self) -> int:
         """s = least s ≥ 1 with η(Σ^s) = η(Σ^{2s})."""
         return self._stable[0]
+
+    @property
+    def level_period(self) -> int:
+        """p = the period of the sequence η(Σ^j): η(Σ^{j+p}) = η(Σ^j) for every j ≥ the preperiod i,
+        p least. p divides the stability index s = p·⌈i/p⌉."""
+        return self._stable[2]
+
+    @cached_property
+    def level_members(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(J, X)``, ``int64 [Λ]`` each, Λ = Σ_{j < i+p} |η(Σ^j)| (i the preperiod, p the period):
+        element X[t] lies in η(Σ^{J[t]}) (every pair with 1 ≤ j < i + p once, by increasing j). Every
+        later level repeats one of these: η(Σ^j) = η(Σ^{j-p}) for j ≥ i + p."""
+        small = self._small_levels
+        levels = small[3] if small is not None else self._stable[3]
+        parts = [np.fromiter(sorted(level), dtype=np.int64) if small is not None
+                 else np.flatnonzero(np.unpackbits(level, count=self.size)).astype(np.int64) for level in levels]
+        J = np.repeat(np.arange(1, len(parts) + 1, dtype=np.int64), [p.size for p in parts])
+        X = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        J.setflags(write=False)
+        X.setflags(write=False)
+        return J, X
+
+    @cached_property
+    def level_total(self) -> int:
+        """Λ = Σ_{j < i+p} |η(Σ^j)| (the length of :attr:`level_members`), counted without building it."""
+        small = self._small_levels
+        if small is not None:
+            return sum(len(level) for level in small[3])
+        return int(sum(int(np.unpackbits(packed, count=self.size).sum()) for packed in self._stable[3]))
 
     @cached_property
     def stable(self) -> np.ndarray:

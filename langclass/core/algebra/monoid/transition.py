@@ -9,6 +9,7 @@ with Green's relations (:mod:`.green`), the stable semigroup (:mod:`.stable`), g
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -178,12 +179,32 @@ class TransitionMonoid(GreenMixin, StableMixin, GroupsMixin, DescribeMixin):
         return r
 
     def omega_exponent(self, x: int) -> int:
-        """The least p ≥ 1 with x^p idempotent (so x^ω = x^p)."""
-        p, y = 1, int(x)
-        while not self.idempotent[y]:
-            y = self.multiply(y, x)
-            p += 1
-        return p
+        """The least p ≥ 1 with x^p idempotent (so x^ω = x^p), read off the transformation f of x:
+        with its index i (the most steps a state takes to reach a cycle of f) and period c (the lcm
+        of its cycle lengths), f^{2p} = f^p iff p ≥ i and c | p, so p = c·⌈max(i, 1)/c⌉. O(n·i)."""
+        f = self.elements[int(x)].astype(np.int64)
+        n = f.size
+        on_cycle = np.zeros(n, dtype=bool)
+        g, k = f, 1
+        while k < n:  # f^k for k ≥ n: its image is the set of states on cycles
+            g = g[g]
+            k *= 2
+        on_cycle[g] = True
+        cur, index = np.arange(n), 0
+        while not on_cycle[cur].all():
+            cur = f[cur]
+            index += 1
+        period, seen = 1, np.zeros(n, dtype=bool)
+        for q in np.flatnonzero(on_cycle).tolist():
+            if seen[q]:
+                continue
+            length, r = 0, q
+            while not seen[r]:
+                seen[r] = True
+                r = int(f[r])
+                length += 1
+            period = period * length // math.gcd(period, length)
+        return period * -(-max(index, 1) // period)
 
     # ------------------------------------------------------------- tables
     @cached_property
