@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from langclass.core.algebra import orbits
 from langclass.core.algebra.monoid import transition_monoid
 from langclass.core.algebra.orbits import GAPS, SIDES, OrbitEngine, divisors, unary_temporal
-from langclass.core.analysis import analyze
+from langclass.core.classification.analysis import analyze
 from langclass.core.automata.automaton import DFA
 from langclass.core.synthesis.fo_mod import least_modulus
 from langclass.core.synthesis.starfree import _aperiodic_element
