@@ -3,7 +3,7 @@
 #   make test    virtual environment + install + the test suite without the slow tier, in parallel
 #                (pytest-xdist, PYTEST_JOBS workers; about 6 minutes on a quiet 2-core machine)
 #   make test-slow  the slow tier (tests marked slow: full-size examples, Ray clusters, long
-#                property runs), one process; .ci/run runs both
+#                property runs): in parallel without Ray, then the Ray tests in one process; .ci/run runs both
 #
 # The install step is the same one the Dockerfile runs. torch is pinned to its CPU build through
 # constraints.txt (a plain `pip install torch` would pull a multi-GB CUDA build). An existing .venv is
@@ -25,7 +25,7 @@ STAMP := $(VENV)/.langclass-install.stamp
 help:
 	@echo "make serve    start the API on http://$(HOST):$(PORT) (SQLite ./langclass.db by default)"
 	@echo "make test     run the test suite without the slow tier, in parallel (SQLite + PostgreSQL at 127.0.0.1:5432)"
-	@echo "make test-slow  run the slow tier (marked slow), one process"
+	@echo "make test-slow  run the slow tier (marked slow): in parallel, then the Ray tests in one process"
 	@echo "make install  create/refresh $(VENV)"
 	@echo "make migrate  apply database migrations (LANGCLASS_DATABASE_URL)"
 	@echo "make container-check  build the image with podman on a debootstrap base and check it (bench/container.py)"
@@ -49,7 +49,8 @@ test: install
 	$(BIN)/python -m pytest -m "not slow" -n $(PYTEST_JOBS) $(PYTEST_ARGS)
 
 test-slow: install
-	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "slow and not ray" -n $(PYTEST_JOBS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "slow and ray" $(PYTEST_ARGS)
 
 bench-api: install
 	$(BIN)/python bench/api.py
