@@ -612,6 +612,13 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
     choice = prep.get("route_choice")
     result["route"] = choice.to_dict() if choice is not None else {
         "route": "program" if source_input == "program" else "formula", "cascade_height": None}
+    if result["route"].get("route") == "cascade" and result["synthesis"] is not None:
+        # the local-divisor formula was synthesized to compare the routes, then not built: it describes
+        # that candidate, not the model (before, the record's formula and "verified: false" read as the model's)
+        candidate = result["route"].setdefault("candidates", {}).setdefault("local-divisors", {})
+        candidate.update({"built": False, "formula": result["formula"], "fragment": result["fragment"],
+                          "synthesis": result["synthesis"]})
+        result["formula"] = result["fragment"] = result["synthesis"] = None
     aw, rw, bw = checks["all_words"], checks["random"], checks["beyond"]
     first = aw["first_failure"] or rw["first_failure"]
     exact = (aw["wrong"] == 0 and rw["wrong"] == 0 and aw["sim_inexact"] == 0 and rw["sim_inexact"] == 0)

@@ -356,8 +356,8 @@ class ProcessPool:
         def left() -> float | None:
             return None if deadline is None else deadline - time.monotonic()
 
-        def too_late(what: str) -> TimeLimitExceeded:
-            return TimeLimitExceeded("time_limit_s", limit_value, f"time limit of {limit_value} s exceeded ({what})")
+        def too_late(what: str, step: str | None = "waiting for a worker") -> TimeLimitExceeded:
+            return TimeLimitExceeded("time_limit_s", limit_value, f"time limit of {limit_value} s exceeded ({what})", step=step)
 
         wait = left()
         wait = queue_timeout if wait is None else (wait if queue_timeout is None else min(wait, queue_timeout))
@@ -391,7 +391,7 @@ class ProcessPool:
                 if not worker.recv.poll(None if deadline is None else max(0.0, deadline - time.monotonic())):
                     self._discard(worker, reap_later=True)
                     self._replenish()
-                    raise too_late("the computation was stopped")
+                    raise too_late("the computation was stopped", None)
                 status, payload = worker.recv.recv()
             except (EOFError, OSError, BrokenPipeError) as exc:
                 self._discard(worker, reap_later=True)
