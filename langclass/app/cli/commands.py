@@ -175,8 +175,18 @@ def serve(
         port=port or settings.port,
         workers=workers,
         log_level=settings.log_level,
-        proxy_headers=True,
+        **proxy_options(settings),
     )
+
+
+def proxy_options(settings: Settings) -> dict[str, object]:
+    """uvicorn's proxy options: ``X-Forwarded-For`` / ``-Proto`` are believed only from the peers in
+    ``LANGCLASS_TRUSTED_PROXIES``; without any, the client address is the real peer's (before, uvicorn
+    believed any loopback peer, so a local client varying ``X-Forwarded-For`` escaped the sign-in
+    throttle, which is keyed by the client address)."""
+    if not settings.trusted_proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": ",".join(settings.trusted_proxies)}
 
 
 @db_app.command("upgrade")
