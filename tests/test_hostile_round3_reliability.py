@@ -64,3 +64,86 @@ def test_proxy_options_and_the_setting() -> None:
     assert proxy_options(s) == {"proxy_headers": True, "forwarded_allow_ips": "10.0.0.1,192.168.0.0/16"}
     with pytest.raises(Exception, match="not an IP address"):
         Settings(database_url="sqlite:///x.db", trusted_proxies="proxy.example")
+
+
+# --- labels: no NUL, control or bidirectional formatting characters ----------------------------------
+
+@pytest.fixture
+def client(make_client: Any, migrated_url: str) -> Any:
+    return make_client(migrated_url, classify_isolation="thread", worker_slots=0)
+
+
+def _dfa(name: str) -> dict[str, Any]:
+    return {"alphabet": ["a"], "states": [name, "t"], "initial": name, "accepting": [name],
+            "transitions": {name: {"a": "t"}, "t": {"a": name}}}
+
+
+@pytest.mark.parametrize("bad", ["s\u0000", "s\u202e", "s\u2066x", "s\nx", "s\u001b[31m", "s\u0085"])
+def test_state_names_with_nul_control_or_bidi_characters_are_refused(client: Any, bad: str) -> None:
+    for path in ("/v1/classify", "/v1/languages"):
+        r = client.post(path, json={"dfa": _dfa(bad)})
+        assert r.status_code == 422, r.text
+        body = r.json()
+        assert body["code"] == "invalid-dfa" and body["field"] == "dfa.states[0]", body
+        assert f"U+{ord(bad[1]):04X}" in body["detail"]
+
+
+@pytest.mark.parametrize("bad", ["x\u202ey", "x\u0000", "x\ty", "\u200fname", "a\u007f"])
+def test_names_and_tags_with_control_or_bidi_characters_are_refused(client: Any, bad: str) -> None:
+    body = {"regex": "a*", "alphabet": ["a"]}
+    for extra in ({"name": bad}, {"tags": [bad]}):
+        r = client.post("/v1/languages", json={**body, **extra})
+        assert r.status_code == 422 and r.json()["code"] == "validation-error", r.text
+    lid = client.post("/v1/languages", json={**body, "name": "fine name", "tags": ["ok"]}).json()["id"]
+    for extra in ({"name": bad}, {"tags": ["ok", bad]}):
+        assert client.patch(f"/v1/languages/{lid}", json=extra).status_code == 422
+    stored = client.get(f"/v1/languages/{lid}").json()
+    assert stored["name"] == "fine name" and stored["tags"] == ["ok"]
+
+
+def test_ordinary_labels_stay_accepted(client: Any) -> None:
+    r = client.post("/v1/languages", json={"dfa": _dfa("état ü 1 (x)"), "name": "Dyck — depth 2, אבג", "tags": ["a b", "ünïcode"]})
+    assert r.status_code == 201, r.text
+    assert r.json()["name"] == "Dyck — depth 2, אבג"
+
+
+def test_the_python_api_refuses_them_too() -> None:
+    import langclass
+    from langclass.core.base.errors import InputError
+
+    with pytest.raises(InputError, match="U\\+202E"):
+        langclass.classify(dfa=_dfa("s\u202e"))
+
+
+# --- a client that disconnects mid-body --------------------------------------------------------------
+
+def test_a_client_disconnecting_mid_body_logs_one_line_and_no_traceback(make_client: Any, _migrated_sqlite: str,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """The app sees half a body, then ``http.disconnect``: it logs one line without a traceback and
+    lets nothing escape to the server (before: the 500 handler logged a traceback, and the error,
+    re-raised to uvicorn, a second)."""
+    import logging
+
+    client = make_client(_migrated_sqlite, classify_isolation="thread", worker_slots=0)
+    app = client.app
+    messages = iter([{"type": "http.request", "body": b'{"regex": "(ab)*", "alph', "more_body": True},
+                     {"type": "http.disconnect"}])
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return next(messages)
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/v1/classify", "raw_path": b"/v1/classify", "root_path": "", "query_string": b"",
+             "headers": [(b"host", b"testserver"), (b"content-type", b"application/json"), (b"content-length", b"100")],
+             "client": ("127.0.0.1", 5000), "server": ("testserver", 80), "state": {}}
+    caplog.set_level(logging.INFO)
+    client.portal.call(app, scope, receive, send)  # raises if the error escapes to the server
+    tracebacks = [r for r in caplog.records if r.exc_info]
+    assert tracebacks == [], [r.getMessage() for r in tracebacks]
+    lines = [r.getMessage() for r in caplog.records if "disconnected" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert sent and sent[0]["type"] == "http.response.start" and sent[0]["status"] == 400
