@@ -147,3 +147,50 @@ def test_a_client_disconnecting_mid_body_logs_one_line_and_no_traceback(make_cli
     lines = [r.getMessage() for r in caplog.records if "disconnected" in r.getMessage()]
     assert len(lines) == 1, lines
     assert sent and sent[0]["type"] == "http.response.start" and sent[0]["status"] == 400
+
+
+# --- a train spec's lengths are counted before they are listed ---------------------------------------
+
+AB_STAR = {"alphabet": ["a", "b"], "states": [0, 1, 2], "initial": 0, "accepting": [0],
+           "transitions": {"0": {"a": 1, "b": 2}, "1": {"a": 2, "b": 0}, "2": {"a": 2, "b": 2}}}
+
+
+@pytest.mark.parametrize("key, extra", [("test_lengths", {"eval_per_length": 1}), ("train_lengths", {})])
+def test_a_length_range_spanning_3e7_is_refused_before_it_is_listed(monkeypatch: pytest.MonkeyPatch, key: str,
+                                                                    extra: dict) -> None:
+    """A range 1..3·10⁷ with step 10 (3 million lengths, every other limit raised or met) is refused
+    with ``max_lengths`` without listing a length (before: listed, 2.2 s, then refused by the memory
+    estimate — or, for test lengths with one string each, accepted)."""
+    import dataclasses
+
+    from langclass.app.usecases.experiments import validate_train_spec
+    from langclass.core.base.errors import LimitExceeded
+    from langclass.models import experiment
+    from langclass.models.specs import DEFAULT_JOB_LIMITS
+
+    def no_listing(value: Any, field: str) -> list[int]:
+        raise AssertionError(f"{field} listed before it was counted")
+
+    monkeypatch.setattr(experiment, "expand_lengths", no_listing)
+    limits = dataclasses.replace(DEFAULT_JOB_LIMITS, max_test_length=10 ** 8)
+    spec = {"language": AB_STAR, "encodings": ["nope"], "seeds": [0],
+            "overrides": {key: {"range": [1, 30_000_000], "step": 10}, **extra}}
+    with pytest.raises(LimitExceeded) as caught:
+        validate_train_spec(spec, limits)
+    err = caught.value
+    assert err.limit == "max_lengths" and err.value == experiment.MAX_LENGTHS and err.field == f"overrides.{key}"
+    assert "3,000,001 lengths" in err.detail  # 1, 11, …, 29,999,991 and the end 30,000,000
+
+
+def test_the_length_count_bound_through_the_api(make_client: Any, _migrated_sqlite: str) -> None:
+    client = make_client(_migrated_sqlite, classify_isolation="thread", worker_slots=0, max_test_length=10 ** 8)
+    lid = client.post("/v1/languages", json={"dfa": AB_STAR}).json()["id"]
+    r = client.post(f"/v1/languages/{lid}/experiments", json={
+        "kind": "train", "encodings": ["nope"], "seeds": [0],
+        "overrides": {"test_lengths": {"range": [1, 30_000_000], "step": 10}, "eval_per_length": 1}})
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["code"] == "limit-exceeded" and body["limit"] == "max_lengths" and body["setting"] is None
+    ok = client.post(f"/v1/languages/{lid}/experiments", json={
+        "kind": "train", "encodings": ["nope"], "seeds": [0], "overrides": {"test_lengths": {"range": [41, 60]}}})
+    assert ok.status_code == 202, ok.text
