@@ -194,3 +194,38 @@ def test_the_length_count_bound_through_the_api(make_client: Any, _migrated_sqli
     ok = client.post(f"/v1/languages/{lid}/experiments", json={
         "kind": "train", "encodings": ["nope"], "seeds": [0], "overrides": {"test_lengths": {"range": [41, 60]}}})
     assert ok.status_code == 202, ok.text
+
+
+# --- the time limit while a killed worker is replaced (item 2) -------------------------------------
+
+def test_a_call_waiting_for_a_replacement_worker_ends_at_its_deadline() -> None:
+    """Every worker of the pool is counted but none idle — the state while a killed worker's
+    replacement starts. A call with a 0.2 s deadline ends with time-limit-exceeded at that deadline
+    instead of waiting for the replacement (here one that never comes: before, the call never ended).
+    A liveness bound of 60 s, not a timing."""
+    import threading
+    import time
+
+    from langclass.app.execution.isolation import ProcessPool
+    from langclass.core.base.errors import TimeLimitExceeded
+
+    pool = ProcessPool(1)
+    pool._prestarted = True  # nothing starts in the background
+    with pool._changed:
+        pool._live = 1  # "a replacement is starting"
+    outcome: list[BaseException | None] = []
+
+    def call() -> None:
+        try:
+            pool.call(len, ((),), {}, None, 0.2, deadline=time.monotonic() + 0.2)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+            outcome.append(exc)
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "the call waited for the replacement past its deadline"
+    (err,) = outcome
+    assert isinstance(err, TimeLimitExceeded) and err.extra["step"] == "waiting for a worker", err
+    assert pool._slots.acquire(timeout=0)  # the call gave its slot back
