@@ -229,3 +229,33 @@ def test_a_call_waiting_for_a_replacement_worker_ends_at_its_deadline() -> None:
     (err,) = outcome
     assert isinstance(err, TimeLimitExceeded) and err.extra["step"] == "waiting for a worker", err
     assert pool._slots.acquire(timeout=0)  # the call gave its slot back
+
+
+# --- a database that stops answering: /readyz is 503 within its bound (item 4) ------------------------
+
+def test_readyz_answers_503_when_the_database_stops_answering(make_client: Any, _migrated_sqlite: str) -> None:
+    """The database accepts the check and never answers (a stopped PostgreSQL: the kernel still
+    acknowledges, no TCP timeout fires). /readyz answers 503 ``not-ready`` at its bound,
+    LANGCLASS_DB_CONNECT_TIMEOUT_S, instead of hanging for the stall (before: 29.8 s, the whole
+    stall). A liveness bound of 60 s, not a timing."""
+    import threading
+
+    client = make_client(_migrated_sqlite, classify_isolation="thread", worker_slots=0, db_connect_timeout_s=0.5)
+    assert client.get("/readyz").status_code == 200
+    stall = threading.Event()
+    db = client.app.state.db
+    real_ping = db.ping
+    db.ping = lambda: stall.wait(120) or real_ping()  # the stalled server: answers when the stall ends
+    answers: list[Any] = []
+    try:
+        thread = threading.Thread(target=lambda: answers.append(client.get("/readyz")), daemon=True)
+        thread.start()
+        thread.join(60)
+        assert not thread.is_alive(), "/readyz waited for the stalled database"
+    finally:
+        stall.set()
+        db.ping = real_ping
+    (r,) = answers
+    assert r.status_code == 503 and r.json()["code"] == "not-ready", r.text
+    assert "did not answer within 0.5 s" in r.json()["detail"]
+    assert client.get("/readyz").status_code == 200  # the stall over, ready again
