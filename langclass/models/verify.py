@@ -43,7 +43,7 @@ from .construct import (
     BraspTransformer, ConstructionOptions, FormulaTransformer,
 )
 from .construct_choice import MASK_CHOICES, by_class as _by_class, language_class as _language_class
-from .construct_choice import nonstrict as _nonstrict, nonstrict_route, plan_model as _plan
+from .construct_choice import nonstrict as _nonstrict, nonstrict_route, plan_model as _plan, unbuilt_formula_to_candidate
 from .construct.route import ROUTES, choose_hard_route, local_divisor_candidate
 from .construct_options import _OPTION_KEYS, _float_opt, _int_opt, _lengths, _options  # noqa: F401 (_OPTION_KEYS re-exported)
 from .construct.route_marked import default_y_mode
@@ -59,7 +59,6 @@ MAX_VERIFY_WORDS = 3_000_000
 
 MAX_RANDOM_LENGTH = 100_000
 """Longest random word a verification may use."""
-
 
 
 def default_all_words_length(k: int, budget: int = 300_000) -> int:
@@ -612,13 +611,7 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
     choice = prep.get("route_choice")
     result["route"] = choice.to_dict() if choice is not None else {
         "route": "program" if source_input == "program" else "formula", "cascade_height": None}
-    if result["route"].get("route") == "cascade" and result["synthesis"] is not None:
-        # the local-divisor formula was synthesized to compare the routes, then not built: it describes
-        # that candidate, not the model (before, the record's formula and "verified: false" read as the model's)
-        candidate = result["route"].setdefault("candidates", {}).setdefault("local-divisors", {})
-        candidate.update({"built": False, "formula": result["formula"], "fragment": result["fragment"],
-                          "synthesis": result["synthesis"]})
-        result["formula"] = result["fragment"] = result["synthesis"] = None
+    unbuilt_formula_to_candidate(result)
     aw, rw, bw = checks["all_words"], checks["random"], checks["beyond"]
     first = aw["first_failure"] or rw["first_failure"]
     exact = (aw["wrong"] == 0 and rw["wrong"] == 0 and aw["sim_inexact"] == 0 and rw["sim_inexact"] == 0)
