@@ -32,12 +32,13 @@ def _alphabet(note: str) -> list[str]:
 
 def _rows() -> list[tuple[str, str, str, str, list[str], str, list[str]]]:
     section = README[README.index("## The classes"):README.index("## Reading conventions")]
-    # a `|` inside a regex is written bare in the table's code spans: split on " | " only
+    # a `|` inside a code span is escaped (`\|`, GitHub would split the cell on a bare one)
     rows = []
     for line in section.splitlines():
         if not line.startswith("| `"):
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        assert not re.search(r"[^\\ ]\|[^ ]", line.strip().strip("|")), f"an unescaped | inside a cell: {line}"
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         assert len(cells) == 5, line
         key, logic, algebra, member, non_member = cells
         mm, nm = re.match(r"`([^`]+)`(.*)", member), re.match(r"`([^`]+)`(.*)", non_member)
@@ -98,6 +99,12 @@ def test_reading_convention_examples_hold() -> None:
     assert langclass.classify(formula="P(b & Y a)", alphabet="ab").classes["ltl_p"].member is True
     abc = langclass.classify(formula="P(b & Y a)", alphabet="abc").classes
     assert abc["ltl_p"].member is False and abc["ltl_p_y"].member is True
+    # how words are written in reasons
+    from langclass.core.algebra.classes.base import show
+
+    for word, shown in ((["a", "b", "b", "a"], "`abba`"), (["0", "1", "1", "0"], '`"0 1 1 0"`'),
+                        (["(", "(", ")", ")"], '`"( ( ) )"`'), (["x1", "x2"], "`x1·x2`")):
+        assert shown in conventions and f"`{show(word)}`" == shown, (word, show(word))
 
 
 @pytest.mark.parametrize("doc, facts", [
