@@ -67,6 +67,8 @@ def test_compose_runs_a_cpu_worker_by_default() -> None:
     assert "deploy" not in worker, "the default worker must not reserve a GPU"
     args = (worker.get("build") or {}).get("args") or {}
     assert "BASE_IMAGE" not in args and "TORCH_INDEX" not in args, "the default worker builds the CPU image"
+    for name in ("api", "worker"):  # records name the commit when LANGCLASS_CODE_VERSION is given (no .git in the image)
+        assert services[name]["build"]["args"]["CODE_VERSION"] == "${LANGCLASS_CODE_VERSION:-}", name
     assert worker["image"] == services["api"]["image"] == "langclass:cpu"
     assert services["api"]["environment"]["LANGCLASS_WORKER_SLOTS"] == "0"
 
