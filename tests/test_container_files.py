@@ -91,3 +91,24 @@ def test_api_and_worker_share_the_census_directory() -> None:
         env = services[name]["environment"]
         assert env["LANGCLASS_CENSUS_DIR"].startswith("/data/"), name
         assert env["LANGCLASS_JOB_CHECKPOINT_DIR"].startswith("/data/"), name
+
+
+def test_the_build_refuses_a_cuda_torch_when_the_cpu_index_was_asked_for(tmp_path: Path) -> None:
+    """The Dockerfile's dependency step checks the installed torch: with ``TORCH_INDEX`` the CPU
+    index, a CUDA build (pip's silent fallback to PyPI when the index is unreachable) fails the
+    build. The check's own Python line is run here against a stand-in torch of each kind."""
+    import re
+    import sys
+
+    text = (ROOT / "Dockerfile").read_text()
+    m = re.search(r'case "\$\{TORCH_INDEX\}" in \*/cpu\) \.venv/bin/python -c "([^"]+)";; esac', text)
+    assert m, "the Dockerfile no longer checks the torch build"
+    code = m.group(1).replace("${TORCH_INDEX}", "https://download.pytorch.org/whl/cpu")
+    for cuda, fails in ((None, False), ("12.6", True)):
+        fake = tmp_path / f"cuda-{cuda}" / "torch"
+        fake.mkdir(parents=True)
+        (fake / "__init__.py").write_text(f"__version__ = '2.13.0'\nclass version:\n    cuda = {cuda!r}\n")
+        done = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(fake.parent)}, capture_output=True, text=True)
+        assert (done.returncode != 0) == fails, (cuda, done.stderr)
+        if fails:
+            assert "is a CUDA build although TORCH_INDEX is the CPU index" in done.stderr
