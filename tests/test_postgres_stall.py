@@ -59,12 +59,15 @@ class StallProxy:
                 return
 
     def close(self) -> None:
-        self.server.close()
-        for s in self.sockets:
+        """Shut every socket down before closing it: a shutdown wakes the pump threads blocked in
+        ``recv`` (a bare close does not), so none lives on to read from a later socket that reuses
+        its descriptor number (that stole the next test's traffic)."""
+        for s in [self.server, *self.sockets]:
             try:
-                s.close()
+                s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            s.close()
 
 
 @pytest.fixture
@@ -121,3 +124,17 @@ def test_a_statement_to_a_stalled_server_fails_within_the_bound(proxied: Any) ->
     finally:
         proxy.stalled.clear()
         db.dispose()
+
+
+def test_requests_and_readyz_answer_503_during_the_stall(proxied: Any, make_client: Any) -> None:
+    proxy, url = proxied
+    client = make_client(url, classify_isolation="thread", worker_slots=0, db_connect_timeout_s=2, db_statement_timeout_s=1)
+    assert client.get("/v1/languages").status_code == 200 and client.get("/readyz").status_code == 200
+    proxy.stalled.set()
+    try:
+        (r,) = _ends(lambda: client.get("/v1/languages"))
+        assert r.status_code == 503 and r.json()["code"] == "not-ready", r.text
+        (r,) = _ends(lambda: client.get("/readyz"))
+        assert r.status_code == 503 and r.json()["code"] == "not-ready", r.text
+    finally:
+        proxy.stalled.clear()
