@@ -39,7 +39,9 @@ WORKDIR /app
 # dependency layer first (cached while only the code changes)
 COPY pyproject.toml constraints.txt Makefile README.md ./
 COPY langclass/__init__.py langclass/py.typed langclass/
-RUN PIP_EXTRA_INDEX_URL="${TORCH_INDEX}" make install EXTRAS=${EXTRAS}
+# an unreachable CPU index makes pip fall back to PyPI's CUDA torch (several GB) without a word: refuse it
+RUN PIP_EXTRA_INDEX_URL="${TORCH_INDEX}" make install EXTRAS=${EXTRAS} \
+ && case "${TORCH_INDEX}" in */cpu) .venv/bin/python -c "import sys, torch; sys.exit('torch %s is a CUDA build although TORCH_INDEX is the CPU index ${TORCH_INDEX} (unreachable?)' % torch.__version__ if torch.version.cuda else 0)";; esac
 COPY . .
 RUN PIP_EXTRA_INDEX_URL="${TORCH_INDEX}" make install EXTRAS=${EXTRAS} \
  && useradd --create-home --uid 10001 --shell /usr/sbin/nologin langclass \

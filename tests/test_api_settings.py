@@ -113,22 +113,22 @@ def test_get_settings_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_limits_are_declared_once_and_documented_alike() -> None:
-    """The service's limit defaults are the library's (Limits()), and the README's configuration
-    table and docs/regex.md's limits table state those same values."""
+    """The service's limit defaults are the library's (Limits()), and the configuration table
+    (docs/configuration.md) and docs/regex.md's limits table state those same values."""
     import re
 
     from langclass.core.base.limits import Limits
 
     root = Path(__file__).resolve().parent.parent
-    readme = (root / "README.md").read_text(encoding="utf-8")
+    readme = (root / "docs" / "configuration.md").read_text(encoding="utf-8")
     regex_doc = (root / "docs" / "regex.md").read_text(encoding="utf-8")
     library = Limits()
     assert Settings().limits() == library
     for name in Limits.__dataclass_fields__:
         value = getattr(library, name)
         row = re.search(rf"^\| `LANGCLASS_{name.upper()}` \| `([^`]*)` \|", readme, re.M)
-        assert row, f"README.md has no configuration row for LANGCLASS_{name.upper()}"
-        assert float(row.group(1)) == float(value), f"README.md says {name} = {row.group(1)}, the code {value}"
+        assert row, f"docs/configuration.md has no configuration row for LANGCLASS_{name.upper()}"
+        assert float(row.group(1)) == float(value), f"docs/configuration.md says {name} = {row.group(1)}, the code {value}"
         doc_row = re.search(rf"^\| `{name}` \| ([0-9,.]+) \|", regex_doc, re.M)
         if doc_row:
             assert float(doc_row.group(1).replace(",", "")) == float(value), f"docs/regex.md says {name} = {doc_row.group(1)}"

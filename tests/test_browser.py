@@ -164,6 +164,29 @@ def test_language_page_draws_dfa_lattice_and_eggbox(server: dict, browser: webdr
     assert "rope_periodic" in enc and "Thm" in enc
 
 
+def test_notes_in_table_cells_leave_the_class_names_visible(server: dict, browser: webdriver.Chrome) -> None:
+    """The logic under each class name (a ``.note``) does not cover the name: their boxes do not
+    intersect, and the name's own pixels are not the note's blue (before: an inline ``.note`` box's
+    padding drew a blue badge over the lower part of every class name)."""
+    browser.get(f"{server['base']}/languages/{server['ids']['ab-star']}")
+    rects = browser.execute_script("""
+        return [...document.querySelectorAll('table.certs tbody tr, table.encodings tbody tr')].map(tr => {
+          const name = tr.querySelector('td b'), note = tr.querySelector('td .note');
+          if (!name || !note) return null;
+          const a = name.getBoundingClientRect(), b = note.getBoundingClientRect();
+          return [a.left, a.top, a.right, a.bottom, b.left, b.top, b.right, b.bottom,
+                  getComputedStyle(note).backgroundColor, getComputedStyle(note).borderTopWidth];
+        }).filter(x => x);""")
+    assert len(rects) >= len(CLASS_KEYS)
+    for al, at, ar, ab, bl, bt, br, bb, background, border in rects:
+        overlap = min(ar, br) > max(al, bl) and min(ab, bb) > max(at, bt)
+        assert not overlap, (al, at, ar, ab, bl, bt, br, bb)
+        assert background in ("rgba(0, 0, 0, 0)", "transparent") and border == "0px", (background, border)
+    row = browser.find_element(By.ID, "class-ltl_p")
+    name = _image(row.find_element(By.CSS_SELECTOR, "td b").screenshot_as_png, "class-name")
+    assert _share(name, (0xE8, 0xF1, 0xFB), 6) < 0.05  # no blue badge behind the name
+
+
 def test_user_state_names_on_the_dfa(server: dict, browser: webdriver.Chrome) -> None:
     browser.get(f"{server['base']}/languages/{server['ids']['parity']}")
     labels = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#dfa-picture g.state text")]

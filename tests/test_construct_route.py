@@ -76,6 +76,12 @@ def test_record_names_the_route():
     assert r["exact"] and r["attention"] == "hard" and r["encoding"] == "mod_onehot" and r["modulus"] == 2
     route = r["route"]
     assert route["route"] == "cascade" and route["cascade_height"] == 4
+    # the record describes the model built: the local-divisor formula, synthesized to compare the
+    # routes and not built, sits with its candidate (before: as the record's formula and synthesis)
+    assert r["formula"] is None and r["synthesis"] is None and r["fragment"] is None
+    ld = route["candidates"]["local-divisors"]
+    assert ld["built"] is False and (ld["synthesis"] is None or ld["synthesis"]["formula"] == ld["formula"])
+    assert r["program"]
     for key in ("layers", "heads", "d_model", "parameters"):
         assert route[key] == r["model"][key]
     soft = run_construction({"regex": "(ab)*", "alphabet": ["a", "b"], "all_words_up_to": 4, "random_words": 1,

@@ -49,7 +49,26 @@ def test_hide_sink_and_names() -> None:
     states = [g for g in root.iter(f"{NS}g") if (g.get("class") or "").startswith("state")]
     assert len(states) == dfa.num_states - 1
     labels = [g.find(f"{NS}text").text for g in states]
-    assert "start" in labels and "x+1" in labels
+    assert "start" in labels and "x,y" in labels  # merged states: every name (before: "x+1")
+
+
+def test_tomita3_labels_are_the_users_names_and_never_repeat() -> None:
+    """Tomita 3 given with integer state names, 0 and 2 equivalent and a missing edge (an implicit
+    sink): the merged node is labelled ``0,2`` (before: ``0+1``, read as a name), and the sink ``⊥``
+    (before: its canonical number 4, the label of the user's state 4 too)."""
+    import langclass
+    from langclass.core.drawing.svg import state_label
+
+    doc = {"alphabet": ["0", "1"], "states": [0, 1, 2, 3, 4], "initial": 0, "accepting": [0, 1, 2, 4],
+           "transitions": {"0": {"0": 2, "1": 1}, "2": {"0": 0, "1": 1}, "1": {"0": 3, "1": 0}, "3": {"0": 4},
+                           "4": {"0": 3, "1": 1}}}
+    r = langclass.classify(dfa=doc)
+    root = ET.fromstring(dfa_svg(r.dfa, state_names=r.state_names))
+    states = [g for g in root.iter(f"{NS}g") if (g.get("class") or "").startswith("state")]
+    labels = [g.find(f"{NS}text").text for g in states]
+    assert sorted(labels) == sorted(["0,2", "1", "3", "4", "⊥"]) and len(set(labels)) == len(labels)
+    assert state_label(3, ["a-long-name", "b"], named=True) == "a-long-…"
+    assert state_label(3, [], named=False) == "3" and state_label(3, [], named=True) == "#3"
 
 
 def test_edge_labels_are_unambiguous() -> None:

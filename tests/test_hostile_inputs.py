@@ -89,9 +89,9 @@ def test_schema_behind_is_503_naming_the_upgrade(make_client: Any, database_url:
 
 
 def test_cursor_checks_match_the_documentation(api: Any) -> None:
-    """README: a cursor that is not well-formed is 400 invalid-cursor naming that; cursors are not
+    """docs/api.md: a cursor that is not well-formed is 400 invalid-cursor naming that; cursors are not
     signed, so a well-formed one the service did not issue is accepted (an empty page past the end)."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith("| `invalid-cursor` | 400 |"))
     assert "not well-formed" in row and "not signed" in row
     for path in ("/v1/languages", "/v1/jobs"):

@@ -165,3 +165,65 @@ def test_finished_job_page_full_progress_and_one_verdict_line_each(make_client: 
     assert re.findall(r'<p class="verdict-line">([^<]*)</p>', page) == lines
     bar = re.search(r"<progress id=\"job-progress\"[^>]*>", api.get(f"/jobs/{bad_id}").text).group(0)
     assert "hidden" in bar
+
+
+def test_construct_job_page_describes_the_model_built_and_the_routes_compared(make_client: Any, sqlite_url: str) -> None:
+    """A construct job's page shows the route built, the model's size, the checks and the routes
+    compared (before: one sentence), and the local-divisor formula only as the candidate not built."""
+    from langclass.app.store import jobs as jobrepo
+    from langclass.app.store.db import upgrade
+
+    upgrade(sqlite_url)
+    api = make_client(sqlite_url, worker_slots=0)
+    lid = _add(api, {"regex": "0*((11)+0+|1(11)*(00)+)*1*", "alphabet": ["0", "1"]})
+    result = {"kind": "construct", "input": "regex", "encoding": "mod_onehot", "attention": "hard", "mask": "strict",
+              "dtype": "float32", "exact": True, "decisions_exact": True, "simulation_exact": True, "all_words_up_to": 12,
+              "words_checked": 8191, "random_words_checked": 32, "random_words_up_to": 2000, "n_max": None,
+              "formula": None, "fragment": None, "synthesis": None, "program": "x1 = rightmost j < i ...\nout = x1",
+              "model": {"layers": 9, "heads": 7, "d_model": 40, "parameters": 115467, "mask": "strict"},
+              "route": {"route": "cascade", "cascade_height": 4, "layers": 9, "heads": 7, "d_model": 40, "parameters": 115467,
+                        "candidates": {"cascade": {"layers": 9, "heads": 7, "d_model": 40, "parameters": 115467},
+                                       "local-divisors": {"parameters_at_least": 10 ** 8, "planned": False, "built": False,
+                                                          "formula": "P (a & MOD(2,1))", "synthesis": {"verified": False}}}},
+              "seconds": 1.9, "build_seconds": 0.04, "verify_seconds": 1.8}
+    with api.app.state.db.session_scope() as session:
+        job = jobrepo.create_job(session, language_id=lid, kind="construct", spec={"kind": "construct"}, max_attempts=1)
+        job.status, job.attempts, job.progress, job.result = "succeeded", 1, {"phase": "done"}, result
+        jid = job.id
+    page = api.get(f"/jobs/{jid}").text
+    visible = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
+    assert "route built cascade (Krohn–Rhodes cascade of height 4)" in visible
+    assert "9 layers, 7 heads, d_model 40, 115,467 parameters" in visible
+    assert "decisions exact True, simulation exact True, 8191 words up to length 12" in visible
+    candidates = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", re.search(r'id="construct-candidates">(.*?)</table>', page, re.S).group(1)))
+    assert "local-divisors no at least 100,000,000 parameters (not planned) its formula (not built)" in candidates
+    assert "cascade yes" in candidates
+    assert "verified False" not in visible and not re.search(r"\bNone\b", visible)
+
+
+def test_jobs_page_lists_jobs_with_filters_and_links(make_client: Any, sqlite_url: str) -> None:
+    """``/jobs`` lists every job newest first with its language, status and page (before: 404),
+    filtered by status and kind; an unknown filter value is a problem on the page, not a 500."""
+    from langclass.app.store import jobs as jobrepo
+    from langclass.app.store.db import upgrade
+
+    upgrade(sqlite_url)
+    api = make_client(sqlite_url, worker_slots=0)
+    lid = _add(api, {"regex": "(ab)*", "alphabet": ["a", "b"]})
+    with api.app.state.db.session_scope() as session:
+        done = jobrepo.create_job(session, language_id=lid, kind="construct", spec={"kind": "construct"}, max_attempts=1)
+        done.status = "succeeded"
+        queued = jobrepo.create_job(session, language_id=lid, kind="train", spec={"kind": "train"}, max_attempts=1)
+        ids = (done.id, queued.id)
+    r = api.get("/jobs")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    for jid in ids:
+        assert f'href="/jobs/{jid}"' in r.text
+    assert f'href="/languages/{lid}"' in r.text and 'href="/jobs">Jobs</a>' in r.text
+    only = api.get("/jobs", params={"status": "succeeded"}).text
+    assert f'href="/jobs/{ids[0]}"' in only and f'href="/jobs/{ids[1]}"' not in only
+    only = api.get("/jobs", params={"kind": "train", "status": ""}).text
+    assert f'href="/jobs/{ids[1]}"' in only and f'href="/jobs/{ids[0]}"' not in only
+    bad = api.get("/jobs", params={"status": "done"})
+    assert bad.status_code == 200 and "status: &#39;done&#39; is not one of" in bad.text
+    assert api.get("/jobs", params={"cursor": "garbage"}).status_code == 400

@@ -1,6 +1,6 @@
 """The README's examples run as written and say what they show.
 
-* **API tour, errors, experiments**: every ``curl`` command of those sections, in README order,
+* **API tour (its errors included), experiments and jobs**: every ``curl`` command of those sections, in README order,
   against one app (SQLite, no worker slot: jobs stay queued). Placeholders a reader fills in are
   substituted — ``$ID`` (set by the README's own ``ID=…`` lines, whose ``python3 -c`` pipeline runs
   as written), ``<next_cursor>``, and the job ids shown as ``5f5ad406-…`` / ``7e415812-…`` (the jobs

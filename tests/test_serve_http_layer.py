@@ -1,4 +1,4 @@
-"""``langclass serve`` as a real process: what its HTTP layer answers itself (README "Malformed
+"""``langclass serve`` as a real process: what its HTTP layer answers itself (docs/api.md "Malformed
 HTTP"), and that SIGTERM stops it promptly (a liveness check with a generous bound, not a benchmark).
 """
 
@@ -54,7 +54,7 @@ def served(tmp_path: Path) -> Any:
 
 
 def test_malformed_content_length_is_answered_by_the_http_layer_as_documented(served: Any) -> None:
-    """README: a Content-Length the parser refuses gets uvicorn's own 400 text/plain, no problem+json."""
+    """docs/api.md: a Content-Length the parser refuses gets uvicorn's own 400 text/plain, no problem+json."""
     _, port = served
     for value in ("abc", "-1", "1, 2"):
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:

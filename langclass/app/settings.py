@@ -58,6 +58,10 @@ class Settings(BaseSettings):
         require_key_for_writes: when keys are set, also require one for ``POST /v1/languages``
             (storing a language). Classification without storing (``POST /v1/classify``) and reads
             stay open.
+        trusted_proxies: comma-separated addresses or networks (``10.0.0.0/8``, ``*``) of reverse
+            proxies whose ``X-Forwarded-For`` / ``X-Forwarded-Proto`` ``langclass serve`` believes.
+            Empty (the default): the client address is always the TCP peer's, so the sign-in throttle
+            (keyed by it) cannot be escaped by varying a header.
         max_body_bytes: largest accepted request body; larger bodies get 413.
         body_read_timeout_s: a client that stops sending its request body for this long gets 408.
         max_json_depth: deepest nesting of arrays/objects in a JSON request body (422
@@ -121,6 +125,7 @@ class Settings(BaseSettings):
     # --- access -------------------------------------------------------------------------
     api_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
     require_key_for_writes: bool = False
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     # --- request size and classification limits -----------------------------------------
     max_body_bytes: int = Field(1_000_000, ge=1_024)
@@ -245,6 +250,29 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [k.strip() for k in value.split(",") if k.strip()]
         return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: object) -> object:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [p.strip() for p in value.split(",") if p.strip()]
+        return value
+
+    @field_validator("trusted_proxies", mode="after")
+    @classmethod
+    def _check_proxies(cls, proxies: list[str]) -> list[str]:
+        import ipaddress
+
+        for i, entry in enumerate(proxies):
+            if entry == "*":
+                continue
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"entry {i} (0-based, comma-separated) is not an IP address, a network (CIDR) or *") from None
+        return proxies
 
     @field_validator("api_keys", mode="after")
     @classmethod

@@ -24,7 +24,7 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 import typer.core
@@ -46,7 +46,12 @@ class _Commands(typer.core.TyperGroup):
     ``error (invalid-input): cannot use the path …: <reason>`` and exit status 2, in every subcommand."""
 
     def invoke(self, ctx):  # type: ignore[no-untyped-def]
-        as_json = "--json" in [*getattr(ctx, "protected_args", []), *ctx.args]
+        # the subcommand's name and its unparsed arguments (click ≥ 8.2 keeps the name in _protected_args)
+        argv = [*(getattr(ctx, "_protected_args", None) or getattr(ctx, "protected_args", None) or []), *ctx.args]
+        as_json = "--json" in argv
+        repeated = repeated_option(self, argv, ctx)
+        if repeated is not None:
+            _fail(repeated, as_json)
         try:
             return super().invoke(ctx)
         except OSError as exc:
@@ -55,6 +60,60 @@ class _Commands(typer.core.TyperGroup):
             from .common import path_error
 
             _fail(path_error(exc), as_json)
+
+
+def repeated_option(group, argv: list[str], ctx) -> InputError | None:  # type: ignore[no-untyped-def]
+    """The ``invalid-input`` error for an option given more than once on one command line (click
+    would silently keep the last: ``--regex '(ab)*' --regex a`` classified ``a``), else None.
+
+    ``argv`` is the group's unparsed arguments (the subcommand's name first; a nested group's
+    subcommand is followed). Options declared ``multiple`` (``-e``, ``--seed``) and counted ones may
+    repeat; an option's long and short spellings (``--regex``, ``-r``) count as the same option;
+    everything after ``--`` is an argument."""
+    # duck-typed: typer may bring its own copy of click, whose classes are not ``click``'s
+    def is_group(cmd) -> bool:  # type: ignore[no-untyped-def]
+        return hasattr(cmd, "get_command")
+
+    command, rest = group, list(argv)
+    while is_group(command) and rest:
+        found = command.get_command(ctx, rest[0])
+        if found is None:
+            return None  # click reports the unknown command itself
+        command, rest = found, rest[1:]
+    if is_group(command):
+        return None
+    by_flag: dict[str, Any] = {}
+    for param in command.params:
+        if getattr(param, "param_type_name", "") == "option":
+            for flag in (*param.opts, *param.secondary_opts):
+                by_flag[flag] = param
+    seen: dict[str, list[str]] = {}
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        i += 1
+        if token == "--":
+            break
+        if token.startswith("--"):
+            flag, has_value = token.split("=", 1)[0], "=" in token
+        elif token.startswith("-") and len(token) > 1 and not token[1].isdigit():
+            flag, has_value = token[:2], len(token) > 2
+        else:
+            continue
+        param = by_flag.get(flag)
+        if param is None:
+            continue
+        if not param.is_flag and not param.count and not has_value:
+            i += 1  # the option's value, whatever it looks like
+        if param.multiple or param.count:
+            continue
+        seen.setdefault(param.name or flag, []).append(flag)
+    for name, flags in seen.items():
+        if len(flags) > 1:
+            shown = ", ".join(flags)
+            return InputError(f"option {flags[0]} was given {len(flags)} times ({shown}); give it once "
+                              "(a repeated option would silently keep only the last value)", field=flags[0])
+    return None
 
 
 app = typer.Typer(
@@ -116,8 +175,18 @@ def serve(
         port=port or settings.port,
         workers=workers,
         log_level=settings.log_level,
-        proxy_headers=True,
+        **proxy_options(settings),
     )
+
+
+def proxy_options(settings: Settings) -> dict[str, object]:
+    """uvicorn's proxy options: ``X-Forwarded-For`` / ``-Proto`` are believed only from the peers in
+    ``LANGCLASS_TRUSTED_PROXIES``; without any, the client address is the real peer's (before, uvicorn
+    believed any loopback peer, so a local client varying ``X-Forwarded-For`` escaped the sign-in
+    throttle, which is keyed by the client address)."""
+    if not settings.trusted_proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": ",".join(settings.trusted_proxies)}
 
 
 @db_app.command("upgrade")

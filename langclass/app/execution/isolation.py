@@ -247,7 +247,11 @@ class ProcessPool:
         self._prestarted = False
         self.recycled = 0
 
-    def _take(self) -> _Worker:
+    def _take(self, deadline: float | None = None) -> _Worker | None:
+        """An idle worker, or a new one when fewer than ``size`` are counted; None when ``deadline``
+        (a ``time.monotonic()`` instant) passes first — while every counted worker is busy or being
+        started (a replacement after a kill), the wait is bounded by the caller's deadline (before,
+        it waited for the replacement whatever the deadline: a 0.5 s call answered after 3.55 s)."""
         with self._changed:
             while True:
                 while self._idle:
@@ -261,7 +265,13 @@ class ProcessPool:
                     break
                 # every process is counted but none idle: one is starting (prestart) or being
                 # replaced; the caller holds a slot, so one becomes idle or goes away soon
-                self._changed.wait(1.0)
+                if deadline is None:
+                    self._changed.wait(1.0)
+                    continue
+                rest = deadline - time.monotonic()
+                if rest <= 0:
+                    return None
+                self._changed.wait(min(1.0, rest))
         try:
             return _Worker()
         except BaseException:
@@ -356,8 +366,8 @@ class ProcessPool:
         def left() -> float | None:
             return None if deadline is None else deadline - time.monotonic()
 
-        def too_late(what: str) -> TimeLimitExceeded:
-            return TimeLimitExceeded("time_limit_s", limit_value, f"time limit of {limit_value} s exceeded ({what})")
+        def too_late(what: str, step: str | None = "waiting for a worker") -> TimeLimitExceeded:
+            return TimeLimitExceeded("time_limit_s", limit_value, f"time limit of {limit_value} s exceeded ({what})", step=step)
 
         wait = left()
         wait = queue_timeout if wait is None else (wait if queue_timeout is None else min(wait, queue_timeout))
@@ -366,7 +376,9 @@ class ProcessPool:
                 raise too_late("no worker came free in time")
             raise ClassifierBusy(queue_timeout or 0.0)
         try:
-            worker = self._take()
+            worker = self._take(deadline)
+            if worker is None:
+                raise too_late("no worker was ready in time")
             try:
                 # start-up (rare: workers are prestarted and replaced in the background) counts
                 # against the caller's deadline like any other wait
@@ -391,7 +403,7 @@ class ProcessPool:
                 if not worker.recv.poll(None if deadline is None else max(0.0, deadline - time.monotonic())):
                     self._discard(worker, reap_later=True)
                     self._replenish()
-                    raise too_late("the computation was stopped")
+                    raise too_late("the computation was stopped", None)
                 status, payload = worker.recv.recv()
             except (EOFError, OSError, BrokenPipeError) as exc:
                 self._discard(worker, reap_later=True)

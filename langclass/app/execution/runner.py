@@ -261,7 +261,8 @@ class ClassifyRunner:
         if end is not None:
             left = end - time.monotonic()
             if left <= 0:
-                raise self._restated(TimeLimitExceeded("time_limit_s", self.time_limit_s, "budget spent before a worker was asked"))
+                raise self._restated(TimeLimitExceeded("time_limit_s", self.time_limit_s, "budget spent before a worker was asked",
+                                                               step="waiting for a worker"))
             wait = left if wait is None else min(wait, left)
         self.waiting += 1
         t0 = time.monotonic()
@@ -287,8 +288,12 @@ class ClassifyRunner:
             self.served += 1
             slots.release()
 
-    def _restated(self, err: TimeLimitExceeded) -> TimeLimitExceeded:
-        """``err`` naming the configured limit (the call ran under the remaining part of it)."""
+    def _restated(self, err: TimeLimitExceeded, fn: Callable[..., Any] | None = None) -> TimeLimitExceeded:
+        """``err`` naming the configured limit (the call ran under the remaining part of it) and the
+        step that overran: the one the computation reported, else the call's own step (its process
+        was stopped at the deadline, so which of its inner steps was running is not known)."""
+        if not err.extra.get("step"):
+            err.extra["step"] = step_of(fn) if fn is not None else "computation"
         if self.time_limit_s is not None:
             err.value = err.extra["value"] = self.time_limit_s
             step = err.extra.get("step")
@@ -313,7 +318,8 @@ class ClassifyRunner:
         async with self._admitted(end):
             remaining = None if end is None else end - time.monotonic()
             if remaining is not None and remaining <= 0:
-                raise self._restated(TimeLimitExceeded("time_limit_s", self.time_limit_s, "budget spent waiting for a worker"))
+                raise self._restated(TimeLimitExceeded("time_limit_s", self.time_limit_s, "budget spent waiting for a worker",
+                                                               step="waiting for a worker"))
             cooperative = None if remaining is None else remaining - answer_reserve_s(remaining)
             given_args, given_kwargs = args, kwargs
             args, kwargs = _with_time_limit(args, kwargs, cooperative)
@@ -343,10 +349,11 @@ class ClassifyRunner:
                         return await anyio.to_thread.run_sync(call, limiter=self._threads, abandon_on_cancel=True)
                 except TimeoutError:
                     raise TimeLimitExceeded(
-                        "time_limit_s", self.time_limit_s, f"time limit of {self.time_limit_s} s exceeded (hard backstop at {backstop:.1f} s)"
+                        "time_limit_s", self.time_limit_s, f"time limit of {self.time_limit_s} s exceeded (hard backstop at {backstop:.1f} s)",
+                        step=step_of(fn),
                     ) from None
             except TimeLimitExceeded as err:
-                raise self._restated(err) from None
+                raise self._restated(err, fn) from None
 
     async def run_light_first(self, fn: Callable[..., T], *args: Any, light_ok: bool, budget_end: float | None = None,
                               light_key: Any = None, **kwargs: Any) -> T:
@@ -399,7 +406,7 @@ class ClassifyRunner:
             raise _Overflow from None
         except TimeLimitExceeded as err:
             if whole_budget_first:  # the request's own budget ran out, not the lane's
-                raise self._restated(err) from None
+                raise self._restated(err, fn) from None
             raise _Overflow("bound") from None
         except LimitExceeded as err:
             if err.limit in lowered:
@@ -412,3 +419,21 @@ class ClassifyRunner:
         if hit & lowered or ("time_limit_s" in hit and not whole_budget_first):
             raise _Overflow("bound")
         return result
+
+
+STEPS = {
+    "analyze_language": "analysis",
+    "parse_language": "parsing",
+    "classify_json": "classification",
+    "classify_request": "classification",
+    "eggbox_of": "egg-box diagram",
+    "monoid_page": "monoid enumeration",
+}
+"""Readable step names of the functions the runner calls (``step`` of a time-limit error)."""
+
+
+def step_of(fn: Callable[..., Any]) -> str:
+    """The step a call of ``fn`` performs, as a time-limit error names it (:data:`STEPS`, else the
+    function's name in words)."""
+    name = getattr(getattr(fn, "func", fn), "__name__", "computation")
+    return STEPS.get(name, name.strip("_").replace("_", " ") or "computation")

@@ -56,8 +56,9 @@ def make_engine(url: str, *, connect_timeout_s: float = CONNECT_TIMEOUT_S, state
 
     SQLite: ``check_same_thread=False`` (sessions are used from worker threads, one at a time),
     ``PRAGMA foreign_keys=ON`` (cascading deletes), ``journal_mode=WAL`` for file databases (readers
-    do not block the writer) and a busy timeout of ``statement_timeout_s``. PostgreSQL:
-    ``pool_pre_ping``; ``connect_timeout`` (``connect_timeout_s``, also the wait for a pooled
+    do not block the writer) and a busy timeout of ``statement_timeout_s``. PostgreSQL: a ping on
+    each checkout and a client-side bound on every round trip (:mod:`.stall_guard`: a stopped server
+    whose kernel still acknowledges fires no server or TCP timeout); ``connect_timeout`` (``connect_timeout_s``, also the wait for a pooled
     connection), ``statement_timeout`` and ``tcp_user_timeout`` (``statement_timeout_s``: a server
     that stops answering — a network partition, a paused server — fails the statement instead of
     hanging it for the whole outage), and TCP keepalives. A request whose query fails so answers
@@ -92,7 +93,11 @@ def make_engine(url: str, *, connect_timeout_s: float = CONNECT_TIMEOUT_S, state
             **kwargs.pop("connect_args", {}),
         }
         kwargs.setdefault("pool_timeout", connect_timeout_s)
-        return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+        from .stall_guard import guard_stalls
+
+        engine = create_engine(url, connect_args=connect_args, **kwargs)
+        guard_stalls(engine, statement_timeout_s)  # a server that stops answering: 503, not a hang (pings on checkout)
+        return engine
     return create_engine(url, pool_pre_ping=True, **kwargs)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-import traceback
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,20 +22,20 @@ def error_record(exc: BaseException, *, attempt: int | None = None) -> dict[str,
     """The ``error`` JSON for an exception raised by a job function.
 
     :class:`LimitExceeded` → ``limit-exceeded`` (with ``limit`` and ``value``); another
-    :class:`LangclassError` → ``invalid-spec`` (with its ``code`` and ``field``); anything else →
-    ``run-error`` with the exception type and the last lines of the traceback.
+    :class:`LangclassError` → ``invalid-spec`` (with its ``code`` and ``field``); anything else (a
+    bug) → ``run-error`` naming the exception's type only: its message and traceback may hold server
+    paths or internals, and any reader of ``GET /v1/jobs/{id}`` sees this record, so they go to the
+    worker's log (which logs the traceback with the job id) and not here.
     """
     if isinstance(exc, LimitExceeded):
         out: dict[str, Any] = {"reason": "limit-exceeded", **problem_dict(exc)}
     elif isinstance(exc, LangclassError):
         out = {"reason": "invalid-spec", **problem_dict(exc)}
     else:
-        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
         out = {
             "reason": "run-error",
-            "detail": f"{type(exc).__name__}: {exc}"[:2000],
-            "type": f"{type(exc).__module__}.{type(exc).__qualname__}",
-            "traceback": "".join(tb)[-4000:],
+            "detail": f"the run failed with an internal error ({type(exc).__name__}); the worker's log has the traceback",
+            "type": type(exc).__name__,
         }
     if attempt is not None:
         out["attempt"] = attempt

@@ -39,8 +39,9 @@ Guarantees (on SQLite and PostgreSQL alike):
 Error reasons (``error.reason``): ``worker-lost`` (lease expired after the last attempt; while a
 retry is queued the same reason is recorded with ``retrying: true``), ``invalid-spec`` and
 ``limit-exceeded`` (the job function rejected its input: a :class:`~langclass.core.base.errors.
-LangclassError`, not retried), ``run-error`` (an unexpected exception: type, message and the
-traceback's tail; not retried, since it would fail again), ``unknown-kind``, ``cancelled``.
+LangclassError`, not retried), ``run-error`` (an unexpected exception: its type only — the
+message and traceback go to the worker's log, not to readers of the job; not retried, since it
+would fail again), ``unknown-kind``, ``cancelled``.
 
 Timestamps are UTC and come from the process that writes them (workers on several machines need
 synchronized clocks, as any lease scheme does; the lease is long compared to clock skew).

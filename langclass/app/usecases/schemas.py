@@ -55,6 +55,14 @@ NO_NUL_PATTERN = "^[^\\u0000]*$"
 refuses one with 422; lone surrogates are refused too, but a JSON Schema pattern cannot name them
 without also refusing astral characters in UTF-16 engines)."""
 
+_LABEL_CHARS = "[^\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]"
+LABEL_PATTERN = f"^{_LABEL_CHARS}*$"
+"""The JSON-schema ``pattern`` of a label (a tag, a DFA's state name): no control character (Cc) and
+no bidirectional formatting character (:data:`langclass.core.base.inputs.BIDI_CONTROLS`)."""
+
+NAME_PATTERN = f"^(\\s*|{_LABEL_CHARS}*)$"
+"""A language name: a label, or only white space (stored as no name)."""
+
 CURSOR_SCHEMA = {"pattern": "^[A-Za-z0-9_-]+$"}
 """The form of a listing cursor (URL-safe base64 without padding, :mod:`langclass.app.store.pagination`);
 its content (a ``[time, id]`` the service issued) is opaque: a well-formed cursor that does not
@@ -73,8 +81,21 @@ Alphabet = Annotated[list[Symbol], Field(json_schema_extra={"minItems": 1, "uniq
 """An ordered alphabet: at least one symbol, no symbol twice (enforced by ``check_alphabet``, which
 also refuses two spellings of one symbol after NFC normalization — a rule no schema states)."""
 
-Tag = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_unicode_text), _NO_NUL]
-"""A tag: 1 to 64 characters of storable text."""
+def _label(value: str) -> str:
+    """Refuse a control character (NUL, line breaks, escape, ...) or a bidirectional override in a
+    label (:func:`langclass.core.base.inputs.unsafe_character`): it would garble the tables and pages
+    that show it, or display as other text."""
+    from langclass.core.base.inputs import unsafe_character
+
+    why = unsafe_character(value)
+    if why is not None:
+        raise ValueError(f"a label cannot hold control or bidirectional formatting characters: {why}")
+    return value
+
+
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_unicode_text), AfterValidator(_label),
+                Field(json_schema_extra={"pattern": LABEL_PATTERN})]
+"""A tag: 1 to 64 characters of storable text, no control or bidirectional formatting character."""
 
 MAX_NAME_LENGTH = 200
 """Longest language name, in characters."""
@@ -84,10 +105,12 @@ def _blank_is_none(name: str) -> str | None:
     return name if name.strip() else None
 
 
-Name = Annotated[str, StringConstraints(max_length=MAX_NAME_LENGTH), AfterValidator(_unicode_text), _NO_NUL,
-                 AfterValidator(_blank_is_none)]
+Name = Annotated[str, StringConstraints(max_length=MAX_NAME_LENGTH), AfterValidator(_unicode_text),
+                 Field(json_schema_extra={"pattern": NAME_PATTERN}),
+                 AfterValidator(_blank_is_none), AfterValidator(lambda name: None if name is None else _label(name))]
 """A language name: up to 200 characters of storable text (the constraint sits on the string, so its
-error says "characters"); an empty or white-space-only name is normalised to null (no name)."""
+error says "characters"); an empty or white-space-only name is normalised to null (no name); any
+other name with a control or bidirectional formatting character is refused (:func:`_label`)."""
 
 MAX_TAGS = 32
 """Most tags on one language."""
@@ -121,7 +144,7 @@ _INPUT_EXAMPLES = [
 ]
 
 
-StateName = Annotated[str, Field(min_length=1, pattern=NO_NUL_PATTERN)] | int
+StateName = Annotated[str, Field(min_length=1, pattern=LABEL_PATTERN)] | int
 """A state of a DFA document: a non-empty string or an integer (``1`` and ``"1"`` name one state)."""
 
 
@@ -138,7 +161,7 @@ class DfaDocument(BaseModel):
     states: list[StateName] = Field(min_length=1, json_schema_extra={"uniqueItems": True})
     initial: StateName
     accepting: list[StateName] = Field(json_schema_extra={"uniqueItems": True})
-    transitions: dict[Annotated[str, Field(min_length=1, pattern=NO_NUL_PATTERN)],
+    transitions: dict[Annotated[str, Field(min_length=1, pattern=LABEL_PATTERN)],
                       dict[Annotated[str, Field(min_length=1, pattern=NO_NUL_PATTERN)], StateName]]
 
 

@@ -12,6 +12,7 @@ Pages (not part of the OpenAPI schema):
   lattice (members green, non-members red) with every certificate and witness (words as words), the
   egg-box diagram of the syntactic monoid (paged by D-classes: ``?dpage=``), the encodings with their
   theorems, the experiments and a form launching one;
+* ``GET /jobs``: every job, newest first, filtered by status and kind, with links to their pages.
 * ``GET /jobs/{id}``: status and progress (refreshed live), cancel, the accuracy-by-length plot and
   the per-run table;
 * ``GET /login``, ``POST /login``, ``POST /logout``: with ``LANGCLASS_API_KEYS`` set, a browser signs
@@ -242,6 +243,48 @@ async def language_page(
         "lang": resource, "jobs": jobs, "eggbox": eggbox, "eggbox_error": eggbox_error, "soft_encodings": encodings,
         **{k: v for k, v in ctx.items() if k != "dfa"}, "num_states": ctx["dfa"].num_states,
     })
+
+
+JOBS_PER_PAGE = 50
+"""Jobs on one page of ``/jobs``."""
+
+
+@router.get("/jobs", response_class=HTMLResponse)
+async def jobs_page(
+    request: Request,
+    status: Annotated[str | None, Query(max_length=16)] = None,
+    kind: Annotated[str | None, Query(max_length=16)] = None,
+    cursor: Annotated[str | None, Query(max_length=1000)] = None,
+) -> HTMLResponse:
+    """Every job, newest first (:data:`JOBS_PER_PAGE` a page, the next by cursor), filtered by status
+    and kind like ``GET /v1/jobs`` (an empty value: any; an unknown one is shown as a problem and
+    ignored, as on the languages page): each with its language, status, progress and its page.
+
+    Raises:
+        InvalidCursorError: a cursor that is not well-formed (400)."""
+    db = request.app.state.db
+    problems = []
+    if status and status not in JOB_STATUSES:
+        problems.append(f"status: {status!r} is not one of {', '.join(JOB_STATUSES)}")
+    if kind and kind not in JOB_KINDS:
+        problems.append(f"kind: {kind!r} is not one of {', '.join(JOB_KINDS)}")
+    status_f = status if status in JOB_STATUSES else None
+    kind_f = kind if kind in JOB_KINDS else None
+
+    def load() -> tuple[list[dict[str, Any]], str | None]:
+        with db.session_scope() as session:
+            rows, nxt = jobrepo.list_jobs(session, limit=JOBS_PER_PAGE, cursor=cursor, status=status_f, kind=kind_f)
+            return [jobrepo.job_summary(r) for r in rows], nxt
+
+    jobs, next_cursor = await anyio.to_thread.run_sync(load)
+    return templates.TemplateResponse(request, "jobs.html", {
+        "jobs": jobs, "next_cursor": next_cursor, "status": status_f, "kind": kind_f, "problems": problems,
+        "statuses": JOB_STATUSES, "kinds": JOB_KINDS,
+    })
+
+
+JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+JOB_KINDS = ("train", "construct", "sectors", "sweep")
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)

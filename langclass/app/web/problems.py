@@ -363,6 +363,14 @@ async def _database_error_handler(request: Request, exc: Exception) -> JSONRespo
     return problem_response(503, NotReadyError.code, NotReadyError.title, why, instance=request.url.path, headers={"Retry-After": "5"})
 
 
+async def _client_disconnect_handler(request: Request, exc: Exception) -> JSONResponse:
+    """A client that went away before its whole body arrived: one log line, no traceback (before, the
+    500 handler logged one and uvicorn a second), and a 400 that nobody reads (``Connection: close``)."""
+    log.info("client disconnected before sending its whole request body: %s %s", request.method, request.url.path)
+    return problem_response(400, "bad-request", "Bad request", "the client disconnected before sending its whole request body",
+                            instance=request.url.path, headers={"Connection": "close"})
+
+
 async def _internal_error_handler(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return problem_response(500, "internal-error", "Internal error", "an unexpected error occurred; it has been logged", instance=request.url.path)
@@ -458,6 +466,9 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     # unreachable / schema behind → 503
     app.add_exception_handler(DBAPIError, _html_for_browsers(_database_error_handler))
+    from starlette.requests import ClientDisconnect
+
+    app.add_exception_handler(ClientDisconnect, _client_disconnect_handler)
     app.add_exception_handler(Exception, _html_for_browsers(_internal_error_handler))
 
 

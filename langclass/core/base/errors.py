@@ -130,7 +130,14 @@ class LimitExceeded(LangclassError):
 
 
 class TimeLimitExceeded(LimitExceeded):
-    """Wall-clock limit of a computation (``limit="time_limit_s"``)."""
+    """Wall-clock limit of a computation (``limit="time_limit_s"``); ``extra['step']`` names the
+    step that overran (``"subset construction"``, ``"waiting for a worker"``, ...) once known."""
 
     code = "time-limit-exceeded"
     title = "Time limit exceeded"
+
+    def __init__(self, limit: str, value: Any, detail: str | None = None, *, field: str | None = None,
+                 step: str | None = None) -> None:
+        super().__init__(limit, value, detail, field=field)
+        if step:
+            self.extra["step"] = step

@@ -31,7 +31,7 @@ from typing import Any
 from .errors import AlphabetError
 from .limits import Limits
 
-__all__ = ["check_alphabet", "has_surrogate", "first_surrogate", "deepest_paren", "SyntaxProblem", "syntax_problem",
+__all__ = ["check_alphabet", "has_surrogate", "unsafe_character", "BIDI_CONTROLS", "first_surrogate", "deepest_paren", "SyntaxProblem", "syntax_problem",
            "line_column", "located"]
 
 
@@ -43,6 +43,26 @@ def first_surrogate(text: str) -> int | None:
 def has_surrogate(text: str) -> bool:
     """``text`` holds a lone UTF-16 surrogate (not Unicode text)."""
     return first_surrogate(text) is not None
+
+
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""The bidirectional formatting characters (Unicode Standard Annex #9: ALM, LRM, RLM, the embeddings
+LRE RLE PDF, the overrides LRO RLO, the isolates LRI RLI FSI PDI): in a label they reorder the text
+shown around them ("Trojan Source"), so a name could display as something else."""
+
+
+def unsafe_character(text: str) -> str | None:
+    """Why ``text`` cannot be a label (a state name, a language's name, a tag), or None: the first
+    control character (Unicode category Cc: NUL, line breaks, tabs, escape, DEL, C1 controls) or
+    bidirectional formatting character (:data:`BIDI_CONTROLS`), named with its code point and index."""
+    import unicodedata
+
+    for i, ch in enumerate(text):
+        if ch in BIDI_CONTROLS:
+            return f"it holds the bidirectional formatting character U+{ord(ch):04X} ({unicodedata.name(ch, '?')}) at index {i}"
+        if unicodedata.category(ch) == "Cc":
+            return f"it holds the control character U+{ord(ch):04X} at index {i}"
+    return None
 
 
 def check_alphabet(symbols: Any, limits: Limits | None = None, *, field: str = "alphabet") -> tuple[str, ...]:

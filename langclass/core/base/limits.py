@@ -75,7 +75,7 @@ class Deadline:
     def check(self, step: str = "") -> None:
         if self._end is not None and time.monotonic() > self._end:
             err = TimeLimitExceeded("time_limit_s", self.seconds, f"time limit of {self.seconds} s exceeded during {step or 'analysis'}")
-            err.extra["step"] = step
+            err.extra["step"] = step or "analysis"
             raise err
 
     def end_by(self, end: float) -> None:

@@ -42,12 +42,13 @@ _MARGIN = 46.0
 
 
 def word_text(word: Sequence[str]) -> str:
-    """A word as text: ``ε`` for the empty word, the symbols joined when all are single characters,
-    else joined with ``·`` (``["x1", "x2"]`` → ``x1·x2``)."""
-    word = list(word)
-    if not word:
-        return "ε"
-    return "".join(word) if all(len(s) == 1 for s in word) else "·".join(word)
+    """A word as text, as reasons write it (:func:`langclass.core.algebra.classes.base.show`): ``ε``
+    for the empty word, run together when every symbol is one letter, quoted and separated by
+    spaces when every symbol is one character but some is not a letter (``"0 1 1"``), else joined
+    with ``·`` (``["x1", "x2"]`` → ``x1·x2``)."""
+    from langclass.core.algebra.classes.base import show
+
+    return show(word)
 
 
 def _symbol(s: str) -> str:
@@ -118,8 +119,8 @@ def dfa_svg(dfa: DFA, *, state_names: Mapping[int, Sequence[str]] | None = None,
     Args:
         dfa: any complete DFA (drawn as numbered; pass the canonical DFA for the canonical picture).
         state_names: optional ``{state: [user names]}`` (e.g. the names of a DFA JSON input that
-            minimization merged into that state); shown as the node label (first name, ``+k`` when
-            several) and in full in the node's tooltip.
+            minimization merged into that state); shown as the node label (:func:`state_label`:
+            the names joined by commas, ``⊥`` for the added sink) and in full in the node's tooltip.
         hide_sink: leave out rejecting states that loop on every letter (and edges into them).
         title: text of the SVG ``<title>``.
 
@@ -208,10 +209,9 @@ def dfa_svg(dfa: DFA, *, state_names: Mapping[int, Sequence[str]] | None = None,
         x, y = pos[q]
         cover(x, y, _R + 2, _R + 2)
         names = list(state_names.get(q, ())) if state_names else []
-        text = str(q) if not names else (names[0] if len(names) == 1 else f"{names[0]}+{len(names) - 1}")
-        if len(text) > 8:
-            text = text[:7] + "…"
-        tip = f"state {q}" + (f" = {', '.join(names)}" if names else "")
+        text = state_label(q, names, named=bool(state_names), sink=bool(sink_style[q]))
+        tip = f"state {q}" + (f" = {', '.join(names)}" if names else
+                              (" = the sink added for missing transitions" if state_names and sink_style[q] else ""))
         tip += (" (initial)" if q == dfa.initial else "") + (" accepting" if dfa.accepting[q] else "")
         dashed = ' stroke-dasharray="4 3"' if sink_style[q] else ""
         colour = "#999" if sink_style[q] else "#222"
@@ -344,6 +344,22 @@ def eggbox_of(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, offset: int = 0, max
     from langclass.core.algebra.monoid import transition_monoid
 
     return eggbox(transition_monoid(dfa, limits), offset=offset, max_d_classes=max_d_classes)
+
+
+def state_label(q: int, names: Sequence[str], *, named: bool, sink: bool = False) -> str:
+    """A node's label in :func:`dfa_svg` (at most 8 characters; the tooltip has every name).
+
+    Without user names: the state's number. With them (``named``): the one name, or the merged
+    names joined by commas (``0,2``; cut with ``…`` past 8 characters) — never ``0+1``, which read as
+    a name when names are digits; a state with no user name is the sink added for missing
+    transitions, ``⊥`` — never its number, which could repeat a user's name (two nodes "4")."""
+    if not named:
+        text = str(q)
+    elif not names:
+        text = "⊥" if sink else f"#{q}"
+    else:
+        text = ",".join(str(n) for n in names)
+    return text if len(text) <= 8 else text[:7] + "…"
 
 
 def user_state_names(doc: Mapping[str, Any], dfa: DFA) -> dict[int, tuple[str, ...]]:

@@ -24,7 +24,7 @@ import numpy as np
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import DfaFormatError, UnknownSymbolError
-from langclass.core.base.inputs import check_alphabet, has_surrogate
+from langclass.core.base.inputs import check_alphabet, has_surrogate, unsafe_character
 from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
 
 __all__ = ["normalize_alphabet", "parse_regex", "parse_dfa_json", "read_dfa_json", "DFA_KEYS"]
@@ -126,6 +126,9 @@ def _state_key(name: Any, field: str) -> str:
             raise DfaFormatError("a state name is the empty string", field=field)
         if has_surrogate(name):
             raise DfaFormatError("a state name holds a lone UTF-16 surrogate, which is not Unicode text", field=field)
+        why = unsafe_character(name)
+        if why is not None:  # NUL cannot be stored; controls and bidi overrides garble the drawing and the tables
+            raise DfaFormatError(f"state name {json.dumps(name)} cannot be used: {why}", field=field)
         return unicodedata.normalize("NFC", name)
     if isinstance(name, float) and math.isfinite(name) and name.is_integer():
         raise DfaFormatError(f"state name {name!r} is a float; write the integer {int(name)}", field=field)

@@ -24,7 +24,7 @@ from langclass.core.base.limits import Limits
 from langclass.core.logic import formulas as F
 from langclass.core.logic.brasp import Program
 
-__all__ = ["MASK_CHOICES", "NONSTRICT_NARROW_WIDTH", "language_class", "by_class", "nonstrict", "nonstrict_route",
+__all__ = ["MASK_CHOICES", "NONSTRICT_NARROW_WIDTH", "language_class", "by_class", "nonstrict", "nonstrict_route", "unbuilt_formula_to_candidate",
            "plan_model"]
 
 MASK_CHOICES = ("strict", "nonstrict")
@@ -169,3 +169,16 @@ def plan_model(prep: dict) -> tuple[Any, dict[str, Any]]:
     else:
         plan = plan_brasp(prep["program"])
     return plan, check_parameter_budget(plan, Limits(max_parameters=prep["max_parameters"]))
+
+
+def unbuilt_formula_to_candidate(result: dict[str, Any]) -> None:
+    """When the cascade route was built, move the local-divisor formula — synthesized to compare the
+    routes, then not built — from the record's ``formula``, ``fragment`` and ``synthesis`` to its
+    candidate (``route.candidates["local-divisors"]``, with ``built: false``): the record describes
+    the model built (before, that formula and its ``verified: false`` read as the model's)."""
+    if result["route"].get("route") != "cascade" or result.get("synthesis") is None:
+        return
+    candidate = result["route"].setdefault("candidates", {}).setdefault("local-divisors", {})
+    candidate.update({"built": False, "formula": result["formula"], "fragment": result["fragment"],
+                      "synthesis": result["synthesis"]})
+    result["formula"] = result["fragment"] = result["synthesis"] = None

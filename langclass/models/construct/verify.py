@@ -42,7 +42,7 @@ from langclass.models.construct import (
     BraspTransformer, ConstructionOptions, FormulaTransformer,
 )
 from langclass.models.construct.choice import MASK_CHOICES, by_class as _by_class, language_class as _language_class
-from langclass.models.construct.choice import nonstrict as _nonstrict, nonstrict_route, plan_model as _plan
+from langclass.models.construct.choice import nonstrict as _nonstrict, nonstrict_route, plan_model as _plan, unbuilt_formula_to_candidate
 from langclass.models.construct.route import ROUTES, choose_hard_route, local_divisor_candidate
 from langclass.models.construct.options import _OPTION_KEYS, _count_words, _float_opt, _int_opt, _lengths, _options  # noqa: F401 (re-exported)
 from langclass.models.construct.options import MAX_RANDOM_LENGTH, MAX_VERIFY_WORDS, default_all_words_length, is_causal
@@ -596,6 +596,7 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
     choice = prep.get("route_choice")
     result["route"] = choice.to_dict() if choice is not None else {
         "route": "program" if source_input == "program" else "formula", "cascade_height": None}
+    unbuilt_formula_to_candidate(result)
     aw, rw, bw = checks["all_words"], checks["random"], checks["beyond"]
     first = aw["first_failure"] or rw["first_failure"]
     exact = (aw["wrong"] == 0 and rw["wrong"] == 0 and aw["sim_inexact"] == 0 and rw["sim_inexact"] == 0)

@@ -77,7 +77,7 @@ from typing import Any
 import numpy as np
 
 from langclass.core.automata.automaton import DFA
-from langclass.core.base.errors import InputError
+from langclass.core.base.errors import InputError, LimitExceeded
 from langclass.core.ingest.source import DfaSource
 from langclass.core.ingest.source import parse_language as parse_source
 from langclass.version import code_version
@@ -90,6 +90,7 @@ from langclass.models.training.specs import (
     JobLimits,
     Lengths,
     expand_lengths,
+    length_count,
     length_max,
     length_notation_notes,
     parse_train_spec,
@@ -216,10 +217,28 @@ def _language(data: Any) -> DFA:
     return parse_source(DfaSource(data, field="language")).dfa
 
 
+MAX_LENGTHS = 100_000
+"""Most distinct train or test lengths of one spec (a fixed bound, ``max_lengths``): an explicit list
+holds at most as many, and a range is counted against it before it is listed (a range over 3·10⁷
+with step 10 was listed — 3 million integers, 2.2 s — before the memory estimate refused it)."""
+
+
 def _lengths(value: Any, field: str) -> list[int]:
     """The lengths a :data:`~langclass.models.training.specs.Lengths` value stands for (its size was checked
-    against the limits before this is called)."""
+    against the limits before this is called).
+
+    Raises:
+        LimitExceeded: ``max_lengths`` — more than :data:`MAX_LENGTHS` lengths, counted without
+            listing them."""
+    _lengths_counted(value, field)
     return expand_lengths(value, field)
+
+
+def _lengths_counted(value: Any, field: str) -> None:
+    count = length_count(value)
+    if count > MAX_LENGTHS:
+        raise LimitExceeded("max_lengths", MAX_LENGTHS, f"{field.split('.')[-1]} has {count:,} lengths, more than "
+                            f"{MAX_LENGTHS:,}; give a larger step or fewer lengths", field=field)
 
 
 
@@ -246,6 +265,7 @@ def _normalize(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMITS) 
                         eval_per_length=settings["eval_per_length"])
     for key in ("train_lengths", "test_lengths"):
         limits.check("max_test_length", length_max(settings[key]), f"overrides.{key}", f"the longest of {key}")
+        _lengths_counted(settings[key], f"overrides.{key}")
     settings["train_lengths"] = _lengths(settings["train_lengths"], "overrides.train_lengths")
     settings["test_lengths"] = _lengths(settings["test_lengths"], "overrides.test_lengths")
     prediction = parsed.prediction

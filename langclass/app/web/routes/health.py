@@ -43,7 +43,19 @@ async def readyz(request: Request) -> dict[str, object]:
             )
         return {"status": "ready", "database": db.engine.dialect.name, "schema_revision": status["current"], "schema_head": status["head"]}
 
-    return await anyio.to_thread.run_sync(check, limiter=probe_threads(request))
+    bound = ready_timeout_s(request.app.state.settings)
+    with anyio.move_on_after(bound):
+        # a server that accepts connections but stops answering (a stopped process: its kernel still
+        # acknowledges, so no TCP timeout fires) would hold the check for the whole stall; the probe
+        # answers 503 at the bound instead and leaves the stuck thread behind
+        return await anyio.to_thread.run_sync(check, limiter=probe_threads(request), abandon_on_cancel=True)
+    raise NotReadyError(f"database did not answer within {bound:g} s (LANGCLASS_DB_CONNECT_TIMEOUT_S)")
+
+
+def ready_timeout_s(settings: object) -> float:
+    """How long ``/readyz`` waits for the database: ``LANGCLASS_DB_CONNECT_TIMEOUT_S`` (5 s by
+    default) — a readiness probe must answer within its own timeout, whatever the database does."""
+    return float(getattr(settings, "db_connect_timeout_s", 5.0))
 
 
 def probe_threads(request: Request) -> anyio.CapacityLimiter:

@@ -141,7 +141,9 @@ async def create_experiment(
         await anyio.to_thread.run_sync(validate_sectors_spec, spec, settings.job_limits())
     else:
         spec = build_construct_spec(body, language)
-        await anyio.to_thread.run_sync(validate_construct_spec, spec, language["dfa"], settings.limits())
+        # parse, synthesis and plan can be long and import torch: in the killable worker pool, under
+        # the time limit (before: in the API process, outside both — the first one stalled /healthz)
+        await request.app.state.runner.run(validate_construct_spec, spec, language["dfa"], settings.limits())
     max_attempts = body.max_attempts or settings.job_max_attempts
 
     def insert() -> dict[str, Any]:

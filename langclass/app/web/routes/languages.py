@@ -199,9 +199,18 @@ async def store_language(body: LanguageInput, request: Request, response: Respon
 
     found = await anyio.to_thread.run_sync(existing)
     response.headers["Location"] = f"/v1/languages/{parsed.fingerprint}"
+    limits = _settings(request).limits()
+
+    def named(resource: dict[str, Any]) -> dict[str, Any]:
+        # a DFA with the user's own state names: the answer maps canonical states to this request's
+        # names, as POST /v1/classify does; otherwise to the stored source's names, as GET does
+        if parsed.document is not None:
+            return {**resource, "state_names": state_names_record(parsed.document, parsed.dfa)}
+        return _with_stored_state_names(resource, limits)
+
     if found is not None:
         response.status_code = 200
-        return _already_stored(found, body)
+        return named(_already_stored(found, body))
     analysis = await _runner(request).run(analyze_language, parsed.dfa, _settings(request).limits(), budget_end=budget_end)
     record = classification_record(parsed, analysis, _version(request))
 
@@ -223,7 +232,16 @@ async def store_language(body: LanguageInput, request: Request, response: Respon
 
     resource, created = await anyio.to_thread.run_sync(store)
     response.status_code = 201 if created else 200
-    return {**resource, "already_stored": False} if created else _already_stored(resource, body)
+    return named({**resource, "already_stored": False} if created else _already_stored(resource, body))
+
+
+def _with_stored_state_names(resource: dict[str, Any], limits: Any) -> dict[str, Any]:
+    """``resource`` with ``state_names`` when it was stored from a DFA (canonical state → the names
+    of the stored source's states, as in ``POST /v1/classify``)."""
+    source = resource.get("source")
+    if isinstance(source, dict) and source.get("kind") == "dfa" and isinstance(source.get("dfa"), dict):
+        resource["state_names"] = state_names_record(source["dfa"], dfa_from_record(resource["dfa"], limits))
+    return resource
 
 
 def _already_stored(resource: dict[str, Any], body: LanguageInput) -> dict[str, Any]:
@@ -386,11 +404,7 @@ async def get_language(language_id: LanguageId, request: Request) -> dict[str, A
     db, limits = _db(request), _settings(request).limits()
 
     def load() -> dict[str, Any]:
-        resource = _load(db, language_id)
-        source = resource.get("source")
-        if isinstance(source, dict) and source.get("kind") == "dfa" and isinstance(source.get("dfa"), dict):
-            resource["state_names"] = state_names_record(source["dfa"], dfa_from_record(resource["dfa"], limits))
-        return resource
+        return _with_stored_state_names(_load(db, language_id), limits)
 
     return await anyio.to_thread.run_sync(load)
 

@@ -49,14 +49,19 @@ def words(word) -> tuple[str, ...]:
 
 
 def show(word) -> str:
-    """A word for a reader: letters run together when all are one character, else joined by '·'; ε when empty."""
+    """A word for a reader: ε when empty; run together when every symbol is one letter (``abba``);
+    quoted with its symbols separated by spaces when every symbol is one character but some is not a
+    letter (``"( ) ) ("``, ``"0 1 1 0"``: run together, brackets and digits read as the text around
+    them — ``η(()()))``); else joined by '·' (``x1·x2``)."""
     if word is None:
         return "ε"
     word = list(word)
     if not word:
         return "ε"
     if all(len(s) == 1 for s in word):
-        return "".join(word)
+        if all(s.isalpha() for s in word):
+            return "".join(word)
+        return '"' + " ".join(word) + '"'
     return "·".join(word)
 
 
