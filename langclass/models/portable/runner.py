@@ -418,9 +418,8 @@ class PortableTransformer(nn.Module):
         order = sorted(range(len(words)), key=lambda i: len(words[i]))
         s = self.spec
         todo = [i for i in order if len(words[i]) or s["framing"] != "word"]
-        for i in order:
-            if i not in todo:
-                out[i] = self.threshold + (1.0 if s["empty_word"] else -1.0)
+        for i in set(order) - set(todo):  # the empty word under the word framing (a set: linear in len(words))
+            out[i] = self.threshold + (1.0 if s["empty_word"] else -1.0)
         b = 0
         while b < len(todo):  # rows of similar length, at most max_scores score entries per head
             T = len(words[todo[min(len(todo), b + batch_size) - 1]]) + 2
