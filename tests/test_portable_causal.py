@@ -25,6 +25,9 @@ from _crasp_programs import ORACLES, constants_depth3
 from test_portable import ALL_UP_TO, CHEAP, RANDOM_MAX, RANDOM_WORDS, _batches, _isolated, _words
 
 FAST_RANDOM_WORDS = 3  # the quick test; test_causal_full_size (slow) uses RANDOM_WORDS = 100
+FAST_ALL_UP_TO = {"ab_ba_star": ALL_UP_TO, "constants_depth3": 7}
+"""Every word to these lengths in the quick test (3,280 words over three letters instead of 88,573); the slow
+test_causal_full_size checks every word to length ALL_UP_TO = 10 for both."""
 
 
 
@@ -73,11 +76,16 @@ def causal_models(tmp_path_factory):
     return out
 
 
-def _evaluate(models: dict, tmp: Path, random_words: int) -> dict:
-    """``{name: (original logits, runner logits from the isolated process, words)}``."""
+def _evaluate(models: dict, tmp: Path, random_words: int, quick: bool = False) -> dict:
+    """``{name: (original logits, runner logits from the isolated process, words)}``: every word to length
+    10 (``quick``: to FAST_ALL_UP_TO) and ``random_words`` random words up to 1,000, the last exactly 1,000."""
     jobs, expected = [], {}
     for i, (name, (model, d, _)) in enumerate(models.items()):
+        k = len(model.plan.alphabet)
         words = _words(list(model.plan.alphabet), i, random_words)
+        if quick:
+            n = sum(k ** m for m in range(FAST_ALL_UP_TO[name] + 1))
+            words = words[:n] + words[sum(k ** m for m in range(ALL_UP_TO + 1)):]
         (tmp / f"w{i}.json").write_text(json.dumps(words))
         jobs.append((str(d), str(tmp / f"w{i}.json"), str(tmp / f"o{i}.json")))
         expected[name] = (_original_logits(model, words), i, words)
@@ -86,10 +94,10 @@ def _evaluate(models: dict, tmp: Path, random_words: int) -> dict:
             for name, (orig, i, words) in expected.items()}
 
 
-def _check(out: dict, name: str, random_words: int) -> None:
+def _check(out: dict, name: str, random_words: int, all_up_to: int = ALL_UP_TO) -> None:
     orig, got, words = out[name]
     k = 3 if name == "constants_depth3" else 2
-    assert len(orig) == len(got) == sum(k ** n for n in range(ALL_UP_TO + 1)) + random_words
+    assert len(orig) == len(got) == sum(k ** n for n in range(all_up_to + 1)) + random_words
     assert max(len(w) for w in words) == RANDOM_MAX
     bad = [i for i, (a, b) in enumerate(zip(orig, got)) if a != b]
     assert not bad, f"{name}: {len(bad)} logits differ, first at word #{bad[0]} ({words[bad[0]][:20]!r}): {orig[bad[0]]} vs {got[bad[0]]}"
@@ -99,12 +107,12 @@ def _check(out: dict, name: str, random_words: int) -> None:
 
 @pytest.fixture(scope="module")
 def causal_runs(causal_models, tmp_path_factory):
-    return _evaluate(causal_models, tmp_path_factory.mktemp("causal-quick"), FAST_RANDOM_WORDS)
+    return _evaluate(causal_models, tmp_path_factory.mktemp("causal-quick"), FAST_RANDOM_WORDS, quick=True)
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_causal_model_runs_without_langclass(causal_models, causal_runs, name):
-    _check(causal_runs, name, FAST_RANDOM_WORDS)
+    _check(causal_runs, name, FAST_RANDOM_WORDS, FAST_ALL_UP_TO[name])
     _, d, record = causal_models[name]
     assert record["setting"] == "causal" and record["exact"] and record["n_max"] > RANDOM_MAX
     assert (d / RUNNER_NAME).exists()
@@ -160,7 +168,8 @@ def test_every_dtype_runs_bit_for_bit(dtype, tmp_path):
         (tmp_path / fname).write_bytes(data)
     loaded = load_model(tmp_path)
     assert loaded.config["dtype"] == dtype
-    words = _words(["a", "b"], 3, 3)[2 ** 9 - 1:]  # lengths 9 and 10, then up to 1,000 (past bfloat16's certified 9)
+    words = _words(["a", "b"], 3, 1)[2 ** 9 - 1:-1] + ["ab" * 150, "a" * 200 + "b" * 100]  # lengths 9, 10 and 300
+    # (past bfloat16's certified length 9: equal logits, right or wrong)
     assert loaded.logits(words).tolist() == _original_logits(model, words)
 
 
