@@ -210,14 +210,13 @@ def _counting(model: Any) -> tuple[dict, dict]:
     for l, (attn, norm, ffn, has) in enumerate(zip(model.attn, model.norms, model.ffns, model.has_attention)):
         att = pair = None
         if has:
-            if attn.attention != "soft" or attn.mask != "nonstrict" or attn.n_heads != 1 or attn.length_scale != "none" \
+            if attn.attention != "soft" or attn.impl != "exact" or attn.mask != "nonstrict" or attn.n_heads != 1 or attn.length_scale != "none" \
                     or any(bool(t.detach().any()) for lin in (attn.q_proj, attn.k_proj) for t in (lin.weight, lin.bias)):
                 raise InputError(f"layer {l} of the counting model is not one uniform soft head with a non-strict mask "
                                  "(zero queries and keys)", field="model")
             m = attn.v_proj.out_features
-            empty = attn.q_proj.weight.detach()[:0]  # [0, d_model]: no query/key dimensions
-            for n in "qk":
-                _linear(tensors, f"layers.{l}.attn.{n}", None, empty, attn.q_proj.bias.detach()[:0])
+            for n, lin in (("q", attn.q_proj), ("k", attn.k_proj)):  # [0, d_model] and [0]: no query/key dimensions
+                _linear(tensors, f"layers.{l}.attn.{n}", None, lin.weight.detach()[:0], lin.bias.detach()[:0])
             _linear(tensors, f"layers.{l}.attn.v", attn.v_proj)
             _linear(tensors, f"layers.{l}.attn.o", attn.out_proj)
             att = {"encoding": None, "score_scale": 1.0, "length_scale": "none", "bias": True,
