@@ -19,7 +19,7 @@ import time
 import torch
 
 from langclass.models.construct.verify import run_construction
-from langclass.models.nn.tokens import Vocabulary
+from langclass.models.nn.tokens import BOS, NUM_SPECIAL, Vocabulary
 from langclass.models.portable.export import zip_models
 from langclass.models.portable.provenance import construct_files
 from langclass.models.portable.runner import load
@@ -33,6 +33,7 @@ ROUTES = {
     "local divisors": {"regex": "(ab)*", "route": "local-divisors"},
     "non-strict mask": {"regex": "(a|b)*ab(a|b)*", "mask": "nonstrict"},
     "FO[<,MOD] marks": {"regex": "((a|b)(a|b))*a", "attention": "hard"},
+    "C-RASP (causal)": {"regex": "(ab|ba)*", "setting": "causal"},
 }
 
 
@@ -44,6 +45,8 @@ def original(model, words):
             out.append((1.0 if model.program.empty_accept else -1.0) if not w else
                        float(model.decide(torch.tensor([["ab".index(c) for c in w]]))[0]))
         return out
+    if type(model).__name__ == "CountingTransformer":  # BOS w, read at the last index
+        return [float(model.decide(torch.tensor([[BOS] + [NUM_SPECIAL + "ab".index(c) for c in w]]))[0]) for w in words]
     vocab = Vocabulary(("a", "b"))
     for w in words:
         b = vocab.batch([w])

@@ -58,6 +58,25 @@ def test_construct_job_model_download_runs_and_is_linked(sqlite_client: Any, tmp
     assert page.status_code == 200 and f'href="/v1/jobs/{done["id"]}/model"' in page.text and 'id="model-summary"' in page.text
 
 
+def test_causal_construct_job_model_download_runs(sqlite_client: Any, tmp_path) -> None:
+    """A construct job of setting causal (the C-RASP construction) has its model too (tests/test_portable_causal.py)."""
+    from langclass.models.portable.load import load_model
+
+    client = sqlite_client
+    lid = store_language(client, "(ab|ba)*")
+    r = client.post(f"/v1/languages/{lid}/experiments",
+                    json={"kind": "construct", "setting": "causal", "all_words_up_to": 6, "random_words": 2, "random_max_length": 60})
+    assert r.status_code == 202, r.text
+    done = wait_job(client, r.json()["id"])
+    assert done["status"] == "succeeded", done["error"]
+    assert done["result"]["setting"] == "causal" and done["result"]["portable_model"]["stored"] is True
+    got = client.get(done["links"]["model"])
+    assert got.status_code == 200 and _unzip(got.content, tmp_path) == ["config.json", "langclass_runner.py", "model.safetensors"]
+    model = load_model(tmp_path)
+    assert model.classify(["", "ab", "ba", "abba", "aabb", "a"]) == [True, True, True, True, False, False]
+    assert model.config["vocabulary"]["framing"] == "bos_word" and model.config["provenance"]["class"] == "C-RASP"
+    assert done["result"]["portable_model"]["models"]["model"]["attention"] == ["soft_uniform"]
+
 def test_no_model_while_the_job_is_queued(make_client: Any, sqlite_url: str) -> None:
     from langclass.app.store.db import upgrade
 

@@ -122,9 +122,6 @@ def construct(
         result = run_construction(spec, limits=construct_limits(time_limit, max_parameters),
                                   on_model=(lambda m, d: held.update(model=m, dfa=d)) if save is not None else None)
         if save is not None:
-            if "model" not in held:  # a construction that hands no model to on_model (the causal setting)
-                raise InputError(f"--save: the {result.get('setting') or 'fixed'} setting's model has no portable form yet "
-                                 "(docs/models.md lists the routes that export)", field="save")
             _save(save, held, result)
     except LangclassError as err:
         _fail(_as_flags(err), as_json)

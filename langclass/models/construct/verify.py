@@ -504,7 +504,7 @@ def run_construction(spec: Mapping, *, progress: Callable[[dict], None] | None =
     t0 = time.monotonic()
     if is_causal(spec):  # setting "causal": the C-RASP construction (langclass.models.construct.verify_causal)
         from .verify_causal import run_causal_construction
-        return run_causal_construction(spec, progress=progress, should_cancel=should_cancel, limits=limits)
+        return run_causal_construction(spec, progress=progress, should_cancel=should_cancel, limits=limits, on_model=on_model)
     # one wall-clock budget (time_limit_s) for synthesis, planning, build and verification: every step's
     # deadline ends at t0 + time_limit_s, and every check polls the cancellation too
     limits = _CancellableLimits(**{name: getattr(limits, name) for name in Limits.__dataclass_fields__},

@@ -269,8 +269,8 @@ def validate_causal_spec(spec: Mapping, limits: Limits = DEFAULT_LIMITS) -> None
 
 
 def run_causal_construction(spec: Mapping, *, progress: Callable[[dict], None] | None = None,
-                            should_cancel: Callable[[], bool] | None = None,
-                            limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+                            should_cancel: Callable[[], bool] | None = None, limits: Limits = DEFAULT_LIMITS,
+                            on_model: Callable[[Any, DFA | None], None] | None = None) -> dict[str, Any]:
     """Build, verify and record the causal-setting transformer of a spec (module docstring).
 
     Args:
@@ -279,6 +279,8 @@ def run_causal_construction(spec: Mapping, *, progress: Callable[[dict], None] |
             (``dtype``, ``all_words_up_to``, ``random_words``, ``random_max_length``, ``seed``,
             ``beyond_n_max``, ``threads``, ``max_parameters``); the fixed-precision options
             (``attention`` other than soft, ``mask`` strict, ``route``, ``y_mode``, ``g`` …) are refused.
+        on_model: called with the verified :class:`CountingTransformer` and the DFA (None for a bare
+            program) after the record is complete: ``--save``, ``return_model``, the job's download.
 
     Returns:
         The record: ``setting`` "causal", ``crasp`` (program JSON and text, depth, where it came from),
@@ -299,12 +301,12 @@ def run_causal_construction(spec: Mapping, *, progress: Callable[[dict], None] |
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(prep["threads"])
     try:
-        return _run(prep, t0, progress, should_cancel, deadline)
+        return _run(prep, t0, progress, should_cancel, deadline, on_model)
     finally:
         torch.set_num_threads(previous_threads)
 
 
-def _run(prep: dict, t0: float, progress, should_cancel, deadline: Deadline) -> dict[str, Any]:
+def _run(prep: dict, t0: float, progress, should_cancel, deadline: Deadline, on_model=None) -> dict[str, Any]:
     program, plan, dfa, dtype = prep["program"], prep["plan"], prep["dfa"], prep["dtype"]
     t_build = time.monotonic()
     model = CountingTransformer(plan, dtype)
@@ -353,6 +355,8 @@ def _run(prep: dict, t0: float, progress, should_cancel, deadline: Deadline) -> 
         "verify_seconds": round(time.monotonic() - t_build - build_seconds, 3),
         "dtype": dtype, "code_version": code_version(),
     }
+    if on_model is not None:  # the verified model, for --save and the job's download
+        on_model(model, dfa)
     if progress:
         progress({"phase": "done", "exact": record["exact"]})
     return record

@@ -1,13 +1,17 @@
 """A built or trained transformer → the portable format (``config.json`` + ``model.safetensors`` + runner).
 
-Three model classes are exported, each with every number it runs on:
+Four model classes are exported, each with every number it runs on:
 
 * :class:`~langclass.models.construct.soft.FormulaTransformer` (soft attention, strict causal mask,
   ``BOS w EOS``, per-layer encodings: NoPE, periodic RoPE tables, conventional RoPE, ALiBi recency);
 * :class:`~langclass.models.construct.hard.BraspTransformer` (unique hard attention, each head with its
   own mask and tie rule, the bare word, ``mod_onehot`` marks, the empty word by declaration);
 * :class:`~langclass.models.nn.recognizer.Recognizer` (the trained recognizer: pre/post/no norm,
-  every encoding family; a ``pj_bias`` kernel is exported as its lag table K_h(d), d < ``n_lags``).
+  every encoding family; a ``pj_bias`` kernel is exported as its lag table K_h(d), d < ``n_lags``);
+* :class:`~langclass.models.construct.counting.CountingTransformer` (the C-RASP construction of the
+  causal setting: framing ``BOS w``, ``soft_uniform`` heads with mask ``causal_nonstrict``, the
+  layer normalization of each comparison channel's coordinate pair as ``pair_norm`` with its
+  epsilon, readout at the last position).
 
 Positional encodings are written as data: periodic tables as tables T(r), r < m (never θ·i),
 conventional RoPE and sinusoidal PE as their frequency lists with the phase rule the runner
@@ -196,11 +200,47 @@ def _recognizer(model: Any, n_lags: int) -> tuple[dict, dict]:
     return config, tensors
 
 
+def _counting(model: Any) -> tuple[dict, dict]:
+    """A :class:`~langclass.models.construct.counting.CountingTransformer`. Its heads have zero queries
+    and keys (every score 0, so softmax weighs the i + 1 visible positions by 1/(i + 1)): they are
+    written as ``soft_uniform`` heads with ``d_qk`` 0, after checking that the weights are zero."""
+    plan = model.plan
+    tensors: dict[str, torch.Tensor] = {"embed.weight": model.embed.weight.detach()}
+    layers = []
+    for l, (attn, norm, ffn, has) in enumerate(zip(model.attn, model.norms, model.ffns, model.has_attention)):
+        att = pair = None
+        if has:
+            if attn.attention != "soft" or attn.impl != "exact" or attn.mask != "nonstrict" or attn.n_heads != 1 or attn.length_scale != "none" \
+                    or any(bool(t.detach().any()) for lin in (attn.q_proj, attn.k_proj) for t in (lin.weight, lin.bias)):
+                raise InputError(f"layer {l} of the counting model is not one uniform soft head with a non-strict mask "
+                                 "(zero queries and keys)", field="model")
+            m = attn.v_proj.out_features
+            for n, lin in (("q", attn.q_proj), ("k", attn.k_proj)):  # [0, d_model] and [0]: no query/key dimensions
+                _linear(tensors, f"layers.{l}.attn.{n}", None, lin.weight.detach()[:0], lin.bias.detach()[:0])
+            _linear(tensors, f"layers.{l}.attn.v", attn.v_proj)
+            _linear(tensors, f"layers.{l}.attn.o", attn.out_proj)
+            att = {"encoding": None, "score_scale": 1.0, "length_scale": "none", "bias": True,
+                   "heads": [{"attention": "soft_uniform", "mask": "causal_nonstrict", "tie": None, "d_qk": 0, "d_v": m,
+                              "role": "count"}]}
+            coords = norm.idx.reshape(-1, 2)[:, 0].tolist()
+            pair = {"coords": [int(c) for c in coords], "epsilon": float(norm.eps),
+                    "op": "layer_norm_pairs", "channels": [f"{ch.op}:{ch.part}" for ch in plan.layers[l].channels]}
+        ff = None if isinstance(ffn, torch.nn.Identity) else _ffn(tensors, l, ffn[0], ffn[2], "relu")
+        layers.append({"attention": att, "pair_norm": pair, "ffn": ff})
+    _linear(tensors, "readout", model.readout)
+    config = {"dtype": model.dtype_name, "d_model": plan.d_model, "norm": "none", "final_norm": False,
+              "vocabulary": {"letters": list(plan.alphabet), "framing": "bos_word", "pad": 0, "bos": 1, "eos": None, "first_letter": 3},
+              "encodings": [], "absolute_encoding": None, "layers": layers,
+              "readout": {"position": "last", "threshold": 0.0, "bias": True, "empty_word": None,
+                          "rule": "accept iff readout(state at the last position: the last letter, BOS for the empty word) > threshold"}}
+    return config, tensors
+
+
 def portable_parts(model: Any, provenance: Mapping[str, Any] | None = None, *, n_lags: int = DEFAULT_LAG_TOKENS) -> tuple[dict, dict]:
     """``(config, tensors)`` of a model: the JSON config (digests included) and ``{name: tensor}``.
 
     Args:
-        model: a FormulaTransformer, BraspTransformer or Recognizer.
+        model: a FormulaTransformer, BraspTransformer, Recognizer or CountingTransformer.
         provenance: language, class, theorem, route, verification … (stored under ``provenance``).
         n_lags: the lag-table length of a ``pj_bias`` kernel (sequences up to this many tokens).
 
@@ -214,8 +254,11 @@ def portable_parts(model: Any, provenance: Mapping[str, Any] | None = None, *, n
         config, tensors = _brasp(model, n_lags)
     elif kind == "Recognizer":
         config, tensors = _recognizer(model, n_lags)
+    elif kind == "CountingTransformer":
+        config, tensors = _counting(model)
     else:
-        raise InputError(f"a {kind} has no portable form (FormulaTransformer, BraspTransformer or Recognizer)", field="model")
+        raise InputError(f"a {kind} has no portable form (FormulaTransformer, BraspTransformer, Recognizer or "
+                         "CountingTransformer)", field="model")
     tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
     model_params = sum(v.numel() for k, v in tensors.items() if not k.startswith("encodings."))
     config = {"format": R.FORMAT, **config, "parameters": model_params,

@@ -28,20 +28,23 @@ def construct_provenance(result: Mapping[str, Any], dfa: Any) -> dict[str, Any]:
     """Provenance of a constructed model from its construction record and the language's DFA.
 
     ``class``: the language's class (formula input), else the fragment of the formula built, else
-    star-free / FO[<,MOD_m] for a hard-attention program; ``theorem``: the construction's source;
+    star-free / FO[<,MOD_m] for a hard-attention program, C-RASP for the causal setting (``program``:
+    the C-RASP program's text); ``theorem``: the construction's source;
     ``verification``: what :func:`run_construction` checked (every word to ``all_words_up_to``, the
     random words to ``random_words_up_to``, N_max where bounded)."""
     model = result.get("model") or {}
     modulus = result.get("modulus") or 1
-    cls = result.get("language_class") or result.get("fragment") or (
+    causal = result.get("setting") == "causal"
+    cls = result.get("language_class") or result.get("fragment") or ("C-RASP" if causal else None) or (
         ("star-free" if modulus == 1 else f"FO[<,MOD_{modulus}]") if result.get("attention") == "hard" else None)
+    program = (result.get("crasp") or {}).get("text") if causal else result.get("program")
     return {
         "kind": "construct",
         "language": _language(dfa),
         "class": cls,
         "fragment": result.get("fragment"),
         "formula": result.get("formula") if len(result.get("formula") or "") <= 20_000 else None,
-        "program": result.get("program") if len(result.get("program") or "") <= 20_000 else None,
+        "program": program if len(program or "") <= 20_000 else None,
         "theorem": model.get("source"),
         "route": (result.get("route") or {}).get("route"),
         "route_detail": result.get("route"),

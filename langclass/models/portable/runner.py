@@ -3,11 +3,11 @@
 Standalone on purpose: it imports only the standard library, torch and safetensors (never
 ``langclass``), and every download of a model ships this file as ``langclass_runner.py``. The
 format (``langclass.portable/1``) is documented in langclass's docs/models.md; in short the config
-states the vocabulary and framing (``BOS w EOS`` or the bare word), the residual width, every layer
+states the vocabulary and framing (``BOS w EOS``, ``BOS w`` or the bare word), the residual width, every layer
 (attention heads with their kind — ``soft``, ``soft_uniform``, ``hard_unique`` with a tie rule —
 and mask — ``causal_strict`` j < i, ``causal_nonstrict`` j <= i, ``anticausal_strict`` j > i,
-``anticausal_nonstrict`` j >= i, ``none``), the positional encodings as data (periodic tables are
-tables, never angle × position), the readout position and threshold, and the provenance.
+``anticausal_nonstrict`` j >= i, ``none``), C-RASP's ``pair_norm``, the positional encodings as data
+(periodic tables are tables, never angle × position), the readout position and threshold, the provenance.
 
 Usage::
 
@@ -268,9 +268,9 @@ def _weights(scores: torch.Tensor, vis: torch.Tensor, attention: str, tie: str |
     if attention == "soft":
         w = torch.softmax(scores.masked_fill(~(vis | ~has_key), float("-inf")), dim=-1)
         return w * has_key.to(w.dtype)
-    if attention == "soft_uniform":  # the average of the visible values (C-RASP counting attention)
-        v = torch.broadcast_to(vis, scores.shape).to(scores.dtype)
-        return v / v.sum(dim=-1, keepdim=True).clamp(min=1)
+    if attention == "soft_uniform":  # the mean of the visible values (C-RASP counting attention): 1/n rounded once,
+        v = torch.broadcast_to(vis, scores.shape).to(torch.promote_types(scores.dtype, torch.float32))  # as softmax
+        return (v / v.sum(dim=-1, keepdim=True).clamp(min=1)).to(scores.dtype)
     vis = torch.broadcast_to(vis, scores.shape)
     masked = torch.where(vis, scores, torch.tensor(float("-inf"), dtype=scores.dtype, device=scores.device))
     best = (masked == masked.amax(dim=-1, keepdim=True)) & vis
@@ -279,6 +279,12 @@ def _weights(scores: torch.Tensor, vis: torch.Tensor, attention: str, tie: str |
     choice = (torch.where(best, idx, T).amin(dim=-1, keepdim=True) if tie == "leftmost"
               else torch.where(best, idx, -1).amax(dim=-1, keepdim=True))
     return ((idx == choice) & vis.any(dim=-1, keepdim=True)).to(scores.dtype)
+
+
+def _pair_norm(pn: dict, x: torch.Tensor) -> torch.Tensor:
+    """Layer normalization (no affine map) of each coordinate pair (c, c + 1): (z, −z) ↦ (z, −z)/|z|."""
+    idx = pn["index"].to(x.device)
+    return x.index_copy(-1, idx, F.layer_norm(x[..., idx].unflatten(-1, (-1, 2)), (2,), eps=pn["epsilon"]).flatten(-2))
 
 
 class PortableTransformer(nn.Module):
@@ -373,6 +379,7 @@ class PortableTransformer(nn.Module):
                 continue
             if att is not None:
                 x = x + self._attention(l, att, self._norm(f"layers.{l}.ln1", x) if norm == "pre" else x, valid)
+                x = x if layer["pair_norm"] is None else _pair_norm(layer["pair_norm"], x)
             if ff is not None:
                 x = x + self._ffn(l, ff, self._norm(f"layers.{l}.ln2", x) if norm == "pre" else x)
         return self._norm("final_norm", x) if s["final_norm"] else x
@@ -393,7 +400,7 @@ class PortableTransformer(nn.Module):
                 body = [index[a] for a in w]
             except (KeyError, TypeError):
                 raise ValueError(f"word {w!r} has a letter outside the alphabet {self.alphabet}") from None
-            rows.append([s["bos"], *body, s["eos"]] if s["framing"] == "bos_word_eos" else body)
+            rows.append({"bos_word_eos": [s["bos"], *body, s["eos"]], "bos_word": [s["bos"], *body]}.get(s["framing"], body))
         T = max([len(r) for r in rows] + [1])
         ids = torch.zeros(len(rows), T, dtype=torch.long)
         valid = torch.zeros(len(rows), T, dtype=torch.bool)
@@ -404,16 +411,15 @@ class PortableTransformer(nn.Module):
 
     @torch.no_grad()
     def logits(self, words, batch_size: int = 64, max_scores: int = 2 ** 22) -> torch.Tensor:
-        """Accept logits ``[len(words)]``. Under the ``word`` framing the empty word has no position:
+        """Accept logits ``[len(words)]``. Under the ``word`` framing (only) the empty word has no position:
         its logit is threshold ± 1 by the config's ``readout.empty_word`` declaration."""
         words = list(words)
         out = torch.zeros(len(words), dtype=torch.float64)
         order = sorted(range(len(words)), key=lambda i: len(words[i]))
         s = self.spec
-        todo = [i for i in order if len(words[i]) or s["framing"] == "bos_word_eos"]
-        for i in order:
-            if i not in todo:
-                out[i] = self.threshold + (1.0 if s["empty_word"] else -1.0)
+        todo = [i for i in order if len(words[i]) or s["framing"] != "word"]
+        for i in set(order) - set(todo):  # the empty word under the word framing (a set: linear in len(words))
+            out[i] = self.threshold + (1.0 if s["empty_word"] else -1.0)
         b = 0
         while b < len(todo):  # rows of similar length, at most max_scores score entries per head
             T = len(words[todo[min(len(todo), b + batch_size) - 1]]) + 2
@@ -440,10 +446,10 @@ def _check_config(c) -> dict:
     letters = _get(vocab, "letters", "vocabulary", list)
     if not letters or len(letters) > 10_000 or any(not isinstance(a, str) or not a for a in letters) or len(set(letters)) != len(letters):
         raise _bad("vocabulary.letters", "must be a non-empty list of distinct non-empty strings")
-    framing = _get(vocab, "framing", "vocabulary", str, choices=("bos_word_eos", "word"))
+    framing = _get(vocab, "framing", "vocabulary", str, choices=("bos_word_eos", "bos_word", "word"))
     first = _get(vocab, "first_letter", "vocabulary", int, lo=0, hi=3)
     bos = _get(vocab, "bos", "vocabulary", int, optional=framing == "word", lo=0, hi=2)
-    eos = _get(vocab, "eos", "vocabulary", int, optional=framing == "word", lo=0, hi=2)
+    eos = _get(vocab, "eos", "vocabulary", int, optional=framing != "bos_word_eos", lo=0, hi=2)
     D = _get(c, "d_model", "", int, lo=1, hi=2 ** 16)
     V = first + len(letters)
     want: dict = {"embed.weight": ((V, D), dtype)}
@@ -510,7 +516,13 @@ def _check_config(c) -> dict:
         if norm != "none":
             for n in ("ln1", "ln2"):
                 want[f"layers.{l}.{n}.weight"] = want[f"layers.{l}.{n}.bias"] = ((D,), dtype)
-        layers.append({"attention": att, "ffn": ff})
+        if (pn := _get(layer, "pair_norm", p, dict, optional=True)) is not None:  # x ← pair_norm(x + attn(x))
+            cs, eps_p = _get(pn, "coords", p + ".pair_norm", list), _get(pn, "epsilon", p + ".pair_norm", float, lo=0.0, hi=1.0)
+            if norm != "none" or att is None or not cs or any(type(c) is not int or not 0 <= c < D - 1 for c in cs) \
+                    or len({*cs, *(c + 1 for c in cs)}) != 2 * len(cs):
+                raise _bad(p + ".pair_norm", f"needs norm 'none', an attention sub-layer and coords: first coordinates in 0..{D - 2} of disjoint pairs (c, c + 1)")
+            pn = {"index": torch.tensor([[c, c + 1] for c in cs], dtype=torch.long).reshape(-1), "epsilon": eps_p}
+        layers.append({"attention": att, "ffn": ff, "pair_norm": pn})
     final_norm = _get(c, "final_norm", "", bool)
     if final_norm:
         want["final_norm.weight"] = want["final_norm.bias"] = ((D,), dtype)
