@@ -34,7 +34,7 @@ import torch
 from langclass.core.logic import formulas as F
 from langclass.core.automata.automaton import DFA
 from langclass.core.logic.brasp import Program, formula_to_brasp, run_program
-from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedError
+from langclass.core.base.errors import InputError, LimitExceeded, TimeLimitExceeded, UnsupportedError
 from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
 from langclass.core.ingest.source import language_source, parse_source_program, source_from_mapping
 from langclass.core.ingest.source import parse_language as parse_source
@@ -410,8 +410,14 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         raise InputError(f"route {route!r} applies to a language given as a regex or a DFA", field="options.route")
     if formula is None and source_input in ("regex", "dfa"):  # hard attention, no local-divisor formula: the cascade
         alphabet = dfa.alphabet
-        choice = choose_hard_route(dfa, None, alphabet, route="cascade" if route == "auto" else route, limits=limits,
-                                   cascade=cascade)
+        try:
+            choice = choose_hard_route(dfa, None, alphabet, route="cascade" if route == "auto" else route,
+                                       limits=limits, cascade=cascade)
+        except (UnsupportedError, LimitExceeded) as err:  # both routes failed: say why for each
+            if ld_note and not isinstance(err, TimeLimitExceeded):
+                err.detail = f"cascade: {err.detail}; local-divisors: {ld_note}"
+                err.args = (err.detail,)
+            raise
         if ld_note:
             choice.candidates["local-divisors"] = {"error": ld_note}
         program = choice.program
