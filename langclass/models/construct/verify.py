@@ -50,6 +50,9 @@ from langclass.models.construct.route_marked import default_y_mode
 from langclass.models.nn.tokens import BOS, EOS, NUM_SPECIAL
 from langclass.models.construct.verify_stream import CHUNK_ENTRIES, CancellableLimits as _CancellableLimits, ConstructionCancelled
 from langclass.models.construct.verify_stream import Guard as _Guard, all_words as _all_words, query_block as _query_block, word_chunks as _word_chunks
+from langclass.models.construct.verify_stream import dfa_accepts as _dfa_accepts, random_set as _random_set, word_text as _word_text
+from langclass.models.construct.verify_budget import MARGIN_S, VerificationBudget, count_words as _count_words
+from langclass.models.construct.verify_budget import default_all_words_length, minimum_all_words_length
 
 __all__ = ["run_construction", "validate_spec", "ConstructionCancelled", "verify_formula_model", "verify_brasp_model",
            "default_all_words_length", "MAX_VERIFY_WORDS", "MAX_RANDOM_LENGTH", "CHUNK_ENTRIES", "MASK_CHOICES"]
@@ -60,54 +63,6 @@ MAX_VERIFY_WORDS = 3_000_000
 MAX_RANDOM_LENGTH = 100_000
 """Longest random word a verification may use."""
 
-
-
-def default_all_words_length(k: int, budget: int = 300_000) -> int:
-    """The exhaustive length n: 64 for |Σ| = 1, 12 for |Σ| = 2, else the largest n ≤ 12 with
-    Σ_{L≤n} |Σ|^L ≤ budget."""
-    if k == 1:
-        return 64
-    if k == 2:
-        return 12
-    n, total = 0, 1
-    while n < 12 and total + k ** (n + 1) <= budget:
-        n += 1
-        total += k ** n
-    return n
-
-
-def _count_words(k: int, n: int) -> int:
-    return sum(k ** L for L in range(n + 1))
-
-
-def _dfa_accepts(dfa: DFA, words: np.ndarray) -> np.ndarray:
-    states = np.full(words.shape[0], dfa.initial, dtype=np.int64)
-    t = dfa.transitions
-    for col in range(words.shape[1]):
-        states = t[states, words[:, col]]
-    return dfa.accepting[states]
-
-
-def _word_text(alphabet: Sequence[str], w: Sequence[int]) -> str | list[str]:
-    syms = [alphabet[int(i)] for i in w]
-    return "".join(syms) if all(len(a) == 1 for a in alphabet) else syms
-
-
-def _random_set(dfa: DFA, k: int, lengths: Sequence[int], rng: np.random.Generator, start: int = 0) -> list[np.ndarray]:
-    """One word per requested length, alternately accepted / rejected by ``dfa`` (uniform among them;
-    falls back to the other label, then to a uniform word, when none exists)."""
-    from langclass.core.automata.words import sample_word
-
-    idx = {a: i for i, a in enumerate(dfa.alphabet)}
-    out = []
-    for t, L in enumerate(lengths):
-        want = (t + start) % 2 == 0
-        w = sample_word(dfa, int(L), want, rng)
-        if w is None:
-            w = sample_word(dfa, int(L), not want, rng)
-        arr = np.array([idx[s] for s in w], dtype=np.int64) if w is not None else rng.integers(0, k, int(L))
-        out.append(arr)
-    return out
 
 
 # ============================================================================ formulas
@@ -196,7 +151,8 @@ def _new_acc() -> dict:
 def verify_formula_model(model: FormulaTransformer, formula: F.Formula, alphabet: Sequence[str], dfa: DFA, *,
                          all_words_up_to: int, random_lengths: Sequence[int], beyond_lengths: Sequence[int] = (),
                          seed: int = 0, progress: Callable[[dict], None] | None = None,
-                         should_cancel: Callable[[], bool] | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
+                         should_cancel: Callable[[], bool] | None = None, deadline: Deadline | None = None,
+                         budget: VerificationBudget | None = None) -> dict[str, Any]:
     """Check a :class:`FormulaTransformer` exhaustively (all words ≤ ``all_words_up_to``), on one random
     word per entry of ``random_lengths`` and (reported apart) per entry of ``beyond_lengths``.
 
@@ -213,30 +169,66 @@ def verify_formula_model(model: FormulaTransformer, formula: F.Formula, alphabet
     rng = np.random.default_rng(seed)
     out = {"all_words": _new_acc(), "random": _new_acc(), "beyond": _new_acc()}
     guard = _Guard(deadline, should_cancel, out)
-    total = _count_words(chk.k, all_words_up_to)
+    _drive(lambda words: chk.check(words, guard), chk.per_word, chk.k, alphabet, all_words_up_to,
+           (("random", random_lengths), ("beyond", beyond_lengths)), out, guard, budget, progress,
+           lambda L, t: _random_set(dfa, chk.k, [L], rng, start=t)[0])
+    return out
 
-    for L in range(all_words_up_to + 1):
-        for words in _word_chunks(chk.k, L, chk.per_word(L)):
-            guard(f"verification (all words of length {L})")
-            _summarize(chk.check(words, guard), words, alphabet, out["all_words"])
+
+def _drive(check, per_word, k: int, alphabet, n: int, phases, out: dict, guard: _Guard,
+           budget: VerificationBudget | None, progress, make_word) -> None:
+    """The checks of one verification: all words up to ``n`` (by length), then one word
+    ``make_word(L, t)`` per entry of each phase's lengths, each summarized into ``out[phase]``;
+    ``budget`` (when given) decides how far each phase goes (:mod:`~langclass.models.construct.verify_budget`)."""
+    total = _count_words(k, n)
+    if budget is not None:
+        budget.entries = per_word
+    for L in range(n + 1):
+        if budget is not None and not budget.all_words_length(L):
+            break
+        t0 = time.monotonic()
+        try:
+            for words in _word_chunks(k, L, per_word(L)):
+                guard(f"verification (all words of length {L})")
+                _summarize(check(words), words, alphabet, out["all_words"])
+        except TimeLimitExceeded:
+            if budget is None or not budget.sized_all:
+                raise
+            if L <= budget.minimum:
+                raise budget.cannot_reach_minimum(L - 1) from None
+            budget.ran_out("all words", L)
+            break
+        if budget is not None:
+            budget.measured(L, k ** L, time.monotonic() - t0)
         out["all_words"]["max_length"] = L
         if progress:
             progress({"phase": "all_words", "length": L, "done": out["all_words"]["checked"], "total": total})
-    for name, lengths in (("random", random_lengths), ("beyond", beyond_lengths)):
+    for name, lengths in phases:
         for t, L in enumerate(lengths):
-            guard(f"verification ({name} word of length {L})")
-            w = _random_set(dfa, chk.k, [L], rng, start=t)[0]
-            _summarize(chk.check(w[None, :], guard), w[None, :], alphabet, out[name])
+            if budget is not None and not budget.random_word(L):
+                continue
+            t0 = time.monotonic()
+            try:
+                guard(f"verification ({name} word of length {L})")
+                w = make_word(L, t)
+                _summarize(check(w[None, :]), w[None, :], alphabet, out[name])
+            except TimeLimitExceeded:
+                if budget is None or not budget.sized_random:
+                    raise
+                budget.ran_out(f"{name} words", L)
+                continue
+            if budget is not None:
+                budget.random_measured(L, time.monotonic() - t0)
             out[name]["max_length"] = max(out[name]["max_length"], int(w.size))
             if progress:
                 progress({"phase": name, "length": int(w.size), "done": t + 1, "total": len(lengths)})
-    return out
 
 
 # ============================================================================ B-RASP
 def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | None, *, all_words_up_to: int,
                        random_lengths: Sequence[int], seed: int = 0, progress: Callable[[dict], None] | None = None,
-                       should_cancel: Callable[[], bool] | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
+                       should_cancel: Callable[[], bool] | None = None, deadline: Deadline | None = None,
+                       budget: VerificationBudget | None = None) -> dict[str, Any]:
     """Check a :class:`BraspTransformer` against the B-RASP interpreter (decision and every vector)
     and, when ``dfa`` is given, the interpreter against the DFA. Same return shape as
     :func:`verify_formula_model` (``beyond`` is empty)."""
@@ -274,24 +266,8 @@ def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | Non
                 "dfa": _dfa_accepts(dfa, words) if dfa is not None else expected.copy(),
                 "sim_bad": sim_bad, "logits": logits}
 
-    total = _count_words(k, all_words_up_to)
-    for L in range(all_words_up_to + 1):
-        for words in _word_chunks(k, L, per_word(L)):
-            guard(f"verification (all words of length {L})")
-            _summarize(check(words), words, alphabet, out["all_words"])
-        out["all_words"]["max_length"] = L
-        if progress:
-            progress({"phase": "all_words", "length": L, "done": out["all_words"]["checked"], "total": total})
-    for t, L in enumerate(random_lengths):
-        guard(f"verification (random word of length {L})")
-        if dfa is not None:
-            w = _random_set(dfa, k, [L], rng, start=t)[0]
-        else:
-            w = rng.integers(0, k, int(L))
-        _summarize(check(w[None, :]), w[None, :], alphabet, out["random"])
-        out["random"]["max_length"] = max(out["random"]["max_length"], int(w.size))
-        if progress:
-            progress({"phase": "random", "length": int(w.size), "done": t + 1, "total": len(random_lengths)})
+    _drive(check, per_word, k, alphabet, all_words_up_to, (("random", random_lengths),), out, guard, budget, progress,
+           lambda L, t: _random_set(dfa, k, [L], rng, start=t)[0] if dfa is not None else rng.integers(0, k, int(L)))
     return out
 
 
@@ -588,9 +564,10 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         n_checked = n_all if n_max is None else min(n_all, n_max)
         rand_lengths = _lengths(n_checked + 1, limit_len, random_words)
         beyond_lengths = _lengths(n_max + 1, random_max, random_words) if (beyond and n_max is not None and n_max < random_max) else []
+        vdeadline, budget = _budget(prep, limits, deadline, n_checked, size)
         checks = verify_formula_model(model, formula, alphabet, dfa, all_words_up_to=n_checked, random_lengths=rand_lengths,
                                       beyond_lengths=beyond_lengths, seed=seed, progress=progress, should_cancel=should_cancel,
-                                      deadline=deadline)
+                                      deadline=vdeadline, budget=budget)
         result["encoding"] = model.encoding_name
         result["attention"] = "soft"
         result["mask"] = "strict"
@@ -603,8 +580,9 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         build_seconds = time.monotonic() - t_build
         n_checked = n_all
         rand_lengths = _lengths(n_all + 1, random_max, random_words)
+        vdeadline, budget = _budget(prep, limits, deadline, n_all, size)
         checks = verify_brasp_model(model, program, dfa, all_words_up_to=n_all, random_lengths=rand_lengths, seed=seed,
-                                    progress=progress, should_cancel=should_cancel, deadline=deadline)
+                                    progress=progress, should_cancel=should_cancel, deadline=vdeadline, budget=budget)
         result["encoding"] = "nope" if program.modulus == 1 else "mod_onehot"
         result["modulus"] = program.modulus
         result["attention"] = "hard"
@@ -641,6 +619,7 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
             "failure_demonstrated": bw["wrong"] > 0,
         },
         "checks": {"all_words": _public(aw), "random": _public(rw), "beyond_n_max": _public(bw)},
+        "verification": budget.record(aw["max_length"], len(rand_lengths)),
         "seconds": round(time.monotonic() - t0, 3),
         "build_seconds": round(build_seconds, 4),
         "verify_seconds": round(time.monotonic() - t_build - build_seconds, 3),
@@ -650,6 +629,22 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
     if progress:
         progress({"phase": "done", "exact": result["exact"]})
     return result
+
+
+def _budget(prep: dict, limits: Limits, deadline: Deadline, n: int, size: dict) -> tuple[Deadline, VerificationBudget]:
+    """The verification's deadline (:data:`MARGIN_S` before the construction's) and its sizing: the
+    all-words length and the random words left to the defaults are fitted to the time left
+    (:mod:`~langclass.models.construct.verify_budget`)."""
+    opts, dfa = prep["opts"], prep["dfa"]
+    vdeadline = Deadline(limits.time_limit_s)
+    if getattr(limits, "end", None) is not None:
+        vdeadline.end_by(limits.end - MARGIN_S)
+    num_states = None if dfa is None else dfa.canonical().num_states
+    budget = VerificationBudget(
+        vdeadline, minimum=minimum_all_words_length(num_states, n), target=n, k=len(prep["alphabet"]),
+        sized_all="all_words_up_to" not in opts, sized_random=not {"random_words", "random_max_length"} & set(opts),
+        describe=f"{size['parameters']:,} parameters, {size['layers']} layers, d_model {size['d_model']}")
+    return vdeadline, budget
 
 
 def _public(acc: dict) -> dict:
