@@ -11,6 +11,8 @@ decides, so a seed names the same list on every machine.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from langclass.core.algebra.classes.aperiodic import decide_fo_mod
@@ -23,9 +25,11 @@ SCAN_SIZE = 240
 """The slow tier's list: the first 240 distinct FO[<,MOD] languages of seed 38."""
 
 
-def scan_languages(count: int = SCAN_SIZE, seed: int = SCAN_SEED, max_states: int = 5) -> list[dict]:
+@functools.lru_cache(maxsize=8)
+def scan_languages(count: int = SCAN_SIZE, seed: int = SCAN_SEED, max_states: int = 5) -> tuple[dict, ...]:
     """The first ``count`` distinct FO[<,MOD] languages of the generator (module docstring), each as
-    ``{"id", "dfa"}`` with ``dfa`` the canonical JSON object of the minimal DFA (alphabet included)."""
+    ``{"id", "dfa"}`` with ``dfa`` the canonical JSON object of the minimal DFA (alphabet included);
+    cached (do not modify the entries)."""
     rng = np.random.default_rng(seed)
     seen: set[str] = set()
     out: list[dict] = []
@@ -42,4 +46,4 @@ def scan_languages(count: int = SCAN_SIZE, seed: int = SCAN_SEED, max_states: in
         seen.add(fp)
         if decide_fo_mod(Context(A, transition_monoid(A))).member:
             out.append({"id": f"scan-{len(out):03d}", "dfa": A.to_canonical_dict()})
-    return out
+    return tuple(out)

@@ -35,7 +35,7 @@ from langclass.core.logic import formulas as F
 from langclass.core.automata.automaton import DFA
 from langclass.core.logic.brasp import Program, formula_to_brasp, run_program
 from langclass.core.base.errors import InputError, LimitExceeded, TimeLimitExceeded, UnsupportedError
-from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
+from langclass.core.base.limits import DEFAULT_LIMITS, RECORD_TEXT_CHARS, Deadline, Limits
 from langclass.core.ingest.source import language_source, parse_source_program, source_from_mapping
 from langclass.core.ingest.source import parse_language as parse_source
 from langclass.version import code_version  # one function for records, CLI and job results
@@ -51,8 +51,8 @@ from langclass.models.nn.tokens import BOS, EOS, NUM_SPECIAL
 from langclass.models.construct.verify_stream import CHUNK_ENTRIES, CancellableLimits as _CancellableLimits, ConstructionCancelled
 from langclass.models.construct.verify_stream import Guard as _Guard, all_words as _all_words, query_block as _query_block, word_chunks as _word_chunks
 from langclass.models.construct.verify_stream import dfa_accepts as _dfa_accepts, random_set as _random_set, word_text as _word_text
-from langclass.models.construct.verify_budget import MARGIN_S, VerificationBudget, count_words as _count_words
-from langclass.models.construct.verify_budget import default_all_words_length, minimum_all_words_length
+from langclass.models.construct.verify_budget import VerificationBudget, count_words as _count_words
+from langclass.models.construct.verify_budget import default_all_words_length, verification_budget
 
 __all__ = ["run_construction", "validate_spec", "ConstructionCancelled", "verify_formula_model", "verify_brasp_model",
            "default_all_words_length", "MAX_VERIFY_WORDS", "MAX_RANDOM_LENGTH", "CHUNK_ENTRIES", "MASK_CHOICES"]
@@ -531,7 +531,7 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         "kind": "construct",
         "input": source_input,
         "alphabet": list(alphabet),
-        "formula": formula.text() if formula is not None and F.formula_size(formula) <= 200_000 else None,
+        "formula": _recorded(formula.text()) if formula is not None and F.formula_size(formula) <= 200_000 else None,
         "fragment": F.fragment(formula) if formula is not None else None,
         "synthesis": synthesis.to_dict() if synthesis is not None else None,
         "language": None if dfa is None else {"fingerprint": dfa.fingerprint(), "num_states": dfa.canonical().num_states},
@@ -564,7 +564,7 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         n_checked = n_all if n_max is None else min(n_all, n_max)
         rand_lengths = _lengths(n_checked + 1, limit_len, random_words)
         beyond_lengths = _lengths(n_max + 1, random_max, random_words) if (beyond and n_max is not None and n_max < random_max) else []
-        vdeadline, budget = _budget(prep, limits, deadline, n_checked, size)
+        vdeadline, budget = verification_budget(prep, limits, n_checked, size)
         checks = verify_formula_model(model, formula, alphabet, dfa, all_words_up_to=n_checked, random_lengths=rand_lengths,
                                       beyond_lengths=beyond_lengths, seed=seed, progress=progress, should_cancel=should_cancel,
                                       deadline=vdeadline, budget=budget)
@@ -580,7 +580,7 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         build_seconds = time.monotonic() - t_build
         n_checked = n_all
         rand_lengths = _lengths(n_all + 1, random_max, random_words)
-        vdeadline, budget = _budget(prep, limits, deadline, n_all, size)
+        vdeadline, budget = verification_budget(prep, limits, n_all, size)
         checks = verify_brasp_model(model, program, dfa, all_words_up_to=n_all, random_lengths=rand_lengths, seed=seed,
                                     progress=progress, should_cancel=should_cancel, deadline=vdeadline, budget=budget)
         result["encoding"] = "nope" if program.modulus == 1 else "mod_onehot"
@@ -591,11 +591,12 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
             from langclass.core.logic.brasp_nonstrict import SOURCE_NONSTRICT
 
             result["mask_source"] = SOURCE_NONSTRICT
-        result["program"] = program.text() if len(program.ops) <= 20_000 else None
+        result["program"] = _recorded(program.text()) if len(program.ops) <= 20_000 else None
         result["model"] = model.describe()
     choice = prep.get("route_choice")
+    kind = "program" if source_input == "program" else "formula"  # the one candidate: the input's (or class's) own
     result["route"] = choice.to_dict() if choice is not None else {
-        "route": "program" if source_input == "program" else "formula", "cascade_height": None}
+        "route": kind, "cascade_height": None, "candidates": {kind: {**size, "planned": True}}}
     aw, rw, bw = checks["all_words"], checks["random"], checks["beyond"]
     first = aw["first_failure"] or rw["first_failure"]
     exact = (aw["wrong"] == 0 and rw["wrong"] == 0 and aw["sim_inexact"] == 0 and rw["sim_inexact"] == 0)
@@ -631,20 +632,9 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
     return result
 
 
-def _budget(prep: dict, limits: Limits, deadline: Deadline, n: int, size: dict) -> tuple[Deadline, VerificationBudget]:
-    """The verification's deadline (:data:`MARGIN_S` before the construction's) and its sizing: the
-    all-words length and the random words left to the defaults are fitted to the time left
-    (:mod:`~langclass.models.construct.verify_budget`)."""
-    opts, dfa = prep["opts"], prep["dfa"]
-    vdeadline = Deadline(limits.time_limit_s)
-    if getattr(limits, "end", None) is not None:
-        vdeadline.end_by(limits.end - MARGIN_S)
-    num_states = None if dfa is None else dfa.canonical().num_states
-    budget = VerificationBudget(
-        vdeadline, minimum=minimum_all_words_length(num_states, n), target=n, k=len(prep["alphabet"]),
-        sized_all="all_words_up_to" not in opts, sized_random=not {"random_words", "random_max_length"} & set(opts),
-        describe=f"{size['parameters']:,} parameters, {size['layers']} layers, d_model {size['d_model']}")
-    return vdeadline, budget
+def _recorded(text: str) -> str | None:
+    """The text, when the product can read it back (:func:`~langclass.core.base.limits.readback_limits`)."""
+    return text if len(text) <= RECORD_TEXT_CHARS else None
 
 
 def _public(acc: dict) -> dict:

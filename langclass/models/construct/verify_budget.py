@@ -33,10 +33,10 @@ from collections.abc import Callable
 from typing import Any
 
 from langclass.core.base.errors import TimeLimitExceeded
-from langclass.core.base.limits import Deadline
+from langclass.core.base.limits import Deadline, Limits
 from langclass.models.construct.verify_stream import chunk_words
 
-__all__ = ["VerificationBudget", "default_all_words_length", "minimum_all_words_length", "count_words",
+__all__ = ["VerificationBudget", "verification_budget", "default_all_words_length", "minimum_all_words_length", "count_words",
            "ALL_WORDS_SHARE", "MARGIN_S"]
 
 ALL_WORDS_SHARE = 0.7
@@ -226,3 +226,20 @@ class VerificationBudget:
                 "random_words_skipped": self.random_skipped,
                 "seconds_per_word": {str(L): round(s, 6) for L, s in sorted(self.seconds_per_word.items())},
                 "stopped_by_time": self.stopped}
+
+
+def verification_budget(prep: dict, limits: Limits, n: int, size: dict) -> tuple[Deadline, VerificationBudget]:
+    """The verification's deadline (:data:`MARGIN_S` before the construction's, whose end is
+    ``limits.end``) and its sizing: the all-words length ``n`` and the random words are fitted to the
+    time left when the spec left them to the defaults (``prep`` is the construction's prepared spec,
+    ``size`` its planned size)."""
+    opts, dfa = prep["opts"], prep["dfa"]
+    vdeadline = Deadline(limits.time_limit_s)
+    if getattr(limits, "end", None) is not None:
+        vdeadline.end_by(limits.end - MARGIN_S)
+    num_states = None if dfa is None else dfa.canonical().num_states
+    budget = VerificationBudget(
+        vdeadline, minimum=minimum_all_words_length(num_states, n), target=n, k=len(prep["alphabet"]),
+        sized_all="all_words_up_to" not in opts, sized_random=not {"random_words", "random_max_length"} & set(opts),
+        describe=f"{size['parameters']:,} parameters, {size['layers']} layers, d_model {size['d_model']}")
+    return vdeadline, budget
