@@ -410,7 +410,9 @@ def plan_formula(formula: F.Formula | str, alphabet: Sequence[str], options: Con
     """Plan the soft-attention transformer of a formula without S (no weights, no torch).
 
     Args:
-        formula: a :class:`~langclass.core.logic.formulas.Formula` or its text.
+        formula: a :class:`~langclass.core.logic.formulas.Formula` or its text (read under
+            :func:`~langclass.core.base.limits.readback_limits`: a formula the product recorded may be
+            longer than user input).
         alphabet: Σ.
         options: :class:`ConstructionOptions`.
 
