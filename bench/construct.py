@@ -179,7 +179,7 @@ def _scan(args) -> list[dict]:
     sys.path.insert(0, str(GROUND_TRUTH.parent))
     from _construct_scan import scan_languages
 
-    langs = scan_languages(args.scan, args.scan_seed)
+    langs = scan_languages(args.scan, args.scan_seed)[args.scan_from:]
     print(f"{'language':<9} {'|Σ|':>3} {'|Q|':>3} {'route':<15} {'params':>10} {'exact':<5} {'words ≤ (min)':>13} "
           f"{'random':>11} {'s':>6} {'RSS MB':>7}", flush=True)
     rows = []
@@ -412,6 +412,7 @@ def main() -> None:
     ap.add_argument("--scan", type=int, nargs="?", const=240, default=0, metavar="N",
                     help="issue 38's scan: N FO[<,MOD] languages (≤ 5 states, 2-3 letters) with every default (only)")
     ap.add_argument("--scan-seed", type=int, default=38, help="seed of the scan's generator")
+    ap.add_argument("--scan-from", type=int, default=0, metavar="I", help="start the scan at its I-th language")
     ap.add_argument("--scan-row", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(1)
