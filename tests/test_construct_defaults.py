@@ -150,7 +150,7 @@ def test_budget_raises_when_the_minimum_is_out_of_reach():
     b = _budget(minimum=6)
     for L in (0, 1, 2):
         assert b.all_words_length(L)
-        b.measured(L, 3 ** L, 2.0 * 3 ** L)
+        b.measured(L, 3 ** L, 2.0 * 3 ** L)  # 18 s for length 2: a reliable measurement (≥ 1 s)
     with pytest.raises(TimeLimitExceeded) as info:
         b.all_words_length(3)
     err = info.value
@@ -158,6 +158,15 @@ def test_budget_raises_when_the_minimum_is_out_of_reach():
     assert err.extra["seconds_per_word"] == pytest.approx(2.0)
     assert f"all words up to length 6 ({count_words(3, 6):,} words" in err.detail
     assert "2e+03 ms per word of length 2" in err.detail and "1,000 parameters" in err.detail
+
+
+def test_a_short_measurement_never_refuses_the_minimum():
+    """Lengths measured in milliseconds (overhead and load dominate them) do not refuse the minimum,
+    however steep their extrapolation: it is tried, and the deadline decides."""
+    b = _budget(minimum=6)
+    b.measured(1, 3, 0.01)
+    b.measured(2, 9, 0.5)  # 50× the time for 3× the words: noise, extrapolated to 729 words ≈ 10⁴ s
+    assert b.predict(6, 3 ** 6) > 30 and b.all_words_length(3)
 
 
 def test_budget_skips_random_words_past_the_time_left():
@@ -197,7 +206,10 @@ def test_the_record_says_what_was_verified():
 def test_a_minimum_out_of_reach_is_a_clear_limit_error(monkeypatch):
     """Whatever the measurement, a prediction past the time left stops the construction before the
     minimum with the limit error (the prediction is forced here, so the test does not depend on time)."""
+    from langclass.models.construct import verify_budget
+
     monkeypatch.setattr(VerificationBudget, "predict", lambda self, L, words: 1e6)
+    monkeypatch.setattr(verify_budget, "EARLY_MEASURE_S", 0.0)  # the tiny lengths count as measured
     with pytest.raises(TimeLimitExceeded) as info:
         run_construction({"regex": "(a|b)*ab", "alphabet": ["a", "b"], "attention": "hard"})
     assert info.value.extra["minimum_all_words_up_to"] == 3 and "minimum" in info.value.detail

@@ -11,8 +11,9 @@ time limit, :class:`VerificationBudget` sizes the checks of
    word to a state has fewer letters than the DFA has states) and then read on every letter: every
    transition of the minimal DFA is exercised. A run that cannot reach it is a
    :class:`~langclass.core.base.errors.TimeLimitExceeded` naming the minimum and the model's
-   measured cost per word (:meth:`VerificationBudget.cannot_reach_minimum`), raised as soon as the
-   measured cost predicts it, or when the deadline passes inside the minimum;
+   measured cost per word (:meth:`VerificationBudget.cannot_reach_minimum`), raised as soon as a
+   reliable measurement predicts it (:data:`EARLY_FACTOR`), or when the deadline passes inside the
+   minimum;
 2. longer lengths, up to the default (:func:`default_all_words_length`), while the prediction for
    the next length fits in :data:`ALL_WORDS_SHARE` of the time left when verification began. The
    prediction is the model's measured cost: seconds ≈ c0 · forward passes + c1 · tensor entries
@@ -42,6 +43,14 @@ __all__ = ["VerificationBudget", "verification_budget", "default_all_words_lengt
 ALL_WORDS_SHARE = 0.7
 """Part of the time left at the start of verification that all words past the minimum may use; the
 rest goes to the random words."""
+
+EARLY_MEASURE_S = 1.0
+EARLY_FACTOR = 3.0
+"""The minimum is refused before it is tried only when the last length measured took at least
+:data:`EARLY_MEASURE_S` seconds (shorter ones are dominated by the per-pass overhead and the
+machine's load: extrapolated over the minimum's words they overestimate tens of times) and the
+prediction exceeds the time left :data:`EARLY_FACTOR` times; otherwise the minimum is tried and the
+error is raised when the deadline passes inside it."""
 
 MARGIN_S = 1.0
 """Seconds kept free before the deadline (assembling the record)."""
@@ -147,10 +156,10 @@ class VerificationBudget:
         if not self.sized_all:
             return True
         if L <= self.minimum:
-            if self._fit() is not None:
+            if self._fit() is not None and self.points[-1][2] >= EARLY_MEASURE_S:
                 need = sum(self.predict(n, self.k ** n) for n in range(L, self.minimum + 1))
                 left = self.deadline.remaining
-                if need > left:
+                if need > EARLY_FACTOR * left:
                     raise self.cannot_reach_minimum(L - 1, need, left)
             return True
         pred = self.predict(L, self.k ** L)
