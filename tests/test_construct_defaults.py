@@ -122,6 +122,30 @@ def test_plan_cascade_keeps_the_smaller_program():
     assert set(tried) == {"as built", f"width {CASCADE_NARROW_WIDTH}"}
 
 
+def test_vectorized_truth_tables_equal_the_expression_evaluated_row_by_row():
+    """gates.truth_table (the plan's truth tables, one array operation per node) against
+    evaluate_expr on every assignment, for random expressions with shared nodes and constants."""
+    import itertools
+
+    from langclass.models.construct.gates import evaluate_expr, expr_coords, truth_table
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        nodes = [("c", int(c)) for c in rng.choice(20, size=int(rng.integers(1, 7)), replace=False)]
+        nodes.append(("k", bool(rng.integers(2))))
+        for _ in range(int(rng.integers(1, 12))):
+            kind = ["not", "and", "or"][int(rng.integers(3))]
+            if kind == "not":
+                nodes.append(("not", nodes[int(rng.integers(len(nodes)))]))
+            else:
+                picks = rng.integers(len(nodes), size=int(rng.integers(0, 4)))
+                nodes.append((kind, tuple(nodes[int(i)] for i in picks)))
+        e = nodes[-1]
+        cs = sorted(expr_coords(e)) + [99]  # an extra coordinate the expression does not read
+        want = [evaluate_expr(e, dict(zip(cs, bits))) for bits in itertools.product([False, True], repeat=len(cs))]
+        assert truth_table(e, cs).tolist() == want
+
+
 # ---------------------------------------------------------------- verification sized to the time limit
 def _budget(seconds: float = 30.0, minimum: int = 3, target: int = 11, k: int = 3) -> VerificationBudget:
     return VerificationBudget(Deadline(seconds), minimum=minimum, target=target, k=k, entries=lambda L: 100 * (L + 2),
