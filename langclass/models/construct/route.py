@@ -12,7 +12,11 @@ from *Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languag
   B-RASP and narrowed (:mod:`langclass.core.logic.brasp_width`); its size multiplies at every level
   of the induction.
 
-:func:`choose_hard_route` plans the candidates and keeps the one with fewer parameters. The size
+:func:`choose_hard_route` plans the candidates and keeps the one with fewer parameters; a route
+that fails — the local-divisor synthesis past any of its limits (its 200,000-subformula cap, the
+bound below), a program the compiler cannot take — is a candidate recorded with its reason, and the
+construction fails only when every route does. The cascade program is planned as built and narrowed
+(:data:`CASCADE_NARROW_WIDTH`, :func:`plan_cascade`). The size
 of the local-divisor program is first bounded from below without planning it (every vector is a
 stream coordinate, the embedding and readout read every coordinate, and every head has at least six
 weight rows of width d_model; narrowing only adds vectors, so the bound of the un-narrowed program holds); when that bound already exceeds the cascade's exact count the
