@@ -29,6 +29,14 @@ Single thread (torch.set_num_threads(1)).
 stutter-invariant star-free ones also with the non-strict mask (Thm 18), then a summary: models built
 and exact, median and largest parameters, largest peak RSS, the slowest row and every row that failed.
 
+``--scan [N]`` is issue 38's acceptance run: the first N (default 240) FO[<,MOD] languages with at most
+5 states over 2–3 letters of the seeded generator of ``tests/_construct_scan.py`` (``--scan-seed``),
+each built by ``run_construction`` with every default (route auto, the parameter budget, the time limit
+``LANGCLASS_TIME_LIMIT_S`` or 60 s, verification sized to it) in its own process; per row the route
+built, the parameters, whether it is exact, what was verified, seconds and peak RSS; then built /
+exact / failed, the largest parameters, the slowest row, the largest peak RSS and every failure.
+Run it niced: ``nice .venv/bin/python bench/construct.py --scan``.
+
 ``--refusals BUDGET`` times, per route language, how long ``validate_spec`` (what the API runs before
 queueing a construct job) takes to refuse a plan over BUDGET parameters, and counts the models assembled
 meanwhile (none).
@@ -135,6 +143,77 @@ def _summary(rows: list[dict]) -> list[str]:
     lines.append(f"rows that failed to build or verify: {len(refused)}"
                  + "".join(f"\n  {r['id']} ({r['y_mode']}, {r['mask']}): {r['error'][:150]}" for r in refused))
     return lines
+
+
+def _scan_row(dfa_json: str) -> dict:
+    """``--scan-row``: one scan language built with every default, in this process, with its peak RSS."""
+    import resource
+    import os
+
+    from langclass.core.base.limits import Limits
+
+    limit = float(os.environ.get("LANGCLASS_TIME_LIMIT_S", "60"))
+    t = time.perf_counter()
+    dfa = json.loads(dfa_json)
+    row = {"k": len(dfa["alphabet"]), "states": len(dfa["transitions"])}
+    try:
+        r = run_construction({"dfa": dfa}, limits=Limits(time_limit_s=limit))
+    except LangclassError as err:
+        row["error"] = f"{http_status(err)} {err.code}: {err.detail}"
+    else:
+        v = r.get("verification") or {}
+        cands = (r.get("route") or {}).get("candidates") or {}
+        row.update({"route": r["route"]["route"], "attention": r["attention"], "parameters": r["model"]["parameters"],
+                    "exact": r["exact"], "all_words_up_to": r["all_words_up_to"], "minimum": v.get("minimum_all_words_up_to"),
+                    "random_words": r["random_words_checked"], "random_up_to": r["random_words_up_to"],
+                    "failed_candidates": sorted(n for n, c in cands.items() if "error" in c)})
+    row["seconds"] = round(time.perf_counter() - t, 2)
+    row["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    return row
+
+
+def _scan(args) -> list[dict]:
+    """``--scan``: every scan language in its own process (:func:`_scan_row`), printed as it finishes."""
+    import subprocess
+
+    sys.path.insert(0, str(GROUND_TRUTH.parent))
+    from _construct_scan import scan_languages
+
+    langs = scan_languages(args.scan, args.scan_seed)[args.scan_from:]
+    print(f"{'language':<9} {'|Σ|':>3} {'|Q|':>3} {'route':<15} {'params':>10} {'exact':<5} {'words ≤ (min)':>13} "
+          f"{'random':>11} {'s':>6} {'RSS MB':>7}", flush=True)
+    rows = []
+    for e in langs:
+        cmd = [sys.executable, __file__, "--scan-row", json.dumps(e["dfa"])]
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.row_timeout)
+            lines = out.stdout.strip().splitlines()
+            r = json.loads(lines[-1]) if lines else {"error": f"exit {out.returncode}: {out.stderr.strip()[-160:]}"}
+        except subprocess.TimeoutExpired:
+            r = {"error": f"killed after {args.row_timeout} s"}
+        r = {"id": e["id"], "dfa": e["dfa"], **r}
+        rows.append(r)
+        head = f"{e['id']:<9} {r.get('k', '-'):>3} {r.get('states', '-'):>3}"
+        if "error" in r:
+            print(f"{head} FAILED {r['error'][:200]}", flush=True)
+            continue
+        print(f"{head} {r['route']:<15} {r['parameters']:>10,} {r['exact']!s:<5} "
+              f"{str(r['all_words_up_to']) + ' (' + str(r['minimum']) + ')':>13} "
+              f"{str(r['random_words']) + ' ≤ ' + str(r['random_up_to']):>11} {r['seconds']:>6} {r['peak_rss_mb']:>7}",
+              flush=True)
+    built = [r for r in rows if "error" not in r]
+    failed = [r for r in rows if "error" in r or not r["exact"]]
+    print(f"\n{len(rows)} languages: {len(built)} built, {sum(bool(r['exact']) for r in built)} exact, "
+          f"{len(failed)} failed")
+    if built:
+        big = max(built, key=lambda r: r["parameters"])
+        slow = max(built, key=lambda r: r["seconds"])
+        print(f"largest parameters: {big['parameters']:,} ({big['id']}, {big['route']}); slowest row: {slow['id']} "
+              f"{slow['seconds']} s; peak RSS: {max(r['peak_rss_mb'] for r in built)} MB; routes: "
+              + ", ".join(f"{k} {sum(r['route'] == k for r in built)}" for k in sorted({r["route"] for r in built})))
+    for r in failed:
+        print(f"  {r['id']} {json.dumps(r['dfa'])}: {r.get('error', 'not exact')[:300]}")
+    return rows
 
 
 def _side_by_side(regex: str, alphabet: list[str], args) -> list[dict]:
@@ -330,8 +409,21 @@ def main() -> None:
                     help="run every row in its own process and print its peak RSS (the acceptance run: with --defaults)")
     ap.add_argument("--nonstrict", action="store_true",
                     help="also build every stutter-invariant star-free language with the non-strict mask (Thm 18)")
+    ap.add_argument("--scan", type=int, nargs="?", const=240, default=0, metavar="N",
+                    help="issue 38's scan: N FO[<,MOD] languages (≤ 5 states, 2-3 letters) with every default (only)")
+    ap.add_argument("--scan-seed", type=int, default=38, help="seed of the scan's generator")
+    ap.add_argument("--scan-from", type=int, default=0, metavar="I", help="start the scan at its I-th language")
+    ap.add_argument("--scan-row", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.scan_row:
+        print(json.dumps(_scan_row(args.scan_row)))
+        return
+    if args.scan:
+        rows = _scan(args)
+        if args.json:
+            args.json.write_text(json.dumps({"scan": rows}, indent=2))
+        return
     if args.row:
         print(json.dumps(_one_row(*args.row, args)))
         return

@@ -153,6 +153,10 @@ def construct(
         typer.echo(f"N_max      {result['n_max']} (certified range of the Y^k heads, Eq. 10){_scale_note(m)}")
     typer.echo(f"exact      {result['exact']}   all words ≤ {result['all_words_up_to']} ({result['words_checked']} words), "
                f"random words ≤ {result['random_words_up_to']} ({result['random_words_checked']})")
+    v = result.get("verification") or {}
+    if v.get("sized_to_time_limit") and v.get("stopped_by_time"):  # the defaults were cut short by the time limit
+        typer.echo(f"verified   sized to the time limit (minimum: all words ≤ {v['minimum_all_words_up_to']})"
+                   + "".join(f"; {why}" for why in v["stopped_by_time"]))
     if result["first_failure"]:
         ff = result["first_failure"]
         word = ff["word"] if isinstance(ff["word"], str) else " ".join(ff["word"])

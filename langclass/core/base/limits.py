@@ -8,11 +8,11 @@ knows which knob was hit. The service builds a :class:`Limits` from its settings
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .errors import LimitExceeded, TimeLimitExceeded
 
-__all__ = ["Limits", "Deadline", "DEFAULT_LIMITS"]
+__all__ = ["Limits", "Deadline", "DEFAULT_LIMITS", "RECORD_TEXT_CHARS", "readback_limits"]
 
 
 @dataclass(frozen=True)
@@ -86,3 +86,18 @@ class Deadline:
     @property
     def remaining(self) -> float | None:
         return None if self._end is None else max(0.0, self._end - time.monotonic())
+
+
+RECORD_TEXT_CHARS = 4_000_000
+"""Longest formula or B-RASP program text the product writes into a record (the ``formula`` and
+``program`` of a construct record): a longer one is recorded as None. Everything it writes is read
+back under :func:`readback_limits`."""
+
+
+def readback_limits(limits: Limits = DEFAULT_LIMITS) -> Limits:
+    """``limits`` with the text bounds raised to what the product writes itself: ``max_regex_length``
+    to :data:`RECORD_TEXT_CHARS` and ``max_nesting_depth`` to half of it (a text of n characters nests
+    at most n / 2 parentheses or operators deep); for formulas and programs the product recorded (a
+    local-divisor formula runs to 10⁵ characters, past the 10⁴ of user input), never for user input."""
+    return replace(limits, max_regex_length=max(limits.max_regex_length, RECORD_TEXT_CHARS),
+                   max_nesting_depth=max(limits.max_nesting_depth, RECORD_TEXT_CHARS // 2))

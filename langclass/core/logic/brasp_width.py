@@ -35,7 +35,8 @@ DEFAULT_WIDTH = 12
 """Largest coordinate cost of an expression left as it is (the compiler accepts 14)."""
 
 
-def narrow_program(program: Program, width: int = DEFAULT_WIDTH, deadline: Deadline | None = None) -> Program:
+def narrow_program(program: Program, width: int = DEFAULT_WIDTH, deadline: Deadline | None = None, *,
+                   identity_cost: int = ATTENTION_COST) -> Program:
     """An equivalent program whose position-wise expressions have coordinate cost ≤ ``width``
     (module docstring); the program itself when nothing is wide.
 
@@ -76,7 +77,7 @@ def narrow_program(program: Program, width: int = DEFAULT_WIDTH, deadline: Deadl
     def add_attention(name: str, op: AttentionOp) -> None:
         out_ops.append(op)
         leaves[name] = frozenset([name])
-        cost_of[name] = ATTENTION_COST
+        cost_of[name] = identity_cost if is_identity(op) else ATTENTION_COST
 
     def materialize(name: str, expr: BExpr) -> None:
         """``name`` := identity attention of a position op holding ``expr``."""
@@ -84,6 +85,15 @@ def narrow_program(program: Program, width: int = DEFAULT_WIDTH, deadline: Deadl
         out_ops.append(PositionOp(inner, expr))
         leaves[inner] = leaf_set(expr)
         add_attention(name, AttentionOp(name, "rightmost", "future_nonstrict", BConst(True), BVar(inner, "j"), BConst(False)))
+
+    shared: dict[BExpr, str] = {}
+
+    def materialized(expr: BExpr, base: str) -> BVar:
+        """A vector holding ``expr`` (one per distinct expression: a chunk read twice is built once)."""
+        if expr not in shared:
+            shared[expr] = fresh(base)
+            materialize(shared[expr], expr)
+        return BVar(shared[expr], "i")
 
     def chunked(expr: BExpr, base: str) -> BExpr:
         """Cut a wide And/Or into materialized chunks until it is narrow (or cannot be cut)."""
@@ -100,20 +110,16 @@ def narrow_program(program: Program, width: int = DEFAULT_WIDTH, deadline: Deadl
                 new_args = []
                 for a in expr.args:
                     if cost(leaf_set(a)) > ATTENTION_COST:
-                        m = fresh(base)
-                        materialize(m, a)
-                        new_args.append(BVar(m, "i"))
+                        if cost(leaf_set(a)) > width:
+                            a = chunked(a, base)  # a wide argument is narrowed before it is materialized
+                        new_args.append(materialized(a, base) if cost(leaf_set(a)) > identity_cost else a)
                     else:
                         new_args.append(a)
-                return cls(tuple(new_args))
+                expr = cls(tuple(new_args))
+                continue  # the materialized arguments now pair
             new_args = []
             for g in groups:
-                if len(g) == 1:
-                    new_args.append(g[0])
-                else:
-                    m = fresh(base)
-                    materialize(m, cls(tuple(g)))
-                    new_args.append(BVar(m, "i"))
+                new_args.append(g[0] if len(g) == 1 else materialized(cls(tuple(g)), base))
             expr = cls(tuple(new_args))
         return expr
 
@@ -153,6 +159,12 @@ def narrow_program(program: Program, width: int = DEFAULT_WIDTH, deadline: Deadl
         return program
     return Program(program.alphabet, tuple(out_ops), program.output, program.empty_accept, dict(program.initial),
                    program.modulus)
+
+
+def is_identity(op: AttentionOp) -> bool:
+    """``▶_j [j ≤ i, 1] X(j) : 0`` — X(i) itself (what :func:`narrow_program` writes to materialize)."""
+    return (op.direction == "rightmost" and op.mask == "future_nonstrict" and op.score == BConst(True)
+            and op.default == BConst(False) and isinstance(op.value, BVar) and op.value.side == "j")
 
 
 def _to_side(e: BExpr, side: str) -> BExpr:

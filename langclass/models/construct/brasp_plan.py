@@ -27,7 +27,8 @@ from typing import Any
 
 from langclass.core.logic.brasp import AttentionOp, BAnd, BConst, BNot, BOr, BVar, PositionOp, Program, bexpr_vars
 from langclass.core.precision.encoding_families import EncodingFamily
-from langclass.models.construct.gates import ReluUnit, Row, dnf_units
+from langclass.core.base.errors import LimitExceeded
+from langclass.models.construct.gates import MAX_FFN_INPUTS, ReluUnit, Row, dnf_units, expr_coords
 from langclass.models.construct.plan import EncodingSpec
 
 __all__ = ["HardHead", "BraspLayer", "BraspPlan", "plan_brasp", "is_identity"]
@@ -264,6 +265,13 @@ def plan_brasp(program: Program, deadline: Any = None) -> BraspPlan:
     """
     pl = _Planner(program)
     pl.run(deadline)
+    for layer in range(pl.K + 1):  # the compiler's bound, checked on every target before any truth table
+        for _, e in pl.targets[layer]:
+            m = len(expr_coords(e))
+            if m > MAX_FFN_INPUTS:
+                raise LimitExceeded("max_ffn_inputs", MAX_FFN_INPUTS,
+                                    f"a feed-forward target of the B-RASP compiler reads {m} coordinates "
+                                    f"(> {MAX_FFN_INPUTS}); split the program's Boolean expressions")
     layers = []
     for layer in range(pl.K + 1):
         if deadline is not None:

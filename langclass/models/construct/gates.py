@@ -28,7 +28,7 @@ import numpy as np
 from langclass.core.base.errors import LimitExceeded
 
 __all__ = [
-    "Literal", "Gate", "ReluUnit", "MAX_FFN_INPUTS", "literal_row", "gate_units", "dnf_units", "expr_coords",
+    "Literal", "Gate", "ReluUnit", "MAX_FFN_INPUTS", "literal_row", "gate_units", "dnf_units", "expr_coords", "truth_table",
     "evaluate_expr",
 ]
 
@@ -136,6 +136,43 @@ def evaluate_expr(e: Any, env: dict[int, bool]) -> bool:
     raise AssertionError(kind)
 
 
+def truth_table(e: Any, cs: Sequence[int]) -> np.ndarray:
+    """The values of a stream expression under every assignment of the coordinates ``cs``: bool
+    ``[2^m]``, entry index = the bits of the assignment with ``cs[0]`` most significant (the order of
+    ``itertools.product([False, True], repeat=m)``); :func:`evaluate_expr` on every row, vectorized
+    (one array operation per expression node, shared nodes evaluated once)."""
+    m = len(cs)
+    idx = np.arange(1 << m, dtype=np.int64)
+    cols = {c: ((idx >> (m - 1 - j)) & 1).astype(bool) for j, c in enumerate(cs)}
+    memo: dict[int, tuple[Any, np.ndarray]] = {}
+
+    def ev(x: Any) -> np.ndarray:
+        hit = memo.get(id(x))
+        if hit is not None:
+            return hit[1]
+        kind = x[0]
+        if kind == "c":
+            out = cols[x[1]]
+        elif kind == "k":
+            out = np.full(1 << m, bool(x[1]))
+        elif kind == "not":
+            out = ~ev(x[1])
+        elif kind == "and":
+            out = np.ones(1 << m, dtype=bool)
+            for a in x[1]:
+                out = out & ev(a)
+        elif kind == "or":
+            out = np.zeros(1 << m, dtype=bool)
+            for a in x[1]:
+                out = out | ev(a)
+        else:
+            raise AssertionError(kind)
+        memo[id(x)] = (x, out)  # the node is kept alive with its value, so its id is not reused
+        return out
+
+    return ev(e)
+
+
 def expr_coords(e: Any, acc: set[int] | None = None) -> set[int]:
     """The stream coordinates an expression reads."""
     acc = set() if acc is None else acc
@@ -192,8 +229,7 @@ def dnf_units(targets: Iterable[tuple[int, Any]]) -> tuple[list[ReluUnit], int]:
             raise LimitExceeded("max_ffn_inputs", MAX_FFN_INPUTS,
                                 f"a feed-forward target of the B-RASP compiler reads {m} coordinates "
                                 f"(> {MAX_FFN_INPUTS}); split the program's Boolean expressions")
-        table = np.array([evaluate_expr(e, dict(zip(cs, bits))) for bits in itertools.product([False, True], repeat=m)],
-                         dtype=bool)  # index = bits in big-endian order over cs
+        table = truth_table(e, cs)  # index = bits in big-endian order over cs
         cubes_true = _dsop(table, m)
         cubes_false = _dsop(~table, m)
         negate = len(cubes_false) + 1 < len(cubes_true)

@@ -85,6 +85,7 @@ def default_all_words_length(k: int, budget: int = 300_000) -> int:
 
 
 def _count_words(k: int, n: int) -> int:
+    """Σ_{L ≤ n} k^L: the words of length at most n over k letters."""
     return sum(k ** L for L in range(n + 1))
 
 

@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from langclass.core.logic import formulas as F
+from langclass.core.base.limits import readback_limits
 from langclass.core.precision.encoding_families import COMPOSITE_SEPARATOR, EncodingFamily
 from langclass.core.base.errors import InputError, UnsupportedError
 from langclass.core.precision.numerics import delta_L, f_large, float_format
@@ -409,7 +410,9 @@ def plan_formula(formula: F.Formula | str, alphabet: Sequence[str], options: Con
     """Plan the soft-attention transformer of a formula without S (no weights, no torch).
 
     Args:
-        formula: a :class:`~langclass.core.logic.formulas.Formula` or its text.
+        formula: a :class:`~langclass.core.logic.formulas.Formula` or its text (read under
+            :func:`~langclass.core.base.limits.readback_limits`: a formula the product recorded may be
+            longer than user input).
         alphabet: Σ.
         options: :class:`ConstructionOptions`.
 
@@ -424,7 +427,7 @@ def plan_formula(formula: F.Formula | str, alphabet: Sequence[str], options: Con
     options = options or ConstructionOptions()
     alphabet = tuple(alphabet)
     if isinstance(formula, str):
-        formula = F.parse_formula(formula, alphabet)
+        formula = F.parse_formula(formula, alphabet, readback_limits())  # text the product may have recorded
     ops = F.operators(formula)
     has_mod, has_y = "MOD" in ops, "Y" in ops
     if "S" in ops:

@@ -12,7 +12,11 @@ from *Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languag
   B-RASP and narrowed (:mod:`langclass.core.logic.brasp_width`); its size multiplies at every level
   of the induction.
 
-:func:`choose_hard_route` plans the candidates and keeps the one with fewer parameters. The size
+:func:`choose_hard_route` plans the candidates and keeps the one with fewer parameters; a route
+that fails — the local-divisor synthesis past any of its limits (its 200,000-subformula cap, the
+bound below), a program the compiler cannot take — is a candidate recorded with its reason, and the
+construction fails only when every route does. The cascade program is planned as built and narrowed
+(:data:`CASCADE_NARROW_WIDTH`, :func:`plan_cascade`). The size
 of the local-divisor program is first bounded from below without planning it (every vector is a
 stream coordinate, the embedding and readout read every coordinate, and every head has at least six
 weight rows of width d_model; narrowing only adds vectors, so the bound of the un-narrowed program holds); when that bound already exceeds the cascade's exact count the
@@ -48,7 +52,7 @@ from langclass.core.synthesis.starfree import MAX_STAR_FREE_NODES
 from langclass.models.construct.brasp_plan import BraspPlan, is_identity, plan_brasp
 from langclass.models.construct.size import planned_parameters  # the one count, shared with the parameter budget
 
-__all__ = ["ROUTES", "RouteChoice", "CascadeCandidate", "plan_cascade", "choose_hard_route", "planned_parameters",
+__all__ = ["ROUTES", "RouteChoice", "CascadeCandidate", "CASCADE_NARROW_WIDTH", "plan_cascade", "choose_hard_route", "planned_parameters",
            "parameters_at_least", "local_divisor_node_bound", "local_divisor_synthesis", "local_divisor_candidate"]
 
 ROUTES = ("auto", "cascade", "local-divisors")
@@ -102,17 +106,60 @@ class CascadeCandidate:
     parameters: int
 
 
+CASCADE_NARROW_WIDTH = 9
+"""Expression width the cascade program is narrowed to (:func:`narrow_program`, identity operations
+counted as the one coordinate the compiler reads for them). The cascade's reset and prefix functions
+read the previous prefix's bits, the letter and the position mark, which passes the compiler's 14
+coordinates on large cascades: issue 38's 6-state language over {a, b, c} (m = 6, levels of 6, 6
+and 2 states) reads 15 as built. Measured (``plan_brasp`` parameters): that language compiles only
+narrowed — 5.46 M parameters at width 9, 5.88 M at 10, 7.32 M at 11, 6.81 M at 12, 11.6 M at 8 (over
+the 10⁷ budget), 22–28 M at 6–7; the 3-state one of the issue has 95,037 at 9, 124,153 at 8 and
+246,918 as built (= width ≥ 10); on the first 40 hard-attention languages of the scan
+(``tests/_construct_scan.py``) every cascade compiles as built and the best of as built and width
+w totals 2.06 M parameters at w = 8, 2.20 M at 9 and 2.19 M at 10. Width 9 is the narrowest that
+keeps every reproducer under the budget. :func:`plan_cascade` plans the program as built and
+narrowed and keeps the smaller that compiles."""
+
+
 def plan_cascade(dfa: DFA, limits: Limits = DEFAULT_LIMITS, deadline: Deadline | None = None) -> CascadeCandidate:
-    """The cascade program of ``dfa`` and its plan (no torch).
+    """The cascade program of ``dfa`` and its plan (no torch): the program as built and narrowed to
+    :data:`CASCADE_NARROW_WIDTH` are both planned and the one with fewer parameters that compiles is
+    kept; ``info["narrowing"]`` says which (``"width"``: None or the width) and what each gave.
 
     Raises:
-        UnsupportedError: the language is not in FO[<,MOD]; LimitExceeded: the decomposition's limits;
+        UnsupportedError: the language is not in FO[<,MOD]; LimitExceeded: the decomposition's limits,
+        or ``max_ffn_inputs`` when neither program compiles (before any weight exists);
         TimeLimitExceeded.
     """
     deadline = deadline or limits.deadline()
     cp = cascade_program(dfa, limits, deadline)
-    plan = plan_brasp(cp.program, deadline)
-    return CascadeCandidate(cp.program, plan, cp.summary(), planned_parameters(plan))
+    tried: dict[str, dict[str, Any]] = {}
+    best: tuple[int, Program, BraspPlan, int | None] | None = None
+    failure: LimitExceeded | None = None
+    versions: list[tuple[int | None, Program]] = [(None, cp.program)]
+    narrowed = narrow_program(cp.program, width=CASCADE_NARROW_WIDTH, deadline=deadline, identity_cost=1)
+    if narrowed is not cp.program:
+        versions.append((CASCADE_NARROW_WIDTH, narrowed))
+    for width, program in versions:
+        key = "as built" if width is None else f"width {width}"
+        try:
+            plan = plan_brasp(program, deadline)
+        except LimitExceeded as err:
+            if err.limit != "max_ffn_inputs":
+                raise
+            tried[key] = {"error": err.detail}
+            failure = err
+            continue
+        n = planned_parameters(plan)
+        tried[key] = {"parameters": n, "layers": len(plan.layers), "d_model": plan.d_model}
+        if best is None or n < best[0]:
+            best = (n, program, plan, width)
+    if best is None:
+        raise LimitExceeded("max_ffn_inputs", failure.value if failure else None,
+                            "the cascade program cannot be compiled: "
+                            + "; ".join(f"{k}: {v['error']}" for k, v in tried.items()), field="options.route")
+    n, program, plan, width = best
+    return CascadeCandidate(program, plan, {**cp.summary(), "narrowing": {"width": width, "tried": tried}}, n)
 
 
 def local_divisor_node_bound(alphabet_size: int, *parameters: int | None) -> int | None:
@@ -209,13 +256,15 @@ def local_divisor_synthesis(dfa: DFA, limits: Limits, route: str, *, max_paramet
     """``(synthesis, note)``: the FO[<,MOD] formula of the local-divisor route — none for
     ``route="cascade"`` (the cascade needs only the automaton). Under ``"auto"`` it runs within a
     third of ``time_limit_s`` and builds at most :func:`local_divisor_node_bound` subformulas of the
-    cascade's parameters (``cascade``) and the budget (``max_parameters``); past either, the cascade
-    decides alone and ``note`` says why. Under ``"local-divisors"`` the budget's bound applies too.
+    cascade's parameters (``cascade``) and the budget (``max_parameters``); past either, or past any
+    limit of the synthesis (e.g. its 200,000-subformula cap), the route is a failed candidate: the
+    synthesis is None, ``note`` says why and the cascade decides alone. Under ``"local-divisors"``
+    the budget's bound applies too, and every limit is the construction's error.
 
     Raises:
         UnsupportedError: L is not quasi-aperiodic (from the synthesis).
-        LimitExceeded: ``max_parameters`` when the synthesis passes the budget's bound and no cascade
-            was planned (``"local-divisors"``, or a failed cascade under ``"auto"``); the synthesis' own.
+        LimitExceeded: under ``"local-divisors"``: ``max_parameters`` when the synthesis passes the
+            budget's bound, or the synthesis' own limits.
     """
     if route == "cascade":
         return None, None
@@ -231,15 +280,18 @@ def local_divisor_synthesis(dfa: DFA, limits: Limits, route: str, *, max_paramet
             raise
         return None, f"not synthesized within a third of the time limit ({err.detail})"
     except LimitExceeded as err:
-        if err.limit != "max_star_free_nodes" or max_nodes == MAX_STAR_FREE_NODES:
-            raise
+        bounded = err.limit == "max_star_free_nodes" and max_nodes < MAX_STAR_FREE_NODES
         over = (f"more than {max_nodes:,} distinct subformulas: its program would have more than "
                 f"(|Σ| + 1) = {k + 1} parameters per subformula")
-        if route == "auto" and cascade is not None:
-            whose = ("the cascade's" if max_parameters is None or cascade.parameters <= max_parameters
+        if route == "auto":  # a route that hits a cap is a failed candidate, never the end of the construction
+            if not bounded:
+                return None, f"not synthesized: limit {err.limit} = {err.value} hit ({err.detail})"
+            sizes = [p for p in (cascade.parameters if cascade else None, max_parameters) if p is not None]
+            whose = ("the cascade's" if cascade is not None and min(sizes) == cascade.parameters
                      else "the parameter budget's")
-            return None, (f"not synthesized: the local-divisor induction built {over}, over "
-                          f"{whose} {min(p for p in (cascade.parameters, max_parameters) if p is not None):,}")
+            return None, f"not synthesized: the local-divisor induction built {over}, over {whose} {min(sizes):,}"
+        if not bounded:
+            raise
         raise LimitExceeded("max_parameters", max_parameters,
                             f"the local-divisor synthesis built {over}, over the budget of {max_parameters:,} "
                             "(max_parameters); nothing was allocated", field="options.max_parameters") from None

@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from langclass.core.logic import formulas as F
+from langclass.core.base.limits import readback_limits
 from langclass.core.precision.numerics import certified_length
 from langclass.models.nn.attention import MultiHeadAttention
 from langclass.models.nn.encodings import make_encoding
@@ -386,5 +387,5 @@ def build_formula_transformer(formula: F.Formula | str, alphabet: Sequence[str],
     """
     options = options or ConstructionOptions()
     if isinstance(formula, str):
-        formula = F.parse_formula(formula, alphabet)
+        formula = F.parse_formula(formula, alphabet, readback_limits())  # text the product may have recorded
     return FormulaTransformer(formula, tuple(alphabet), options)

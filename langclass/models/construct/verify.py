@@ -34,8 +34,8 @@ import torch
 from langclass.core.logic import formulas as F
 from langclass.core.automata.automaton import DFA
 from langclass.core.logic.brasp import Program, formula_to_brasp, run_program
-from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedError
-from langclass.core.base.limits import DEFAULT_LIMITS, Deadline, Limits
+from langclass.core.base.errors import InputError, LimitExceeded, TimeLimitExceeded, UnsupportedError
+from langclass.core.base.limits import DEFAULT_LIMITS, RECORD_TEXT_CHARS, Deadline, Limits
 from langclass.core.ingest.source import language_source, parse_language as parse_source, parse_source_program, source_from_mapping
 from langclass.version import code_version  # one function for records, CLI and job results
 from langclass.models.construct import (
@@ -50,39 +50,13 @@ from langclass.models.construct.route_marked import default_y_mode
 from langclass.models.nn.tokens import BOS, EOS, NUM_SPECIAL
 from langclass.models.construct.verify_stream import CHUNK_ENTRIES, CancellableLimits as _CancellableLimits, ConstructionCancelled
 from langclass.models.construct.verify_stream import Guard as _Guard, all_words as _all_words, query_block as _query_block, word_chunks as _word_chunks
+from langclass.models.construct.verify_stream import dfa_accepts as _dfa_accepts, random_set as _random_set, word_text as _word_text
+from langclass.models.construct.verify_budget import VerificationBudget, count_words as _count_words
+from langclass.models.construct.verify_budget import default_all_words_length, verification_budget
 
 __all__ = ["run_construction", "validate_spec", "ConstructionCancelled", "verify_formula_model", "verify_brasp_model",
            "default_all_words_length", "MAX_VERIFY_WORDS", "MAX_RANDOM_LENGTH", "CHUNK_ENTRIES", "MASK_CHOICES"]
 
-
-
-def _dfa_accepts(dfa: DFA, words: np.ndarray) -> np.ndarray:
-    states = np.full(words.shape[0], dfa.initial, dtype=np.int64)
-    t = dfa.transitions
-    for col in range(words.shape[1]):
-        states = t[states, words[:, col]]
-    return dfa.accepting[states]
-
-
-def _word_text(alphabet: Sequence[str], w: Sequence[int]) -> str | list[str]:
-    return "".join(alphabet[int(i)] for i in w) if all(len(a) == 1 for a in alphabet) else [alphabet[int(i)] for i in w]
-
-
-def _random_set(dfa: DFA, k: int, lengths: Sequence[int], rng: np.random.Generator, start: int = 0) -> list[np.ndarray]:
-    """One word per requested length, alternately accepted / rejected by ``dfa`` (uniform among them;
-    falls back to the other label, then to a uniform word, when none exists)."""
-    from langclass.core.automata.words import sample_word
-
-    idx = {a: i for i, a in enumerate(dfa.alphabet)}
-    out = []
-    for t, L in enumerate(lengths):
-        want = (t + start) % 2 == 0
-        w = sample_word(dfa, int(L), want, rng)
-        if w is None:
-            w = sample_word(dfa, int(L), not want, rng)
-        arr = np.array([idx[s] for s in w], dtype=np.int64) if w is not None else rng.integers(0, k, int(L))
-        out.append(arr)
-    return out
 
 
 # ============================================================================ formulas
@@ -171,7 +145,8 @@ def _new_acc() -> dict:
 def verify_formula_model(model: FormulaTransformer, formula: F.Formula, alphabet: Sequence[str], dfa: DFA, *,
                          all_words_up_to: int, random_lengths: Sequence[int], beyond_lengths: Sequence[int] = (),
                          seed: int = 0, progress: Callable[[dict], None] | None = None,
-                         should_cancel: Callable[[], bool] | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
+                         should_cancel: Callable[[], bool] | None = None, deadline: Deadline | None = None,
+                         budget: VerificationBudget | None = None) -> dict[str, Any]:
     """Check a :class:`FormulaTransformer` exhaustively (all words ≤ ``all_words_up_to``), on one random
     word per entry of ``random_lengths`` and (reported apart) per entry of ``beyond_lengths``.
 
@@ -188,30 +163,66 @@ def verify_formula_model(model: FormulaTransformer, formula: F.Formula, alphabet
     rng = np.random.default_rng(seed)
     out = {"all_words": _new_acc(), "random": _new_acc(), "beyond": _new_acc()}
     guard = _Guard(deadline, should_cancel, out)
-    total = _count_words(chk.k, all_words_up_to)
+    _drive(lambda words: chk.check(words, guard), chk.per_word, chk.k, alphabet, all_words_up_to,
+           (("random", random_lengths), ("beyond", beyond_lengths)), out, guard, budget, progress,
+           lambda L, t: _random_set(dfa, chk.k, [L], rng, start=t)[0])
+    return out
 
-    for L in range(all_words_up_to + 1):
-        for words in _word_chunks(chk.k, L, chk.per_word(L)):
-            guard(f"verification (all words of length {L})")
-            _summarize(chk.check(words, guard), words, alphabet, out["all_words"])
+
+def _drive(check, per_word, k: int, alphabet, n: int, phases, out: dict, guard: _Guard,
+           budget: VerificationBudget | None, progress, make_word) -> None:
+    """The checks of one verification: all words up to ``n`` (by length), then one word
+    ``make_word(L, t)`` per entry of each phase's lengths, each summarized into ``out[phase]``;
+    ``budget`` (when given) decides how far each phase goes (:mod:`~langclass.models.construct.verify_budget`)."""
+    total = _count_words(k, n)
+    if budget is not None:
+        budget.entries = per_word
+    for L in range(n + 1):
+        if budget is not None and not budget.all_words_length(L):
+            break
+        t0 = time.monotonic()
+        try:
+            for words in _word_chunks(k, L, per_word(L)):
+                guard(f"verification (all words of length {L})")
+                _summarize(check(words), words, alphabet, out["all_words"])
+        except TimeLimitExceeded:
+            if budget is None or not budget.sized_all:
+                raise
+            if L <= budget.minimum:
+                raise budget.cannot_reach_minimum(L - 1) from None
+            budget.ran_out("all words", L)
+            break
+        if budget is not None:
+            budget.measured(L, k ** L, time.monotonic() - t0)
         out["all_words"]["max_length"] = L
         if progress:
             progress({"phase": "all_words", "length": L, "done": out["all_words"]["checked"], "total": total})
-    for name, lengths in (("random", random_lengths), ("beyond", beyond_lengths)):
+    for name, lengths in phases:
         for t, L in enumerate(lengths):
-            guard(f"verification ({name} word of length {L})")
-            w = _random_set(dfa, chk.k, [L], rng, start=t)[0]
-            _summarize(chk.check(w[None, :], guard), w[None, :], alphabet, out[name])
+            if budget is not None and not budget.random_word(L):
+                continue
+            t0 = time.monotonic()
+            try:
+                guard(f"verification ({name} word of length {L})")
+                w = make_word(L, t)
+                _summarize(check(w[None, :]), w[None, :], alphabet, out[name])
+            except TimeLimitExceeded:
+                if budget is None or not budget.sized_random:
+                    raise
+                budget.ran_out(f"{name} words", L)
+                continue
+            if budget is not None:
+                budget.random_measured(L, time.monotonic() - t0)
             out[name]["max_length"] = max(out[name]["max_length"], int(w.size))
             if progress:
                 progress({"phase": name, "length": int(w.size), "done": t + 1, "total": len(lengths)})
-    return out
 
 
 # ============================================================================ B-RASP
 def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | None, *, all_words_up_to: int,
                        random_lengths: Sequence[int], seed: int = 0, progress: Callable[[dict], None] | None = None,
-                       should_cancel: Callable[[], bool] | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
+                       should_cancel: Callable[[], bool] | None = None, deadline: Deadline | None = None,
+                       budget: VerificationBudget | None = None) -> dict[str, Any]:
     """Check a :class:`BraspTransformer` against the B-RASP interpreter (decision and every vector)
     and, when ``dfa`` is given, the interpreter against the DFA. Same return shape as
     :func:`verify_formula_model` (``beyond`` is empty)."""
@@ -249,24 +260,8 @@ def verify_brasp_model(model: BraspTransformer, program: Program, dfa: DFA | Non
                 "dfa": _dfa_accepts(dfa, words) if dfa is not None else expected.copy(),
                 "sim_bad": sim_bad, "logits": logits}
 
-    total = _count_words(k, all_words_up_to)
-    for L in range(all_words_up_to + 1):
-        for words in _word_chunks(k, L, per_word(L)):
-            guard(f"verification (all words of length {L})")
-            _summarize(check(words), words, alphabet, out["all_words"])
-        out["all_words"]["max_length"] = L
-        if progress:
-            progress({"phase": "all_words", "length": L, "done": out["all_words"]["checked"], "total": total})
-    for t, L in enumerate(random_lengths):
-        guard(f"verification (random word of length {L})")
-        if dfa is not None:
-            w = _random_set(dfa, k, [L], rng, start=t)[0]
-        else:
-            w = rng.integers(0, k, int(L))
-        _summarize(check(w[None, :]), w[None, :], alphabet, out["random"])
-        out["random"]["max_length"] = max(out["random"]["max_length"], int(w.size))
-        if progress:
-            progress({"phase": "random", "length": int(w.size), "done": t + 1, "total": len(random_lengths)})
+    _drive(check, per_word, k, alphabet, all_words_up_to, (("random", random_lengths),), out, guard, budget, progress,
+           lambda L, t: _random_set(dfa, k, [L], rng, start=t)[0] if dfa is not None else rng.integers(0, k, int(L)))
     return out
 
 
@@ -385,8 +380,14 @@ def _prepare(spec: Mapping, limits: Limits) -> dict[str, Any]:
         raise InputError(f"route {route!r} applies to a language given as a regex or a DFA", field="options.route")
     if formula is None and source_input in ("regex", "dfa"):  # hard attention, no local-divisor formula: the cascade
         alphabet = dfa.alphabet
-        choice = choose_hard_route(dfa, None, alphabet, route="cascade" if route == "auto" else route, limits=limits,
-                                   cascade=cascade)
+        try:
+            choice = choose_hard_route(dfa, None, alphabet, route="cascade" if route == "auto" else route,
+                                       limits=limits, cascade=cascade)
+        except (UnsupportedError, LimitExceeded) as err:  # both routes failed: say why for each
+            if ld_note and not isinstance(err, TimeLimitExceeded):
+                err.detail = f"cascade: {err.detail}; local-divisors: {ld_note}"
+                err.args = (err.detail,)
+            raise
         if ld_note:
             choice.candidates["local-divisors"] = {"error": ld_note}
         program = choice.program
@@ -533,7 +534,7 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         "kind": "construct",
         "input": source_input,
         "alphabet": list(alphabet),
-        "formula": formula.text() if formula is not None and F.formula_size(formula) <= 200_000 else None,
+        "formula": _recorded(formula.text()) if formula is not None and F.formula_size(formula) <= 200_000 else None,
         "fragment": F.fragment(formula) if formula is not None else None,
         "synthesis": synthesis.to_dict() if synthesis is not None else None,
         "language": None if dfa is None else {"fingerprint": dfa.fingerprint(), "num_states": dfa.canonical().num_states},
@@ -566,9 +567,10 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         n_checked = n_all if n_max is None else min(n_all, n_max)
         rand_lengths = _lengths(n_checked + 1, limit_len, random_words)
         beyond_lengths = _lengths(n_max + 1, random_max, random_words) if (beyond and n_max is not None and n_max < random_max) else []
+        vdeadline, budget = verification_budget(prep, limits, n_checked, size)
         checks = verify_formula_model(model, formula, alphabet, dfa, all_words_up_to=n_checked, random_lengths=rand_lengths,
                                       beyond_lengths=beyond_lengths, seed=seed, progress=progress, should_cancel=should_cancel,
-                                      deadline=deadline)
+                                      deadline=vdeadline, budget=budget)
         result["encoding"] = model.encoding_name
         result["attention"] = "soft"
         result["mask"] = "strict"
@@ -581,8 +583,9 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
         build_seconds = time.monotonic() - t_build
         n_checked = n_all
         rand_lengths = _lengths(n_all + 1, random_max, random_words)
+        vdeadline, budget = verification_budget(prep, limits, n_all, size)
         checks = verify_brasp_model(model, program, dfa, all_words_up_to=n_all, random_lengths=rand_lengths, seed=seed,
-                                    progress=progress, should_cancel=should_cancel, deadline=deadline)
+                                    progress=progress, should_cancel=should_cancel, deadline=vdeadline, budget=budget)
         result["encoding"] = "nope" if program.modulus == 1 else "mod_onehot"
         result["modulus"] = program.modulus
         result["attention"] = "hard"
@@ -591,11 +594,12 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
             from langclass.core.logic.brasp_nonstrict import SOURCE_NONSTRICT
 
             result["mask_source"] = SOURCE_NONSTRICT
-        result["program"] = program.text() if len(program.ops) <= 20_000 else None
+        result["program"] = _recorded(program.text()) if len(program.ops) <= 20_000 else None
         result["model"] = model.describe()
     choice = prep.get("route_choice")
+    kind = "program" if source_input == "program" else "formula"  # the one candidate: the input's (or class's) own
     result["route"] = choice.to_dict() if choice is not None else {
-        "route": "program" if source_input == "program" else "formula", "cascade_height": None}
+        "route": kind, "cascade_height": None, "candidates": {kind: {**size, "planned": True}}}
     unbuilt_formula_to_candidate(result)
     aw, rw, bw = checks["all_words"], checks["random"], checks["beyond"]
     first = aw["first_failure"] or rw["first_failure"]
@@ -620,6 +624,7 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
             "failure_demonstrated": bw["wrong"] > 0,
         },
         "checks": {"all_words": _public(aw), "random": _public(rw), "beyond_n_max": _public(bw)},
+        "verification": budget.record(aw["max_length"], len(rand_lengths)),
         "seconds": round(time.monotonic() - t0, 3),
         "build_seconds": round(build_seconds, 4),
         "verify_seconds": round(time.monotonic() - t_build - build_seconds, 3),
@@ -631,6 +636,11 @@ def _run(prep: dict, t0: float, limits: Limits, progress, should_cancel, deadlin
     if progress:
         progress({"phase": "done", "exact": result["exact"]})
     return result
+
+
+def _recorded(text: str) -> str | None:
+    """The text, when the product can read it back (:func:`~langclass.core.base.limits.readback_limits`)."""
+    return text if len(text) <= RECORD_TEXT_CHARS else None
 
 
 def _public(acc: dict) -> dict:

@@ -11,15 +11,16 @@ query block, so a deadline or a cancellation stops a run within one block's work
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from langclass.core.automata.automaton import DFA
 from langclass.core.base.limits import Deadline, Limits
 
 __all__ = ["CHUNK_ENTRIES", "ConstructionCancelled", "Guard", "CancellableLimits", "all_words", "word_chunks",
-           "chunk_words", "query_block"]
+           "chunk_words", "query_block", "dfa_accepts", "word_text", "random_set"]
 
 CHUNK_ENTRIES = 1 << 22
 """Tensor entries one verification step may hold per intermediate (≈ 32 MB in float64): words are
@@ -126,3 +127,35 @@ class Guard:
     def tick(self) -> None:
         """The check inside one forward pass (between layers and query blocks), for the current step."""
         self()
+
+
+def dfa_accepts(dfa: DFA, words: np.ndarray) -> np.ndarray:
+    """Whether ``dfa`` accepts each row of the int64 ``[B, N]`` letter indices (bool ``[B]``)."""
+    states = np.full(words.shape[0], dfa.initial, dtype=np.int64)
+    t = dfa.transitions
+    for col in range(words.shape[1]):
+        states = t[states, words[:, col]]
+    return dfa.accepting[states]
+
+
+def word_text(alphabet: Sequence[str], w: Sequence[int]) -> str | list[str]:
+    """A word of letter indices as text (a list of symbols when some symbol is longer than one character)."""
+    syms = [alphabet[int(i)] for i in w]
+    return "".join(syms) if all(len(a) == 1 for a in alphabet) else syms
+
+
+def random_set(dfa: DFA, k: int, lengths: Sequence[int], rng: np.random.Generator, start: int = 0) -> list[np.ndarray]:
+    """One word per requested length, alternately accepted / rejected by ``dfa`` (uniform among them;
+    falls back to the other label, then to a uniform word, when none exists)."""
+    from langclass.core.automata.words import sample_word
+
+    idx = {a: i for i, a in enumerate(dfa.alphabet)}
+    out = []
+    for t, L in enumerate(lengths):
+        want = (t + start) % 2 == 0
+        w = sample_word(dfa, int(L), want, rng)
+        if w is None:
+            w = sample_word(dfa, int(L), not want, rng)
+        arr = np.array([idx[s] for s in w], dtype=np.int64) if w is not None else rng.integers(0, k, int(L))
+        out.append(arr)
+    return out
