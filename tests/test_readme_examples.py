@@ -245,7 +245,11 @@ def test_cli_examples_run_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyP
             if args[1] in ("serve", "census"):
                 continue  # see the module docstring
             if args[1] == "sweep":  # as written, with training cut to a few steps (SWEEP_OVERRIDES)
-                args += ["--overrides", json.dumps(SWEEP_OVERRIDES)]
+                if "--overrides" in args:  # the README's own overrides, then these (an option given once)
+                    i = args.index("--overrides") + 1
+                    args[i] = json.dumps({**json.loads(args[i]), **SWEEP_OVERRIDES})
+                else:
+                    args += ["--overrides", json.dumps(SWEEP_OVERRIDES)]
             done = runner.invoke(app, args[1:])
             assert done.exit_code == 0, (command, done.output[-800:])
             outputs[command] = done.stdout

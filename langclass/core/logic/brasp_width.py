@@ -60,7 +60,7 @@ def narrow_program(program: Program, width: int = DEFAULT_WIDTH, deadline: Deadl
     def fresh(base: str) -> str:
         while True:
             counter[0] += 1
-            name = f"{base}~n{counter[0]}"
+            name = f"{base}_n{counter[0]}"  # a NAME the text syntax reads back (never taken: checked)
             if name not in taken:
                 taken.add(name)
                 return name
