@@ -321,3 +321,40 @@ def test_integer_elimination_null_space_against_sympy(rc):
     assert len(basis) == ncols - rank
     if basis:
         assert sympy.Matrix(basis).rank() == len(basis)
+
+
+def _short_only(program: dict, bound: int = 1000) -> dict:
+    """The genuine program with its output also requiring "length < bound": right on every word replay
+    runs, wrong on the long members (found by a new user's audit)."""
+    ops = [dict(o) for o in program["ops"]]
+    symbols = [o["name"] for o in ops if o["kind"] == "symbol"]
+    ops += [{"name": "__any", "kind": "or", "args": symbols}, {"name": "__len", "kind": "count", "args": ["__any"]},
+            {"name": "__bound", "kind": "linear", "args": [[], bound]},
+            {"name": "__short", "kind": "compare", "args": ["__len", "<", "__bound"]},
+            {"name": "__out", "kind": "and", "args": [program["output"], "__short"]}]
+    return {**program, "ops": ops, "output": "__out"}
+
+
+def test_replay_refuses_a_program_that_is_wrong_only_on_long_words() -> None:
+    import copy
+
+    import langclass
+    from langclass.core.algebra.classes import replay
+    from langclass.core.algebra.classes.replaykit import ReplayError
+
+    d = langclass.classify("(ab|ba)*", alphabet="ab").to_dict()
+    rec = copy.deepcopy(d["classes"]["crasp"])
+    replay(d["dfa"], rec)
+    rec["certificate"]["program"] = _short_only(rec["certificate"]["program"])
+    with pytest.raises(ReplayError, match="not the one the balanced morphisms"):
+        replay(d["dfa"], rec)
+
+
+def test_a_causal_construction_of_another_languages_program_is_not_exact() -> None:
+    import langclass
+    from langclass.models.construct.verify import run_construction
+
+    program = _short_only(langclass.classify("(ab|ba)*", alphabet="ab").to_dict()["classes"]["crasp"]["certificate"]["program"], 40)
+    r = run_construction({"regex": "(ab|ba)*", "alphabet": ["a", "b"], "setting": "causal", "crasp_program": program,
+                          "all_words_up_to": 6, "random_words": 8, "random_max_length": 120})
+    assert r["agrees_with_dfa"] is False and r["exact"] is False

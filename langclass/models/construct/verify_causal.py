@@ -336,7 +336,10 @@ def _run(prep: dict, t0: float, progress, should_cancel, deadline: Deadline, on_
         "precision": precision, "n_max": n_max,
         "n_max_detail": {"n_max": n_max, "dtype": dtype, "model": "every product and sum in the model's format "
                          "(module langclass.core.precision.counting)"},
-        "exact": bool(aw["wrong"] == 0 and rw["wrong"] == 0 and aw["sim_inexact"] == 0 and rw["sim_inexact"] == 0),
+        # exact: the model decides every checked word as the language does — as its program does, and (with a
+        # language given) the program as the DFA does; a program of another language is never "exact"
+        "exact": bool(aw["wrong"] == 0 and rw["wrong"] == 0 and aw["sim_inexact"] == 0 and rw["sim_inexact"] == 0
+                      and (dfa is None or (aw["program_dfa_mismatch"] == 0 and rw["program_dfa_mismatch"] == 0))),
         "decisions_exact": aw["wrong"] == 0 and rw["wrong"] == 0,
         "simulation_exact": aw["sim_inexact"] == 0 and rw["sim_inexact"] == 0,
         "agrees_with_dfa": None if dfa is None else (aw["program_dfa_mismatch"] == 0 and rw["program_dfa_mismatch"] == 0),

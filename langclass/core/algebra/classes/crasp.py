@@ -287,18 +287,29 @@ def _replay_yes(chk: Checker, cert: CountingProgram) -> None:
     if prog.accepts_empty != bool(A.accepting[A.initial]):
         raise ReplayError("accepts_empty must equal whether the DFA accepts the empty word")
     _run_program(chk, prog)
+    rebuilt = _rebuilt_program(chk)
+    if rebuilt is None:
+        raise ReplayError("the program the balanced morphisms give is over the size limit and is left out of a certificate")
+    if prog != rebuilt:  # every operation recomputed from the DFA, not only the words run above
+        raise ReplayError(f"the program is not the one the balanced morphisms of the DFA give (recomputed: "
+                          f"{len(rebuilt.ops)} operations, depth {rebuilt.depth()}; stated: {len(prog.ops)} operations)")
 
 
-def _rebuilt_is_too_large(chk: Checker, cert: CountingProgram) -> None:
+def _rebuilt_program(chk: Checker) -> CraspProgram | None:
+    """The program :func:`decide` builds, rebuilt from the DFA's own fixed point (None: over the size limit)."""
     A = chk.A
     t = A.transitions.tolist()
     fps = crasp_components(t, _scc_of(chk))
     index = {q: i for i, cf in enumerate(fps) for q in cf.states}
     try:
-        build_program(A.alphabet, t, A.initial, A.accepting.tolist(), fps, [index[q] for q in range(len(t))])
+        return build_program(A.alphabet, t, A.initial, A.accepting.tolist(), fps, [index[q] for q in range(len(t))])
     except ProgramTooLarge:
-        return
-    raise ReplayError("the program is left out only when it is over the size limit")
+        return None
+
+
+def _rebuilt_is_too_large(chk: Checker, cert: CountingProgram) -> None:
+    if _rebuilt_program(chk) is not None:
+        raise ReplayError("the program is left out only when it is over the size limit")
 
 
 def _scc_of(chk: Checker) -> list[int]:
