@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from langclass.core.automata.smallgraph import reachable
-from .permgroup import PermGroup, is_even, prime_factors, solvable_by_order
+from .permgroup import PermGroup, cycle_lcm, is_even, prime_factors, solvable_by_order
 
 __all__ = ["GroupInfo", "GroupsMixin", "nontrivial_groups", "group_label", "group_name", "center_is_trivial", "MAX_GROUPS_REPORTED"]
 
@@ -187,17 +187,7 @@ class GroupsMixin:
         cand = members[np.argsort(self.lengths[members], kind="stable")]
         g = int(cand[0]) if int(cand[0]) != e else int(cand[1])
         perm = pos[self.elements[g][points]]
-        seen = np.zeros(perm.size, dtype=bool)
-        period = 1
-        for q in range(perm.size):
-            if seen[q]:
-                continue
-            length, r = 0, q
-            while not seen[r]:
-                seen[r] = True
-                r = int(perm[r])
-                length += 1
-            period = period * length // math.gcd(period, length)
+        period = cycle_lcm(perm, range(perm.size))
         if period != order:
             return None
         perms = [tuple(int(v) for v in perm)]

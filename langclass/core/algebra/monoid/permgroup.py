@@ -12,10 +12,28 @@ groups of order p^α q^β", 1904).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["PermGroup", "solvable_by_order", "is_even", "prime_factors"]
 
+
+def cycle_lcm(f: np.ndarray, starts) -> int:
+    """The lcm of the lengths of the cycles of the map ``f`` (an int array, i ↦ f[i]) through the
+    points ``starts`` (each must lie on a cycle of f); 1 for none. O(points on those cycles)."""
+    seen = np.zeros(f.size, dtype=bool)
+    period = 1
+    for q in starts:
+        if seen[q]:
+            continue
+        length, r = 0, int(q)
+        while not seen[r]:
+            seen[r] = True
+            r = int(f[r])
+            length += 1
+        period = period * length // math.gcd(period, length)
+    return period
 
 def prime_factors(n: int) -> list[int]:
     """The distinct prime factors of n ≥ 1, increasing (trial division)."""

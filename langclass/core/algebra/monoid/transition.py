@@ -9,7 +9,6 @@ with Green's relations (:mod:`.green`), the stable semigroup (:mod:`.stable`), g
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -22,6 +21,7 @@ from langclass.core.base.limits import Deadline
 from .describe import DescribeMixin
 from .green import GreenMixin
 from .groups import GroupsMixin
+from .permgroup import cycle_lcm
 from .stable import StableMixin
 
 __all__ = ["TransitionMonoid", "SMALL_TABLES"]
@@ -194,16 +194,7 @@ class TransitionMonoid(GreenMixin, StableMixin, GroupsMixin, DescribeMixin):
         while not on_cycle[cur].all():
             cur = f[cur]
             index += 1
-        period, seen = 1, np.zeros(n, dtype=bool)
-        for q in np.flatnonzero(on_cycle).tolist():
-            if seen[q]:
-                continue
-            length, r = 0, q
-            while not seen[r]:
-                seen[r] = True
-                r = int(f[r])
-                length += 1
-            period = period * length // math.gcd(period, length)
+        period = cycle_lcm(f, np.flatnonzero(on_cycle).tolist())
         return period * -(-max(index, 1) // period)
 
     # ------------------------------------------------------------- tables
