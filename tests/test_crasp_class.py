@@ -358,3 +358,14 @@ def test_a_causal_construction_of_another_languages_program_is_not_exact() -> No
     r = run_construction({"regex": "(ab|ba)*", "alphabet": ["a", "b"], "setting": "causal", "crasp_program": program,
                           "all_words_up_to": 6, "random_words": 8, "random_max_length": 120})
     assert r["agrees_with_dfa"] is False and r["exact"] is False
+
+
+def test_non_member_reason_abbreviates_a_large_component() -> None:
+    """The reason names a large strongly connected component by its first states and its size; the
+    witness keeps the whole list (a 200-state cycle gave a reason of several kB before)."""
+    n = 200
+    dfa = DFA.from_table(("a",), [[(q + 1) % n] for q in range(n)], 0, [0])
+    res = decide_crasp(Context(dfa))
+    assert res.member is False
+    assert f"… ({n} states)]" in res.reason and len(res.reason) < 600
+    assert len(res.witness.component.states) == n

@@ -135,6 +135,14 @@ def _violation(t: list[list[int]], cf: ComponentFixpoint) -> tuple[int, int, int
     return None
 
 
+def _states_text(states: tuple[int, ...], shown: int = 12) -> str:
+    """A component's states for a reason: all of them when few, else the first ``shown`` and the count
+    (the witness carries the whole list)."""
+    if len(states) <= shown:
+        return str(list(states))
+    return "[" + ", ".join(map(str, states[:shown])) + f", … ({len(states)} states)]"
+
+
 def _evidence(cf: ComponentFixpoint, alphabet: tuple[str, ...]) -> CraspComponent:
     return CraspComponent(cf.states, tuple(
         CraspLevel(tuple((c, alphabet[a]) for c, a in lv.labels), lv.morphism, lv.potentials, lv.classes)
@@ -168,7 +176,7 @@ def decide_crasp(ctx: Context) -> ClassResult:
             wit = Unseparated(_evidence(cf, A.alphabet), p, q, A.alphabet[a], (sp, sq))
             return make_result(
                 "crasp", False,
-                f"states {p} and {q} of the strongly connected component {list(cf.states)} are separated by no balanced "
+                f"states {p} and {q} of the strongly connected component {_states_text(cf.states)} are separated by no balanced "
                 f"morphism at the fixed point ({len(cf.levels)} level(s)), yet letter {A.alphabet[a]} leads them to "
                 f"different states ({sp} and {sq}): no C-RASP program tracks the state", wit, wit, "automaton")
     comp_index = {q: i for i, cf in enumerate(comps) for q in cf.states}
