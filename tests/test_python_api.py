@@ -122,3 +122,19 @@ def test_run_result_is_a_mapping_over_its_record() -> None:
     assert r["exact"] is True
     with pytest.raises(KeyError):
         r["missing"]
+
+
+def test_docs_name_every_error_class_and_its_module() -> None:
+    """docs/python.md lists every public error class of ``langclass.core.base.errors`` (a new user
+    looked for ``DfaFormatError``'s import path and found none)."""
+    import inspect
+    from pathlib import Path
+
+    from langclass.core.base import errors
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "python.md").read_text(encoding="utf-8")
+    assert "langclass.core.base.errors" in text
+    names = [n for n, c in vars(errors).items()
+             if inspect.isclass(c) and issubclass(c, errors.LangclassError) and c.__module__ == errors.__name__]
+    missing = [n for n in names if f"`{n}`" not in text]
+    assert not missing, missing
