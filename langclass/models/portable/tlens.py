@@ -39,8 +39,10 @@ Long: Attention with Linear Biases Enables Input Length Extrapolation* (ALiBi).
 
 from __future__ import annotations
 
-import math
+import json
+import os
 import random
+import warnings
 from typing import Any
 
 import torch
@@ -49,6 +51,7 @@ from langclass.core.base.errors import LimitExceeded, UnsupportedError
 from langclass.models.portable import runner as R
 
 __all__ = ["TLensUnsupported", "tlens_refusals", "to_hooked_transformer", "hooked_logits", "check_export",
+           "save_hooked_transformer", "load_hooked_transformer",
            "TLENS_VERSION", "MAX_N_CTX", "MAX_CHECK_WORDS"]
 
 TLENS_VERSION = "3.9.0"
@@ -235,7 +238,7 @@ def to_hooked_transformer(model: Any, *, n_ctx: int = 1024, device: str | torch.
                  "rotary_adjacent_pairs": enc.layout == "interleaved"}
     elif enc is not None and enc.kind == "bias":
         pos_type = "alibi"
-    cfg = HookedTransformerConfig(
+    kwargs = dict(
         n_layers=len(s["layers"]), d_model=D, n_ctx=n_ctx, d_head=d_head, n_heads=H, d_mlp=None if not ffns else d_mlp,
         d_vocab=V, d_vocab_out=1, act_fn=ffns[0]["activation"] if ffns else None, attn_only=not ffns,
         eps=s["eps"], normalization_type="LN" if s["norm"] == "pre" else None,
@@ -243,7 +246,9 @@ def to_hooked_transformer(model: Any, *, n_ctx: int = 1024, device: str | torch.
         use_attn_scale=scale != 1.0, attn_scale=1.0 / scale if scale != 1.0 else -1.0,
         positional_embedding_type=pos_type, dtype=dtype, device=str(device), init_weights=False,
         default_prepend_bos=False, original_architecture="langclass.portable/1", **extra)
-    ht = HookedTransformer(cfg)
+    with warnings.catch_warnings():  # 3.9 announces HookedTransformer's removal in 4.0: the pin is deliberate
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ht = HookedTransformer(HookedTransformerConfig(**kwargs), move_to_device=False)
     params = dict(ht.named_parameters())  # zeroed; buffers (TL's IGNORE = −inf, rotary tables) kept
     sd = {k: torch.zeros_like(v) if k in params else v.clone() for k, v in ht.state_dict().items()}
     sd["embed.W_E"] = m.t("embed.weight").detach().clone()
@@ -298,12 +303,57 @@ def to_hooked_transformer(model: Any, *, n_ctx: int = 1024, device: str | torch.
         sd["unembed.b_U"] = m.t("readout.bias").detach().clone()
     ht.load_state_dict(sd, strict=True)
     ht.eval()
+    ht.langclass_config = {**kwargs, "dtype": s["dtype"], "device": "cpu"}  # what save_hooked_transformer writes
     ht.langclass_threshold = m.threshold
+    return ht if str(device) == "cpu" else ht.to(device, print_details=False)
+
+
+TL_CONFIG_FILE = "tlens_config.json"
+TL_WEIGHTS_FILE = "tlens_model.safetensors"
+
+
+def save_hooked_transformer(ht: Any, directory: str | os.PathLike) -> list[str]:
+    """Write an exported ``ht`` as ``tlens_config.json`` (the ``HookedTransformerConfig`` arguments,
+    dtype by name) and ``tlens_model.safetensors`` (its state dict, rotary tables included).
+
+    Returns:
+        The two paths written. Reload with :func:`load_hooked_transformer` or, without langclass,
+        ``HookedTransformer(HookedTransformerConfig(**cfg))`` + ``load_state_dict`` (docs/models.md).
+    """
+    from safetensors.torch import save_file
+
+    os.makedirs(directory, exist_ok=True)
+    cfg_path, w_path = os.path.join(directory, TL_CONFIG_FILE), os.path.join(directory, TL_WEIGHTS_FILE)
+    with open(cfg_path, "w", encoding="utf-8") as fh:
+        json.dump({**ht.langclass_config, "langclass_threshold": ht.langclass_threshold}, fh, indent=1, sort_keys=True)
+    save_file({k: v.detach().contiguous().cpu() for k, v in ht.state_dict().items()}, w_path)
+    return [cfg_path, w_path]
+
+
+def load_hooked_transformer(directory: str | os.PathLike) -> Any:
+    """The ``HookedTransformer`` written by :func:`save_hooked_transformer` (safetensors: no code runs).
+
+    Raises:
+        UnsupportedError: ``transformer_lens`` is not installed.
+        FileNotFoundError: a file is missing.
+    """
+    from safetensors.torch import load_file
+
+    HookedTransformer, HookedTransformerConfig = _transformer_lens()
+    with open(os.path.join(directory, TL_CONFIG_FILE), encoding="utf-8") as fh:
+        kw = json.load(fh)
+    threshold = kw.pop("langclass_threshold", 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ht = HookedTransformer(HookedTransformerConfig(**{**kw, "dtype": R.DTYPES[kw["dtype"]]}), move_to_device=False)
+    ht.load_state_dict(load_file(os.path.join(directory, TL_WEIGHTS_FILE)), strict=True)
+    ht.eval()
+    ht.langclass_config, ht.langclass_threshold = kw, threshold
     return ht
 
 
 @torch.no_grad()
-def hooked_logits(ht: Any, model: Any, words: list, *, batch_size: int = 64) -> torch.Tensor:
+def hooked_logits(ht: Any, model: Any, words: list, *, batch_size: int = 512) -> torch.Tensor:
     """Accept logits of ``words`` by the exported ``ht``: ``float64 [len(words)]``.
 
     Words are framed as ``model``'s config says (``BOS w EOS`` …) and run in batches of equal
@@ -362,7 +412,7 @@ def check_export(model: Any, ht: Any, *, max_length: int = 8, random_words: int 
     rng = random.Random(seed)
     for _ in range(random_words):
         words.append([rng.choice(m.alphabet) for _ in range(rng.randint(max_length + 1, max(max_length + 1, random_max_length)))])
-    ref = m.logits(words)
+    ref = m.logits(words, batch_size=512)
     got = hooked_logits(ht, m, words)
     t = m.threshold
     bad = [i for i in range(len(words)) if bool(ref[i] > t) != bool(got[i] > t)]
