@@ -18,6 +18,13 @@ from langclass.models.portable.load import load_model
 TOL = {"float32": 1e-5, "float64": 1e-12}
 
 
+@pytest.fixture
+def tl():
+    """transformer_lens (the ``interop`` extra, not in CI's extras: docs/models.md); the refusal
+    tests below need no fixture, since refusals are decided before TransformerLens is imported."""
+    return pytest.importorskip("transformer_lens")
+
+
 def _rec(seed: int = 0, **kw) -> Recognizer:
     torch.manual_seed(seed)
     kw.setdefault("mask", "nonstrict")
@@ -36,7 +43,7 @@ EXACT = {  # the causal setting's families (learned/absolute positions, rotary, 
 
 
 @pytest.mark.parametrize("name", list(EXACT))
-def test_export_matches_on_every_word(name):
+def test_export_matches_on_every_word(name, tl):
     model = _rec(**EXACT[name])
     ht = tlens.to_hooked_transformer(model, n_ctx=80)
     check = tlens.check_export(model, ht, max_length=8, random_words=10, random_max_length=70, seed=1)
@@ -50,7 +57,7 @@ def test_export_matches_on_every_word(name):
     assert bool((pattern[:, upper] == 0).all()) == (name != "bidirectional-nope")
 
 
-def test_saved_folder_round_trip(tmp_path):
+def test_saved_folder_round_trip(tmp_path, tl):
     model = _rec(encoding={"name": "rope"})
     save_model(model, tmp_path / "m")
     loaded = load_model(tmp_path / "m")
@@ -97,7 +104,7 @@ def test_constructed_models_are_refused_with_their_reasons():
     assert [r.split(" (")[0] for r in tlens.tlens_refusals(crasp)] == ["pair_norm"]
 
 
-def test_limits():
+def test_limits(tl):
     model = _rec(encoding={"name": "nope"})
     with pytest.raises(LimitExceeded):
         tlens.to_hooked_transformer(model, n_ctx=tlens.MAX_N_CTX + 1)
@@ -108,7 +115,7 @@ def test_limits():
         tlens.check_export(model, ht, max_length=20)
 
 
-def test_cli_exports_and_refuses(tmp_path):
+def test_cli_exports_and_refuses(tmp_path, tl):
     from typer.testing import CliRunner
     from langclass.app.cli.commands import app
 
@@ -122,3 +129,21 @@ def test_cli_exports_and_refuses(tmp_path):
     assert (tmp_path / "tl" / "tlens_model.safetensors").exists()
     res = runner.invoke(app, ["export-tlens", str(tmp_path / "strict"), "--out", str(tmp_path / "tl2")])
     assert res.exit_code == 2 and "strict masks" in res.output and not (tmp_path / "tl2").exists()
+
+
+def test_docs_example_runs(tl):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text(encoding="utf-8")
+    section = text[text.index("## TransformerLens export"):]
+    block = section[section.index("```python\n") + len("```python\n"):]
+    exec(compile(block[:block.index("```")], "docs/models.md", "exec"), {})
+
+
+def test_missing_extra_is_named(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "transformer_lens", None)  # import fails as if not installed
+    with pytest.raises(UnsupportedError) as info:
+        tlens.to_hooked_transformer(_rec(encoding={"name": "nope"}))
+    assert "langclass[interop]" in info.value.detail and info.value.extra["missing"] == "transformer_lens"
