@@ -57,6 +57,22 @@ def test_export_matches_on_every_word(name, tl):
     assert bool((pattern[:, upper] == 0).all()) == (name != "bidirectional-nope")
 
 
+def test_causal_setting_framing_bos_word_readout_last(tl):
+    """The causal setting's portable form (``BOS w``, no EOS, readout at the last position, as the
+    causal training setting exports it): the empty word is BOS alone, read at BOS."""
+    from langclass.models.portable.export import portable_parts
+    from langclass.models.portable.runner import PortableTransformer
+
+    config, tensors = portable_parts(_rec(3, encoding={"name": "rope"}))
+    config["vocabulary"].update(framing="bos_word", eos=None)
+    config["readout"].update(position="last")
+    model = PortableTransformer(config, tensors)
+    ht = tlens.to_hooked_transformer(model, n_ctx=72)
+    check = tlens.check_export(model, ht, max_length=8, random_words=5, random_max_length=70, seed=2)
+    assert check["decisions_equal"] and check["max_abs_diff"] <= TOL["float32"]
+    assert model.encode([""])[0].tolist() == [[1]]
+
+
 def test_saved_folder_round_trip(tmp_path, tl):
     model = _rec(encoding={"name": "rope"})
     save_model(model, tmp_path / "m")
