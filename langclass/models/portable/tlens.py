@@ -166,7 +166,9 @@ def tlens_refusals(model: Any) -> list[str]:
         elif enc.kind == "bias":
             if absolute is not None:
                 why.append("an absolute encoding and ALiBi together")
-            if not torch.allclose(enc.slopes.double(), _tl_alibi_slopes(enc.n_heads).double(), rtol=1e-6, atol=0.0):
+            if any(len(a["heads"]) != enc.n_heads for a in atts):
+                why.append("ALiBi in layers with different head counts (TL's slopes follow the model's n_heads)")
+            elif not torch.allclose(enc.slopes.double(), _tl_alibi_slopes(enc.n_heads).double(), rtol=1e-6, atol=0.0):
                 why.append("ALiBi slopes other than TransformerLens' 2^(−8(h+1)/H)")
             if masks != {"causal_nonstrict"}:
                 why.append("ALiBi without a causal mask (TransformerLens' ALiBi is 0 on future keys)")
