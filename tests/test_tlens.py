@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from langclass.core.base.errors import LimitExceeded, UnsupportedError
+from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedError
 from langclass.models.nn.recognizer import Recognizer, RecognizerConfig
 from langclass.models.portable import tlens
 from langclass.models.portable.export import save_model
@@ -129,6 +129,10 @@ def test_limits(tl):
         tlens.hooked_logits(ht, model, ["aaaaa"])  # BOS + 5 + EOS = 7 tokens > 6
     with pytest.raises(LimitExceeded):
         tlens.check_export(model, ht, max_length=20)
+    with pytest.raises(LimitExceeded):
+        tlens.check_export(model, ht, max_length=10 ** 9)  # refused from the count, before any word is built
+    with pytest.raises(InputError):
+        tlens.check_export(model, ht, max_length=-1)
 
 
 def test_cli_exports_and_refuses(tmp_path, tl):

@@ -28,9 +28,9 @@ def export_tlens(
     model_dir: Annotated[Path, typer.Argument(help="a model folder (config.json + model.safetensors) from construct/train --save")],
     out: Annotated[Path, typer.Option("--out", help="folder to write tlens_config.json and tlens_model.safetensors into")],
     n_ctx: Annotated[int, typer.Option("--n-ctx", help="context length in tokens, BOS/EOS included (2 … 65536)")] = 1024,
-    check_length: Annotated[int, typer.Option("--check-length", help="compare on every word up to this length")] = 8,
-    random_words: Annotated[int, typer.Option("--random-words", help="and on this many random longer words")] = 20,
-    random_max_length: Annotated[int, typer.Option("--random-max-length", help="of length up to this (at most n_ctx − 2)")] = 64,
+    check_length: Annotated[int, typer.Option("--check-length", min=0, help="compare on every word up to this length")] = 8,
+    random_words: Annotated[int, typer.Option("--random-words", min=0, help="and on this many random longer words")] = 20,
+    random_max_length: Annotated[int, typer.Option("--random-max-length", min=0, help="of length up to this (at most n_ctx − 2)")] = 64,
     as_json: Annotated[bool, typer.Option("--json", help="print the check as JSON")] = False,
 ) -> None:
     """Export a saved model to TransformerLens where it is exact; refuse (exit 2) naming what TL cannot represent."""

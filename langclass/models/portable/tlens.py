@@ -47,7 +47,7 @@ from typing import Any
 
 import torch
 
-from langclass.core.base.errors import LimitExceeded, UnsupportedError
+from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedError
 from langclass.models.portable import runner as R
 
 __all__ = ["TLensUnsupported", "tlens_refusals", "to_hooked_transformer", "hooked_logits", "check_export",
@@ -398,11 +398,19 @@ def check_export(model: Any, ht: Any, *, max_length: int = 8, random_words: int 
         formula): equal decisions are the criterion, ``max_abs_diff`` the measured distance.
 
     Raises:
+        InputError: a negative length or count.
         LimitExceeded: more than :data:`MAX_CHECK_WORDS` words, or words longer than ``n_ctx``.
     """
+    for name, v in (("max_length", max_length), ("random_words", random_words), ("random_max_length", random_max_length)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise InputError(f"{name} must be a non-negative integer, got {v!r}", field=name)
     m = _model_of(model)
-    k = len(m.alphabet)
-    n_all = sum(k ** n for n in range(max_length + 1))
+    k, n_all, layer = len(m.alphabet), 1, 1
+    for _ in range(max_length):  # stops as soon as the count passes the limit (no k ** 10**6)
+        layer *= k
+        n_all += layer
+        if n_all > MAX_CHECK_WORDS:
+            break
     if n_all + random_words > MAX_CHECK_WORDS:
         raise LimitExceeded("tlens_max_check_words", MAX_CHECK_WORDS, f"{n_all + random_words} words to check, over the "
                             f"limit of {MAX_CHECK_WORDS}", field="max_length")
