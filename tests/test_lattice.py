@@ -261,3 +261,18 @@ def test_an_implied_membership_of_a_periodic_class_carries_period_one():
         replay(dfa, {**r, "period": None})
     with pytest.raises(ReplayError):
         replay(dfa, {**r, "period": 2})
+
+
+def test_catalogue_names_setting_mask_and_precision():
+    """The causal NoPE entry is told apart from the fixed-precision one by family, setting, mask and precision."""
+    from langclass.core.precision.encoding_choice import PRECISION, SETTINGS
+
+    cat = encoding_catalogue()
+    for c in cat:
+        assert c["setting"] == SETTINGS[c["family"]] and c["precision"] == PRECISION[c["family"]] and c["mask"]
+    nope_soft = {c["family"]: c for c in cat if c["encoding"] == "nope" and c["attention"] == "soft"}
+    assert set(nope_soft) == {"soft", "causal"}
+    causal, fixed = nope_soft["causal"], nope_soft["soft"]
+    assert (causal["class"], causal["mask"], fixed["mask"]) == ("crasp", "nonstrict", "strict")
+    assert "non-strict" in causal["setting"] and causal["precision"].startswith("counting")
+    assert fixed["precision"].startswith("fixed") and "strict future mask" in fixed["setting"]

@@ -30,14 +30,14 @@ import typer
 import typer.core
 
 from langclass.core.base.errors import InputError, LangclassError
-from . import census, construct, jobs, sectors, sweep
+from . import census, construct, interop, jobs, sectors, sweep
 from .common import fail as _fail
 from .common import parse_alphabet
 from langclass.app.settings import Settings, SettingsError, get_settings
 
 __all__ = ["app", "main", "SUBCOMMAND_MODULES", "parse_alphabet"]
 
-SUBCOMMAND_MODULES = (jobs, construct, census, sectors, sweep)
+SUBCOMMAND_MODULES = (jobs, construct, census, sectors, sweep, interop)
 """Modules whose ``register(app)`` adds commands to :data:`app` (worker, train; construct; census; sectors)."""
 
 class _Commands(typer.core.TyperGroup):

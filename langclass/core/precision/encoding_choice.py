@@ -382,8 +382,23 @@ def _hard(m: Mapping[str, bool | None], s: int | None, least: int | None = None)
 def encoding_catalogue() -> list[dict[str, Any]]:
     """Every encoding family the service reasons about: name, attention family, class captured,
     parameters, length guarantee, source and ``build`` (``make_encoding`` arguments of one instance;
-    for ``GET /v1/encodings``)."""
-    return [dict(e, build=_build(e["encoding"], {"period": 2})) for e in _CATALOGUE]
+    for ``GET /v1/encodings``). Every entry names its ``family`` (``soft``, ``hard``, ``causal``: the
+    families of :func:`choose_encodings`), ``setting`` (:data:`SETTINGS`), ``mask`` and ``precision``
+    (:data:`PRECISION`), so the causal NoPE entry (C-RASP, non-strict mask, counting precision) is not
+    read as the fixed-precision one (LTL[P], strict mask)."""
+    out = []
+    for e in _CATALOGUE:
+        fam = "causal" if e["class"] == "crasp" else e["attention"]
+        out.append(dict(e, family=fam, setting=SETTINGS[fam], precision=PRECISION[fam], build=_build(e["encoding"], {"period": 2})))
+    return out
+
+
+PRECISION = {
+    "soft": "fixed: the dtype's bits at every length",
+    "hard": "fixed: the dtype's bits at every length",
+    "causal": "counting: O(log n) bits at length n (exact while the counts i/n are representable)",
+}
+"""The numeric precision each family's answers assume (``precision`` of every catalogue entry)."""
 
 
 _CATALOGUE: list[dict[str, Any]] = [
@@ -412,7 +427,7 @@ _CATALOGUE: list[dict[str, Any]] = [
          "captures": "FO[<,MOD_m] (with the least working m: FO[<,MOD] = regular ∩ AC⁰)",
          "parameters": ["period m (one-hot of i mod m: a finite image)"], "length_guarantee": "all lengths",
          "source": f"{_HARD}, Thm 19 (finite-image PE ⇔ B-RASP/LTL with its predicates) and Cor 20"},
-        {"encoding": _NOPE, "attention": "soft", "mask": "nonstrict", "setting": SETTINGS["causal"], "class": "crasp",
+        {"encoding": _NOPE, "attention": "soft", "mask": "nonstrict", "class": "crasp",
          "captures": "C-RASP (counting)", "parameters": [],
          "length_guarantee": "all lengths while the counts are representable (precision ~ log n)",
          "source": f"{_COUNTING}; {_LENGTH_GEN}"},

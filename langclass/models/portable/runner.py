@@ -44,6 +44,8 @@ ST_DTYPES = {"F32": "float32", "F64": "float64", "BF16": "bfloat16", "F16": "flo
 MASKS = ("causal_strict", "causal_nonstrict", "anticausal_strict", "anticausal_nonstrict", "none")
 ATTENTIONS = ("soft", "soft_uniform", "hard_unique")
 TIES = ("leftmost", "rightmost")
+USAGE = ("usage: python langclass_runner.py MODEL_DIR WORD...   (an empty argument is the empty word)\n"
+         "   or: python langclass_runner.py MODEL_DIR < words.txt  (one word a line on stdin; an empty line: the empty word)")
 
 
 class ModelFileError(ValueError):
@@ -629,19 +631,18 @@ def load(directory: str, *, max_parameters: int = MAX_PARAMETERS, verify_digests
     return PortableTransformer(config, tensors)
 
 
-def main(argv: list) -> int:
-    if len(argv) < 2:
-        print("usage: python langclass_runner.py MODEL_DIR WORD...   (an empty argument is the empty word)", file=sys.stderr)
+def main(argv: list, stdin=sys.stdin) -> int:
+    """Classify the WORD arguments, or without any the lines of stdin; usage and exit 2 with neither."""
+    words = argv[2:] or ([] if len(argv) < 2 or stdin is None or stdin.isatty() else [ln.rstrip("\r\n") for ln in stdin])
+    if not words or argv[1] in ("-h", "--help"):
+        print(USAGE, file=sys.stderr)
         return 2
     try:
-        model = load(argv[1])
-        words = argv[2:]
-        logits = model.logits(words)
+        logits = (model := load(argv[1])).logits(words)
     except (ModelFileError, ValueError, FileNotFoundError) as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    for w, z in zip(words, logits.tolist()):
-        print(f"{w!r}\t{z:.6g}\t{'accept' if z > model.threshold else 'reject'}")
+    print("\n".join(f"{w!r}\t{z:.6g}\t{'accept' if z > model.threshold else 'reject'}" for w, z in zip(words, logits.tolist())))
     return 0
 
 
