@@ -44,6 +44,7 @@ from sqlalchemy.exc import DBAPIError
 from langclass.app.store import jobs as jobrepo
 from langclass.app.store.db import Database
 from langclass.app.settings import Settings
+from .watchdog import JobWatchdog, default_worker_cap
 from .worker import Worker, WorkerConfig, run_claim, worker_process_main
 
 __all__ = [
@@ -202,9 +203,17 @@ class LocalExecutor(_Supervisor):
         pin_cpus: with several slots, pin each process to its own share of this process's CPUs
             (so the torch threads of several models do not oversubscribe the cores).
         log_level: the workers' logging level.
+        max_rss_bytes: hard memory cap of each worker process (bytes; default: a ``slots``-th of
+            nine tenths of the host's memory, :func:`~langclass.app.execution.watchdog.default_worker_cap`,
+            which also lowers a larger value). A worker over it is killed and its job fails with
+            ``memory-limit``, not retried (:mod:`langclass.app.execution.watchdog`).
+        cancel_grace_s: a running job's cancel request unhonoured this long kills its worker
+            process (the job is recorded ``cancelled``); None leaves cancels to the run.
+        watch_interval_s: the watchdog's sampling interval.
     """
 
-    def __init__(self, config: WorkerConfig, slots: int, *, eager: bool = False, pin_cpus: bool = True, log_level: str = "info") -> None:
+    def __init__(self, config: WorkerConfig, slots: int, *, eager: bool = False, pin_cpus: bool = True, log_level: str = "info",
+                 max_rss_bytes: int | None = None, cancel_grace_s: float | None = 1.0, watch_interval_s: float = 0.25) -> None:
         super().__init__(config)
         self.slots = slots
         self.eager = eager
@@ -217,6 +226,9 @@ class LocalExecutor(_Supervisor):
         self._lock = threading.Lock()
         self.restarts = 0
         self._cpus = self._cpu_shares(slots) if pin_cpus and slots > 1 else [None] * slots
+        self.max_rss_bytes = default_worker_cap(slots, max_rss_bytes) if slots else None
+        self._watchdog = JobWatchdog(self.db, lambda: list(self._procs), self._lock, max_rss_bytes=self.max_rss_bytes,
+                                     grace_s=cancel_grace_s, interval_s=watch_interval_s)
 
     @staticmethod
     def _cpu_shares(slots: int) -> list[tuple[int, ...] | None]:
@@ -271,10 +283,13 @@ class LocalExecutor(_Supervisor):
 
     def start(self) -> None:
         super().start()
+        if self.slots and not self._watchdog.is_alive() and not self._stop.is_set():
+            self._watchdog.start()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the workers (their running jobs go back to the queue) and the supervisor."""
         self._stop_loop(timeout)
+        self._watchdog.stop()
         with self._lock:
             self._proc_stop.set()
             self._proc_wake.set()
@@ -296,7 +311,8 @@ class LocalExecutor(_Supervisor):
 
     def describe(self) -> dict[str, Any]:
         return {"executor": "local", "slots": self.slots, "started": self._started, "pids": self.pids(),
-                "restarts": self.restarts, "recovered": dict(self.recovered)}
+                "restarts": self.restarts, "recovered": dict(self.recovered), "worker_max_rss_bytes": self.max_rss_bytes,
+                "watchdog_kills": dict(self._watchdog.killed)}
 
 
 # --- Ray -----------------------------------------------------------------------------------------
@@ -476,7 +492,13 @@ def make_executor(settings: Settings, **overrides: Any) -> Executor | None:
             num_gpus=settings.ray_num_gpus,
             num_cpus=settings.ray_num_cpus,
         )
-    return LocalExecutor(config, settings.worker_slots, log_level=settings.log_level)
+    return LocalExecutor(config, settings.worker_slots, log_level=settings.log_level, **_watch_settings(settings))
+
+
+def _watch_settings(settings: Settings) -> dict[str, Any]:
+    """The :class:`LocalExecutor` watchdog arguments of ``settings``."""
+    return {"max_rss_bytes": settings.job_worker_max_rss_bytes, "cancel_grace_s": settings.job_cancel_grace_s,
+            "watch_interval_s": settings.job_watch_interval_s}
 
 
 @asynccontextmanager
@@ -498,13 +520,11 @@ async def executor_lifespan(app: Any) -> AsyncIterator[None]:
 
 
 def run_worker_loop(settings: Settings, *, slots: int = 1, stop: threading.Event | None = None) -> None:
-    """``langclass worker``: one worker loop in this process (``slots == 1``) or a local executor
-    with ``slots`` processes started at once; returns when ``stop`` is set."""
+    """``langclass worker``: a local executor with ``slots`` (at least one) worker processes started at
+    once, each under the watchdog's memory cap (:mod:`langclass.app.execution.watchdog`); returns when
+    ``stop`` is set."""
     stop = stop or threading.Event()
-    if slots <= 1:
-        Worker(worker_config(settings), stop=stop).run_forever()
-        return
-    ex = LocalExecutor(worker_config(settings), slots, eager=True, log_level=settings.log_level)
+    ex = LocalExecutor(worker_config(settings), max(1, slots), eager=True, log_level=settings.log_level, **_watch_settings(settings))
     ex.start()
     try:
         while not stop.wait(0.5):
