@@ -5,7 +5,10 @@
   service process. They start when there is work (a job was enqueued, or the database holds queued
   or expired jobs at start-up), so a service nobody asks to train spends nothing. The supervisor
   restarts a worker process that died and ends the leases it held at once, so its job is retried
-  without waiting for the lease to expire. No extra server.
+  without waiting for the lease to expire. A watchdog thread (:mod:`langclass.app.execution.watchdog`)
+  holds every worker process under a hard memory cap (``LANGCLASS_JOB_WORKER_MAX_RSS_BYTES``; its job
+  then fails ``memory-limit``, not retried) and kills one whose run ignores a cancel for
+  ``LANGCLASS_JOB_CANCEL_GRACE_S``. No extra server.
 * :class:`RayExecutor` (``LANGCLASS_EXECUTOR=ray``, cluster at ``LANGCLASS_RAY_ADDRESS`` /
   ``RAY_ADDRESS``; a local one when unset): a dispatcher thread claims jobs and submits each as a
   Ray task asking for ``LANGCLASS_RAY_NUM_GPUS`` GPUs (a fraction lets many tiny models share one
@@ -45,7 +48,7 @@ from langclass.app.store import jobs as jobrepo
 from langclass.app.store.db import Database
 from langclass.app.settings import Settings
 from .watchdog import JobWatchdog, default_worker_cap
-from .worker import Worker, WorkerConfig, run_claim, worker_process_main
+from .worker import WorkerConfig, run_claim, worker_process_main
 
 __all__ = [
     "Executor",
