@@ -230,6 +230,10 @@ class LocalExecutor(_Supervisor):
         self.restarts = 0
         self._cpus = self._cpu_shares(slots) if pin_cpus and slots > 1 else [None] * slots
         self.max_rss_bytes = default_worker_cap(slots, max_rss_bytes) if slots else None
+        admitted = (config.job_limits or {}).get("job_max_memory_bytes")
+        if self.max_rss_bytes is not None and admitted is not None and admitted > self.max_rss_bytes:
+            log.warning("LANGCLASS_JOB_MAX_MEMORY_BYTES = %d admits jobs estimated above the worker cap of %d bytes: "
+                        "such a job would be killed (memory-limit); lower it or raise the cap", admitted, self.max_rss_bytes)
         self._watchdog = JobWatchdog(self.db, lambda: list(self._procs), self._lock, max_rss_bytes=self.max_rss_bytes,
                                      grace_s=cancel_grace_s, interval_s=watch_interval_s)
 
