@@ -161,18 +161,13 @@ def worker_main() -> None:
 class _Worker:
     """One worker process with a request pipe and a reply pipe."""
 
-    def __init__(self, nice: int = 0) -> None:
+    def __init__(self) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "langclass.app.execution.isolation"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
         )
-        if nice > 0:  # a lower CPU priority than this process (raising a child's niceness needs no privilege)
-            try:
-                os.setpriority(os.PRIO_PROCESS, self.process.pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + nice))
-            except (OSError, AttributeError):  # pragma: no cover - not Linux, or the process is gone
-                pass
         assert self.process.stdin is not None and self.process.stdout is not None
         self.send = Connection(os.dup(self.process.stdin.fileno()), readable=False)
         self.recv = Connection(os.dup(self.process.stdout.fileno()), writable=False)
@@ -254,6 +249,18 @@ class ProcessPool:
         self._prestarted = False
         self.recycled = 0
 
+    def _new_worker(self) -> _Worker:
+        """A new worker process, at this pool's lower CPU priority (``nice``; raising a child's
+        niceness needs no privilege)."""
+        worker = _Worker()
+        pid = getattr(getattr(worker, "process", None), "pid", None)
+        if self.nice > 0 and isinstance(pid, int):
+            try:
+                os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + self.nice))
+            except (OSError, AttributeError):  # pragma: no cover - not POSIX, or the process is gone
+                pass
+        return worker
+
     def _take(self, deadline: float | None = None) -> _Worker | None:
         """An idle worker, or a new one when fewer than ``size`` are counted; None when ``deadline``
         (a ``time.monotonic()`` instant) passes first — while every counted worker is busy or being
@@ -280,7 +287,7 @@ class ProcessPool:
                     return None
                 self._changed.wait(min(1.0, rest))
         try:
-            return _Worker(self.nice)
+            return self._new_worker()
         except BaseException:
             with self._changed:
                 self._live -= 1
@@ -438,7 +445,7 @@ class ProcessPool:
                 return False
             self._live += 1
         try:
-            worker = _Worker(self.nice)
+            worker = self._new_worker()
             worker.wait_ready()
         except (WorkerError, OSError) as exc:  # pragma: no cover - reported on first use instead
             with self._changed:
