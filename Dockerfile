@@ -8,8 +8,9 @@
 #                    --build-arg TORCH_INDEX= .      (a CPU wheel in a local folder; bench/container.py)
 #
 # The install step is the Makefile's (`make install`: a virtual environment in /app/.venv and
-# `pip install -c constraints.txt -e '.[EXTRAS]'`), which CI runs on every change; only the index
-# that torch comes from differs (the PyTorch CPU or CUDA wheel index; constraints.txt pins the version).
+# `pip install -c CONSTRAINTS -e '.[EXTRAS]'`), which CI runs on every change; the image pins every
+# package (constraints-image.txt; torch's version equal to constraints.txt's) and the index that torch
+# comes from differs (the PyTorch CPU or CUDA wheel index).
 # Any Debian/Ubuntu base works: without a Python that has venv, the first step installs python3.
 ARG BASE_IMAGE=python:3.11-slim-bookworm
 FROM ${BASE_IMAGE}
@@ -37,13 +38,13 @@ RUN apt-get update \
 
 WORKDIR /app
 # dependency layer first (cached while only the code changes)
-COPY pyproject.toml constraints.txt Makefile README.md ./
+COPY pyproject.toml constraints.txt constraints-image.txt Makefile README.md ./
 COPY langclass/__init__.py langclass/py.typed langclass/
 # an unreachable CPU index makes pip fall back to PyPI's CUDA torch (several GB) without a word: refuse it
-RUN PIP_EXTRA_INDEX_URL="${TORCH_INDEX}" make install EXTRAS=${EXTRAS} \
+RUN PIP_EXTRA_INDEX_URL="${TORCH_INDEX}" make install EXTRAS=${EXTRAS} CONSTRAINTS=constraints-image.txt \
  && case "${TORCH_INDEX}" in */cpu) .venv/bin/python -c "import sys, torch; sys.exit('torch %s is a CUDA build although TORCH_INDEX is the CPU index ${TORCH_INDEX} (unreachable?)' % torch.__version__ if torch.version.cuda else 0)";; esac
 COPY . .
-RUN PIP_EXTRA_INDEX_URL="${TORCH_INDEX}" make install EXTRAS=${EXTRAS} \
+RUN PIP_EXTRA_INDEX_URL="${TORCH_INDEX}" make install EXTRAS=${EXTRAS} CONSTRAINTS=constraints-image.txt \
  && useradd --create-home --uid 10001 --shell /usr/sbin/nologin langclass \
  && mkdir -p /data && chown langclass:langclass /data
 

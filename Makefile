@@ -16,6 +16,8 @@ HOST ?= $(or $(LANGCLASS_HOST),127.0.0.1)
 PORT ?= $(or $(LANGCLASS_PORT),8000)
 PYTEST_ARGS ?=
 PYTEST_JOBS ?= auto
+# constraints.txt pins torch's CPU build; the image installs with constraints-image.txt (every package pinned)
+CONSTRAINTS ?= constraints.txt
 
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.langclass-install.stamp
@@ -33,8 +35,8 @@ help:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml constraints.txt Makefile | $(BIN)/python
-	$(BIN)/python -m pip install -c constraints.txt -e '.[$(EXTRAS)]'
+$(STAMP): pyproject.toml $(CONSTRAINTS) Makefile | $(BIN)/python
+	$(BIN)/python -m pip install -c $(CONSTRAINTS) -e '.[$(EXTRAS)]'
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -13,7 +13,9 @@ apt-get when missing), Debian's package mirror and PyPI; no container registry. 
    host networking, podman's layer cache;
 4. checks on the running image: ``/healthz`` and ``/readyz``, the image's HEALTHCHECK, that every
    process runs as the non-root user (uid 10001) with ``/app`` read-only to it, a classification
-   and a stored language, a replacement container on the same SQLite volume that still has it, then
+   and a stored language, a replacement container on the same SQLite volume that still has it —
+   started in the README's form, ``run -p 127.0.0.1:PORT:8000 -v VOLUME:/data`` on podman's bridge
+   network (``iptables`` is installed when missing: netavark needs it for the port) — then
    the same service against the PostgreSQL server on the host (host networking; a throw-away schema
    through ``search_path``, dropped afterwards).
 
@@ -28,6 +30,9 @@ Usage::
     python3 bench/container.py --cold          # rebuild the base, fetch the wheel again, no layer cache
     python3 bench/container.py --postgres-url postgresql+psycopg://postgres@127.0.0.1:5432/test
     python3 bench/container.py --no-postgres   # skip the PostgreSQL part (says so)
+    .venv/bin/python bench/container.py --write-constraints   # regenerate constraints-image.txt
+
+The image installs with ``constraints-image.txt`` (every package pinned; torch as constraints.txt).
 """
 
 from __future__ import annotations
@@ -81,7 +86,10 @@ def host_mirrors() -> tuple[str | None, str | None]:
 DEFAULT_MIRROR, SECURITY_MIRROR = host_mirrors()
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 SERVICE_UID = 10001  # the Dockerfile's `useradd --uid`
-APT_PACKAGES = ["podman", "runc", "debootstrap", "debian-archive-keyring", "netavark", "aardvark-dns", "uidmap", "slirp4netns"]
+APT_PACKAGES = ["podman", "runc", "debootstrap", "debian-archive-keyring", "netavark", "aardvark-dns", "uidmap", "slirp4netns", "iptables"]
+"""Installed when a tool is missing. ``iptables``: podman's bridge network (netavark) sets up a
+published port (``run -p``, the README's form) with it, and fails without it."""
+TOOLS = ("podman", "runc", "debootstrap", "iptables")
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 CONTAINERS_CONF = "[containers]\n# the default nofile ulimit cannot be set here (runc: error setting rlimit type 7)\ndefault_ulimits = []\n"
 
@@ -186,7 +194,7 @@ def free_port() -> int:
 
 
 def ensure_tools(runner: Runner) -> str:
-    missing = [tool for tool in ("podman", "runc", "debootstrap") if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists()]
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists()]
     installed = ""
     if missing:
         if shutil.which("apt-get") is None:
@@ -311,26 +319,37 @@ def check_image(runner: Runner, image: str) -> str:
 
 
 class Service:
-    """One container of the image serving on the host's network at 127.0.0.1:<port>."""
+    """One container of the image serving at 127.0.0.1:<port>: on the host's network, or with
+    ``published`` in the README's form — podman's bridge network and ``-p 127.0.0.1:<port>:8000``
+    (the service on the image's default 0.0.0.0:8000)."""
 
-    def __init__(self, runner: Runner, image: str, name: str, port: int, env: dict[str, str], volume: str | None, command: tuple[str, ...] = ()) -> None:
+    def __init__(self, runner: Runner, image: str, name: str, port: int, env: dict[str, str], volume: str | None, command: tuple[str, ...] = (),
+                 *, published: bool = False) -> None:
         self.runner, self.image, self.name, self.port, self.env, self.volume = runner, image, name, port, env, volume
         self.command = command
+        self.published = published
         self.url = f"http://127.0.0.1:{port}"
         self.stored_id = ""
         self.started_s = 0.0
 
-    def start(self, timeout: float) -> str:
-        args = ["run", "--detach", "--name", self.name, "--network", "host", "--health-interval", "disable"]
-        if self.port:
+    def run_args(self) -> list[str]:
+        """The ``podman run`` arguments that start this container."""
+        if self.published:  # the README's `run -p 127.0.0.1:8000:8000 -v langclass-data:/data langclass`
+            args = ["run", "--detach", "--name", self.name, "--publish", f"127.0.0.1:{self.port}:8000", "--health-interval", "disable"]
+        else:
+            args = ["run", "--detach", "--name", self.name, "--network", "host", "--health-interval", "disable"]
+        if self.port and not self.published:
             args += ["--env", "LANGCLASS_HOST=127.0.0.1", "--env", f"LANGCLASS_PORT={self.port}"]
         for key, value in self.env.items():
             args += ["--env", f"{key}={value}"]
         if self.volume:
             args += ["--volume", f"{self.volume}:/data"]
+        return [*args, self.image, *self.command]
+
+    def start(self, timeout: float) -> str:
         self.runner.created.append(("container", self.name))
         t0 = time.monotonic()
-        self.runner.podman(*args, self.image, *self.command)
+        self.runner.podman(*self.run_args())
         while True:
             if self.command == ("worker",):
                 logs = self.logs()
@@ -347,7 +366,8 @@ class Service:
                 with urllib.request.urlopen(self.url + "/healthz", timeout=2) as resp:
                     if resp.status == 200:
                         self.started_s = time.monotonic() - t0
-                        return f"{self.name} on 127.0.0.1:{self.port} answered /healthz after {self.started_s:.1f} s"
+                        how = f"published -p 127.0.0.1:{self.port}:8000" if self.published else f"on 127.0.0.1:{self.port}"
+                        return f"{self.name} {how} answered /healthz after {self.started_s:.1f} s"
             except (urllib.error.URLError, http.client.HTTPException, OSError):
                 pass
             state = self.runner.podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", self.name).stdout.strip()
@@ -487,6 +507,50 @@ def with_search_path(url: str, schema: str) -> str:
 # ---------------------------------------------------------------------------------------------- main
 
 
+def image_pins() -> list[str]:
+    """``name==version`` of every distribution the image installs — ``langclass``'s dependencies with
+    the ``ray`` extra (the Dockerfile's ``EXTRAS``), followed through their own requirements and
+    extras, with the versions installed in the running interpreter's environment (CPython 3.11 on
+    Linux, as the image); torch as constraints.txt pins it (without the local ``+cpu`` tag)."""
+    import importlib.metadata as md
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found: dict[str, tuple[str, set[str]]] = {}
+
+    def walk(name: str, extras: set[str]) -> None:
+        key = canonicalize_name(name)
+        if key in found and extras <= found[key][1]:
+            return
+        dist = md.distribution(name)  # PackageNotFoundError: the environment lacks a dependency
+        found[key] = (dist.version, found.get(key, ("", set()))[1] | extras)
+        for text in dist.requires or []:
+            req = Requirement(text)
+            if req.marker is None:
+                wanted = True
+            elif "extra" in str(req.marker):  # a requirement of one of the extras asked for
+                wanted = any(req.marker.evaluate({"extra": e}) for e in extras)
+            else:
+                wanted = req.marker.evaluate()
+            if wanted:
+                walk(req.name, set(req.extras))
+
+    walk("langclass", {"ray"})
+    found.pop("langclass", None)
+    pins = [f"{k}=={v}" for k, (v, _) in sorted(found.items())]
+    return [f"torch=={torch_pin()}" if p.startswith("torch==") else p for p in pins]
+
+
+CONSTRAINTS_HEADER = """# Every Python package of the service image pinned (the base dependencies and the ray extra, with
+# everything they pull in), so two builds of one commit install the same versions. The Dockerfile's
+# install uses this file (`make install CONSTRAINTS=constraints-image.txt`); a development install
+# keeps constraints.txt (torch only). torch's pin must equal constraints.txt's (a test checks it).
+# Regenerate from an environment installed with `make install EXTRAS=ray` (CPython 3.11, Linux):
+#   .venv/bin/python bench/container.py --write-constraints
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help="base tarball, torch wheel, logs (default %(default)s; env LANGCLASS_CONTAINER_CACHE)")
@@ -497,7 +561,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL checks")
     ap.add_argument("--job-timeout", type=float, default=600, help="seconds the construct job may take on the worker container (default %(default)s)")
     ap.add_argument("--start-timeout", type=float, default=180, help="seconds a container may take to answer /healthz (default %(default)s)")
+    ap.add_argument("--write-constraints", action="store_true",
+                    help="write constraints-image.txt from this interpreter's environment (no container; no root) and exit")
     args = ap.parse_args(argv)
+    if args.write_constraints:
+        (ROOT / "constraints-image.txt").write_text(CONSTRAINTS_HEADER + "\n".join(image_pins()) + "\n")
+        print(f"wrote {ROOT / 'constraints-image.txt'}")
+        return 0
     if args.start_timeout <= 0 or args.job_timeout <= 0:
         ap.error("--start-timeout and --job-timeout must be positive")
     if not (ROOT / "Dockerfile").is_file():
@@ -550,11 +620,13 @@ def main(argv: list[str] | None = None) -> int:
             kind_uid_size = st.stdout.split()[-3:] if st.returncode == 0 else []
             if kind_uid_size[:2] != ["file", str(SERVICE_UID)]:
                 raise CheckFailed(f"{db} missing or not a file of uid {SERVICE_UID} after the container was removed: {(st.stdout + st.stderr).strip()}")
-            svc2 = Service(r, args.image, f"langclass-check-sqlite2-{tag}", free_port(), {}, volume)
-            svc2.start(args.start_timeout)
+            # the replacement in the README's form: bridge network, published port (needs iptables)
+            svc2 = Service(r, args.image, f"langclass-check-sqlite2-{tag}", free_port(), {}, volume, published=True)
+            started = svc2.start(args.start_timeout)
             detail = check_kept(svc2, stored_id)
             svc2.stop()
-            return f"container removed, a new one on volume {volume} ({int(kind_uid_size[2]) // 1024} KiB langclass.db): {detail}"
+            return (f"container removed, a new one on volume {volume} ({int(kind_uid_size[2]) // 1024} KiB langclass.db) "
+                    f"in the README's form ({started}): {detail}")
 
         report.step("sqlite: restart keeps the volume", restart)
 

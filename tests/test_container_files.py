@@ -1,4 +1,4 @@
-"""The container files (issue 35, item 7 and the compose part of 8), read without building anything:
+"""The container files (issue 35, items 7 and 8), read without building anything:
 
 * a ``.env`` (compose's file of secrets: ``POSTGRES_PASSWORD``, ``LANGCLASS_API_KEYS``) is excluded
   from the build context by ``.dockerignore`` and from the repository by ``.gitignore`` (before:
@@ -6,7 +6,10 @@
 * ``docker-compose.yml`` runs a CPU worker by default — no GPU reservation, no CUDA base (before:
   ``docker compose up`` needed an NVIDIA GPU) — and ``docker-compose.gpu.yml`` is the opt-in GPU
   override; the API and the worker share one volume holding the census directory (before: census
-  failed under compose, ``'/app' is not writable``).
+  failed under compose, ``'/app' is not writable``);
+* the image installs with ``constraints-image.txt``, every package pinned (before: only torch);
+* ``make container-check`` starts a container in the README's ``run -p`` form (before: only host
+  networking, so the published-port form, which needs iptables under podman, was never exercised).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import fnmatch
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,3 +116,65 @@ def test_the_build_refuses_a_cuda_torch_when_the_cpu_index_was_asked_for(tmp_pat
         assert (done.returncode != 0) == fails, (cuda, done.stderr)
         if fails:
             assert "is a CUDA build although TORCH_INDEX is the CPU index" in done.stderr
+
+
+# --- the rest of item 8: pinned image dependencies, the README's `run -p` form in the check ----------
+
+
+def _pins(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"{path.name}: {line!r} is not pinned with =="
+            out[name.lower().replace("_", "-")] = version
+    return out
+
+
+def test_the_image_pins_every_dependency_and_torch_as_the_development_install() -> None:
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = _pins(ROOT / "constraints-image.txt")
+    direct = [*project["dependencies"], *project["optional-dependencies"]["ray"]]
+    for req in direct:
+        name = re.match(r"[A-Za-z0-9_.\-]+", req).group(0).lower().replace("_", "-")  # type: ignore[union-attr]
+        assert name in pins, f"{name} is not pinned in constraints-image.txt"
+    assert pins["torch"] == _pins(ROOT / "constraints.txt")["torch"]
+    assert not [n for n in pins if n.startswith("nvidia-")], "a CUDA package pinned for the CPU image"
+    docker = (ROOT / "Dockerfile").read_text()
+    assert "constraints-image.txt" in docker.split("COPY . .")[0].split("\nCOPY ")[1]  # in the dependency layer
+    installs = re.findall(r"make install EXTRAS[^\n]*", docker)
+    assert len(installs) == 2 and all("CONSTRAINTS=constraints-image.txt" in line for line in installs), installs
+    assert "-c $(CONSTRAINTS)" in (ROOT / "Makefile").read_text()
+
+
+def _container_module() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_container", ROOT / "bench" / "container.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def test_the_check_starts_a_container_in_the_readmes_published_port_form() -> None:
+    import re
+
+    container = _container_module()
+    readme = (ROOT / "README.md").read_text()
+    m = re.search(r"docker run -p (127\.0\.0\.1):(\d+):(\d+) -v ([\w-]+):/data langclass", readme)
+    assert m, "the README no longer shows the run -p form"
+    svc = container.Service(None, "img", "c1", 8137, {}, "vol", published=True)
+    args = svc.run_args()
+    assert ["--publish", f"127.0.0.1:8137:{m.group(3)}"] == args[args.index("--publish"):args.index("--publish") + 2]
+    assert "--network" not in args and not [a for a in args if a.startswith("LANGCLASS_PORT")]  # the image's own port
+    assert ["--volume", "vol:/data"] == args[args.index("--volume"):args.index("--volume") + 2]
+    host = container.Service(None, "img", "c2", 8137, {}, None).run_args()
+    assert host[host.index("--network") + 1] == "host" and "--publish" not in host
+    source = (ROOT / "bench" / "container.py").read_text()
+    assert "published=True" in source.split("def main(")[1], "the check never starts the published-port form"
+    assert "iptables" in container.TOOLS and "iptables" in container.APT_PACKAGES  # podman's bridge needs it
+

@@ -51,3 +51,26 @@ def spec_echo_job(spec: dict[str, Any], *, progress: Any = None, should_cancel: 
         Path(spec["checkpoint_dir"]).mkdir(parents=True, exist_ok=True)
         (Path(spec["checkpoint_dir"]) / "last.pt").write_text("x")
     return {"checkpoint_dir": spec.get("checkpoint_dir")}
+
+
+def alloc_job(spec: dict[str, Any], *, progress: Any = None, should_cancel: Any = None) -> dict[str, Any]:
+    """Allocate (and touch) ``spec["mb"]`` MiB in 16 MiB pieces, ``spec["piece_s"]`` seconds apart,
+    then return; writes ``<trace_dir>/<pid>.start`` (the memory-cap tests)."""
+    trace = Path(spec["trace_dir"])
+    trace.mkdir(parents=True, exist_ok=True)
+    (trace / f"{os.getpid()}.start").write_text(json.dumps({"pid": os.getpid(), "t": time.time()}))
+    held = []
+    for _ in range(int(spec["mb"]) // 16):
+        held.append(bytearray(b"x" * (16 * 2**20)))
+        time.sleep(float(spec.get("piece_s", 0.02)))
+    return {"mb": len(held) * 16, "pid": os.getpid()}
+
+
+def stubborn_job(spec: dict[str, Any], *, progress: Any = None, should_cancel: Any = None) -> dict[str, Any]:
+    """Sleep ``spec["sleep_s"]`` seconds without polling ``should_cancel`` (one long step, as a big
+    model's training step or a synthesis); writes ``<trace_dir>/<pid>.start``."""
+    trace = Path(spec["trace_dir"])
+    trace.mkdir(parents=True, exist_ok=True)
+    (trace / f"{os.getpid()}.start").write_text(json.dumps({"pid": os.getpid(), "t": time.time()}))
+    time.sleep(float(spec.get("sleep_s", 60)))
+    return {"pid": os.getpid()}

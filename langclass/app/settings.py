@@ -112,6 +112,13 @@ class Settings(BaseSettings):
         job_model_max_bytes: largest zip of portable models a construct / train job stores for
             ``GET /v1/jobs/{id}/model`` (default 64 MiB; 0 stores none). A larger one is not stored
             and the result's ``portable_model.stored`` is false with the reason.
+        job_worker_max_rss_bytes: hard memory cap of each local job worker process (bytes; default
+            nine tenths of the host's memory divided by ``worker_slots``, and never more). The
+            executor's watchdog kills a worker over it; its job fails with ``memory-limit``, not
+            retried (:mod:`langclass.app.execution.watchdog`).
+        job_cancel_grace_s: a running job's cancel request its run has not honoured after this
+            many seconds kills the worker process (the job is recorded ``cancelled``).
+        job_watch_interval_s: how often the watchdog samples the workers' memory and cancels.
         code_version: overrides the code version stamped on every stored record.
         log_level: ``debug`` | ``info`` | ``warning`` | ``error``.
     """
@@ -191,6 +198,9 @@ class Settings(BaseSettings):
     job_max_memory_bytes: int = Field(8 * 2**30, ge=1)
     job_time_limit_s: float = Field(86_400.0, gt=0, allow_inf_nan=False)
     job_model_max_bytes: int = Field(64 * 2**20, ge=0)
+    job_worker_max_rss_bytes: int | None = Field(None, ge=2**20)
+    job_cancel_grace_s: float = Field(1.0, gt=0, allow_inf_nan=False)
+    job_watch_interval_s: float = Field(0.25, gt=0, le=10, allow_inf_nan=False)
 
     def __init__(self, **values: Any) -> None:
         try:

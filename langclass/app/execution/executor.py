@@ -5,7 +5,10 @@
   service process. They start when there is work (a job was enqueued, or the database holds queued
   or expired jobs at start-up), so a service nobody asks to train spends nothing. The supervisor
   restarts a worker process that died and ends the leases it held at once, so its job is retried
-  without waiting for the lease to expire. No extra server.
+  without waiting for the lease to expire. A watchdog thread (:mod:`langclass.app.execution.watchdog`)
+  holds every worker process under a hard memory cap (``LANGCLASS_JOB_WORKER_MAX_RSS_BYTES``; its job
+  then fails ``memory-limit``, not retried) and kills one whose run ignores a cancel for
+  ``LANGCLASS_JOB_CANCEL_GRACE_S``. No extra server.
 * :class:`RayExecutor` (``LANGCLASS_EXECUTOR=ray``, cluster at ``LANGCLASS_RAY_ADDRESS`` /
   ``RAY_ADDRESS``; a local one when unset): a dispatcher thread claims jobs and submits each as a
   Ray task asking for ``LANGCLASS_RAY_NUM_GPUS`` GPUs (a fraction lets many tiny models share one
@@ -44,7 +47,8 @@ from sqlalchemy.exc import DBAPIError
 from langclass.app.store import jobs as jobrepo
 from langclass.app.store.db import Database
 from langclass.app.settings import Settings
-from .worker import Worker, WorkerConfig, run_claim, worker_process_main
+from .watchdog import JobWatchdog, default_worker_cap
+from .worker import WorkerConfig, run_claim, worker_process_main
 
 __all__ = [
     "Executor",
@@ -202,9 +206,17 @@ class LocalExecutor(_Supervisor):
         pin_cpus: with several slots, pin each process to its own share of this process's CPUs
             (so the torch threads of several models do not oversubscribe the cores).
         log_level: the workers' logging level.
+        max_rss_bytes: hard memory cap of each worker process (bytes; default: a ``slots``-th of
+            nine tenths of the host's memory, :func:`~langclass.app.execution.watchdog.default_worker_cap`,
+            which also lowers a larger value). A worker over it is killed and its job fails with
+            ``memory-limit``, not retried (:mod:`langclass.app.execution.watchdog`).
+        cancel_grace_s: a running job's cancel request unhonoured this long kills its worker
+            process (the job is recorded ``cancelled``); None leaves cancels to the run.
+        watch_interval_s: the watchdog's sampling interval.
     """
 
-    def __init__(self, config: WorkerConfig, slots: int, *, eager: bool = False, pin_cpus: bool = True, log_level: str = "info") -> None:
+    def __init__(self, config: WorkerConfig, slots: int, *, eager: bool = False, pin_cpus: bool = True, log_level: str = "info",
+                 max_rss_bytes: int | None = None, cancel_grace_s: float | None = 1.0, watch_interval_s: float = 0.25) -> None:
         super().__init__(config)
         self.slots = slots
         self.eager = eager
@@ -217,6 +229,13 @@ class LocalExecutor(_Supervisor):
         self._lock = threading.Lock()
         self.restarts = 0
         self._cpus = self._cpu_shares(slots) if pin_cpus and slots > 1 else [None] * slots
+        self.max_rss_bytes = default_worker_cap(slots, max_rss_bytes) if slots else None
+        admitted = (config.job_limits or {}).get("job_max_memory_bytes")
+        if self.max_rss_bytes is not None and admitted is not None and admitted > self.max_rss_bytes:
+            log.warning("LANGCLASS_JOB_MAX_MEMORY_BYTES = %d admits jobs estimated above the worker cap of %d bytes: "
+                        "such a job would be killed (memory-limit); lower it or raise the cap", admitted, self.max_rss_bytes)
+        self._watchdog = JobWatchdog(self.db, lambda: list(self._procs), self._lock, max_rss_bytes=self.max_rss_bytes,
+                                     grace_s=cancel_grace_s, interval_s=watch_interval_s)
 
     @staticmethod
     def _cpu_shares(slots: int) -> list[tuple[int, ...] | None]:
@@ -271,10 +290,13 @@ class LocalExecutor(_Supervisor):
 
     def start(self) -> None:
         super().start()
+        if self.slots and not self._watchdog.is_alive() and not self._stop.is_set():
+            self._watchdog.start()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the workers (their running jobs go back to the queue) and the supervisor."""
         self._stop_loop(timeout)
+        self._watchdog.stop()
         with self._lock:
             self._proc_stop.set()
             self._proc_wake.set()
@@ -296,7 +318,8 @@ class LocalExecutor(_Supervisor):
 
     def describe(self) -> dict[str, Any]:
         return {"executor": "local", "slots": self.slots, "started": self._started, "pids": self.pids(),
-                "restarts": self.restarts, "recovered": dict(self.recovered)}
+                "restarts": self.restarts, "recovered": dict(self.recovered), "worker_max_rss_bytes": self.max_rss_bytes,
+                "watchdog_kills": dict(self._watchdog.killed)}
 
 
 # --- Ray -----------------------------------------------------------------------------------------
@@ -476,7 +499,13 @@ def make_executor(settings: Settings, **overrides: Any) -> Executor | None:
             num_gpus=settings.ray_num_gpus,
             num_cpus=settings.ray_num_cpus,
         )
-    return LocalExecutor(config, settings.worker_slots, log_level=settings.log_level)
+    return LocalExecutor(config, settings.worker_slots, log_level=settings.log_level, **_watch_settings(settings))
+
+
+def _watch_settings(settings: Settings) -> dict[str, Any]:
+    """The :class:`LocalExecutor` watchdog arguments of ``settings``."""
+    return {"max_rss_bytes": settings.job_worker_max_rss_bytes, "cancel_grace_s": settings.job_cancel_grace_s,
+            "watch_interval_s": settings.job_watch_interval_s}
 
 
 @asynccontextmanager
@@ -498,13 +527,11 @@ async def executor_lifespan(app: Any) -> AsyncIterator[None]:
 
 
 def run_worker_loop(settings: Settings, *, slots: int = 1, stop: threading.Event | None = None) -> None:
-    """``langclass worker``: one worker loop in this process (``slots == 1``) or a local executor
-    with ``slots`` processes started at once; returns when ``stop`` is set."""
+    """``langclass worker``: a local executor with ``slots`` (at least one) worker processes started at
+    once, each under the watchdog's memory cap (:mod:`langclass.app.execution.watchdog`); returns when
+    ``stop`` is set."""
     stop = stop or threading.Event()
-    if slots <= 1:
-        Worker(worker_config(settings), stop=stop).run_forever()
-        return
-    ex = LocalExecutor(worker_config(settings), slots, eager=True, log_level=settings.log_level)
+    ex = LocalExecutor(worker_config(settings), max(1, slots), eager=True, log_level=settings.log_level, **_watch_settings(settings))
     ex.start()
     try:
         while not stop.wait(0.5):

@@ -232,10 +232,12 @@ class ProcessPool:
         size: concurrent calls (further callers wait for a free worker).
         max_tasks: calls a worker serves before it is recycled (None = never).
         max_rss_bytes: resident memory after a call past which the worker is recycled (None = never).
+        nice: how much lower than this process's the workers' CPU priority is (0 = the same).
     """
 
-    def __init__(self, size: int, *, max_tasks: int | None = None, max_rss_bytes: int | None = None) -> None:
+    def __init__(self, size: int, *, max_tasks: int | None = None, max_rss_bytes: int | None = None, nice: int = 0) -> None:
         self.size = size
+        self.nice = nice
         self.max_tasks = max_tasks
         self.max_rss_bytes = max_rss_bytes
         self._slots = threading.BoundedSemaphore(size)
@@ -246,6 +248,18 @@ class ProcessPool:
         self._closed = False
         self._prestarted = False
         self.recycled = 0
+
+    def _new_worker(self) -> _Worker:
+        """A new worker process, at this pool's lower CPU priority (``nice``; raising a child's
+        niceness needs no privilege)."""
+        worker = _Worker()
+        pid = getattr(getattr(worker, "process", None), "pid", None)
+        if self.nice > 0 and isinstance(pid, int):
+            try:
+                os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + self.nice))
+            except (OSError, AttributeError):  # pragma: no cover - not POSIX, or the process is gone
+                pass
+        return worker
 
     def _take(self, deadline: float | None = None) -> _Worker | None:
         """An idle worker, or a new one when fewer than ``size`` are counted; None when ``deadline``
@@ -273,7 +287,7 @@ class ProcessPool:
                     return None
                 self._changed.wait(min(1.0, rest))
         try:
-            return _Worker()
+            return self._new_worker()
         except BaseException:
             with self._changed:
                 self._live -= 1
@@ -431,7 +445,7 @@ class ProcessPool:
                 return False
             self._live += 1
         try:
-            worker = _Worker()
+            worker = self._new_worker()
             worker.wait_ready()
         except (WorkerError, OSError) as exc:  # pragma: no cover - reported on first use instead
             with self._changed:
@@ -472,19 +486,20 @@ class ProcessPool:
             worker.kill()
 
 
-_POOLS: dict[tuple[str, int, int | None, int | None], ProcessPool] = {}
+_POOLS: dict[tuple[str, int, int | None, int | None, int], ProcessPool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def get_pool(size: int, *, max_tasks: int | None = None, max_rss_bytes: int | None = None, name: str = "classify") -> ProcessPool:
-    """The process-wide pool ``name`` with ``size`` workers and these recycling bounds (created on
-    first use; one per name and configuration — the light lane's pool is ``"light"``, never shared
-    with the main lane's)."""
-    key = (name, size, max_tasks, max_rss_bytes)
+def get_pool(size: int, *, max_tasks: int | None = None, max_rss_bytes: int | None = None, name: str = "classify",
+             nice: int = 0) -> ProcessPool:
+    """The process-wide pool ``name`` with ``size`` workers, these recycling bounds and this CPU
+    priority offset (created on first use; one per name and configuration — the light lane's pool
+    is ``"light"``, never shared with the main lane's)."""
+    key = (name, size, max_tasks, max_rss_bytes, nice)
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
         if pool is None or pool._closed:
-            pool = _POOLS[key] = ProcessPool(size, max_tasks=max_tasks, max_rss_bytes=max_rss_bytes)
+            pool = _POOLS[key] = ProcessPool(size, max_tasks=max_tasks, max_rss_bytes=max_rss_bytes, nice=nice)
         return pool
 
 

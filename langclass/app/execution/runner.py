@@ -26,8 +26,14 @@
   ``time_limit_s`` seconds (its worker killed past that like any other). A request that stays within
   them is answered there, so small classifications never wait behind heavy ones (when the light
   lane is busy and a main worker is free, a predicted-small request simply runs there); one that hits a
-  lowered bound, or finds the light queue full, goes on to the main lane within the same budget
-  (an error that is not about a lowered bound, e.g. a syntax error, is the answer). The prediction
+  lowered bound goes on to the main lane within the same budget (an error that is not about a
+  lowered bound, e.g. a syntax error, is the answer). One that finds the light queue full goes on
+  to the main lane only when a main worker is free; while heavy requests fill the main lane it
+  waits for the light lane instead — past the lane's ``queue_max``, within its own budget — so a
+  small request is never refused busy, nor queued behind heavy ones, because heavy ones fill the
+  pool. The main lane's worker processes also run at a lower CPU priority
+  (:data:`MAIN_LANE_NICE`), so on a machine whose cores the heavy ones saturate the light lane's
+  worker and the service's event loop still get the CPU first. The prediction
   is made from what the input costs — a bounded parse to at most the lane's ``max_states`` states
   (:func:`~langclass.app.usecases.service.predicted_light`, a few milliseconds) — in a thread of
   its own (:meth:`ClassifyRunner.predict`, never on the event loop nor in the shared pool), and
@@ -61,9 +67,14 @@ from langclass.core.base.errors import LimitExceeded, TimeLimitExceeded
 from langclass.core.base.limits import Limits
 from .isolation import ClassifierBusy, get_pool
 
-__all__ = ["ClassifyRunner", "LightLane", "answer_reserve_s", "kill_grace_s"]
+__all__ = ["ClassifyRunner", "LightLane", "MAIN_LANE_NICE", "answer_reserve_s", "kill_grace_s"]
 
 T = TypeVar("T")
+
+MAIN_LANE_NICE = 5
+"""How much lower the CPU priority (``nice``) of the main lane's worker processes is than the
+service's and the light lane's, when there is a light lane: heavy classifications that saturate the
+cores yield them to small ones and to the event loop, and use them fully when nothing else runs."""
 
 
 def answer_reserve_s(remaining: float) -> float:
@@ -166,6 +177,7 @@ class ClassifyRunner:
         self.light = light if light is not None and light.workers > 0 else None
         self.light_runner: ClassifyRunner | None = None
         self.light_overflows = 0  # light attempts that went on to this runner
+        self.light_patient = 0  # small requests that waited for the light lane past its queue bound (the main lane busy)
         if self.light is not None:
             self.light_runner = ClassifyRunner(
                 self.light.workers, self.light.time_limit_s, isolation, self.light.time_limit_s,
@@ -213,7 +225,8 @@ class ClassifyRunner:
     @property
     def pool(self) -> Any:
         """The process pool (process isolation)."""
-        return get_pool(self.concurrency, max_tasks=self.max_tasks, max_rss_bytes=self.max_rss_bytes, name=self.lane)
+        return get_pool(self.concurrency, max_tasks=self.max_tasks, max_rss_bytes=self.max_rss_bytes, name=self.lane,
+                        nice=MAIN_LANE_NICE if self.light is not None else 0)
 
     def prestart(self) -> None:
         """Start the worker processes of both lanes in the background (process isolation)."""
@@ -239,25 +252,31 @@ class ClassifyRunner:
         out: dict[str, Any] = {"running": self.running, "waiting": self.waiting, "refused": self.refused, "served": self.served,
                                "concurrency": self.concurrency, "queue_max": self.queue_max}
         if self.light_runner is not None:
-            out["light"] = {**self.light_runner.describe(), "overflows": self.light_overflows}
+            out["light"] = {**self.light_runner.describe(), "overflows": self.light_overflows, "patient": self.light_patient}
         return out
 
     def _retry_after(self) -> float:
         return max(1.0, (self.time_limit_s or 10.0) / 2)
 
+    def would_refuse(self) -> bool:
+        """Whether a call admitted now would be refused busy at once (every slot taken and the
+        queue at ``queue_max``)."""
+        return (self._slots is not None and self._slots.value == 0 and self.queue_max is not None
+                and self.waiting >= self.queue_max)
+
     @asynccontextmanager
-    async def _admitted(self, end: float | None) -> AsyncIterator[None]:
+    async def _admitted(self, end: float | None, *, patient: bool = False) -> AsyncIterator[None]:
         if self._slots is None:
             self._slots = anyio.Semaphore(self.concurrency)
             self._threads = anyio.CapacityLimiter(self.concurrency)
         slots = self._slots
-        if slots.value == 0 and self.queue_max is not None and self.waiting >= self.queue_max:
+        if not patient and slots.value == 0 and self.queue_max is not None and self.waiting >= self.queue_max:
             self.refused += 1
             raise ClassifierBusy(
                 0.0, detail=f"the classification queue is full ({self.running} running, {self.waiting} waiting); retry later",
                 retry_after_s=self._retry_after(), running=self.running, waiting=self.waiting,
             )
-        wait = self.queue_timeout_s
+        wait = None if patient else self.queue_timeout_s
         if end is not None:
             left = end - time.monotonic()
             if left <= 0:
@@ -301,13 +320,17 @@ class ClassifyRunner:
             err.args = (err.detail,)
         return err
 
-    async def run(self, fn: Callable[..., T], *args: Any, budget_end: float | None = None, **kwargs: Any) -> T:
+    async def run(self, fn: Callable[..., T], *args: Any, budget_end: float | None = None, wait_until: float | None = None,
+                  **kwargs: Any) -> T:
         """Run ``fn(*args, **kwargs)`` (a module-level function; arguments and result picklable
         with process isolation) within the request's budget.
 
         Args:
             budget_end: the request's :meth:`budget_end` when it makes several calls (default: a
                 fresh budget starting now).
+            wait_until: wait for a slot until this monotonic instant, past ``queue_max`` and
+                ``queue_timeout_s`` (the light lane's patient attempt); the call then runs under
+                this runner's own ``time_limit_s`` from its start, never past ``wait_until``.
 
         Raises:
             ClassifierBusy: the queue is full, or no slot came free in time (503).
@@ -315,7 +338,10 @@ class ClassifyRunner:
             LangclassError: whatever ``fn`` raised, with its class and fields.
         """
         end = budget_end if budget_end is not None else self.budget_end()
-        async with self._admitted(end):
+        async with self._admitted(end if wait_until is None else wait_until, patient=wait_until is not None):
+            if wait_until is not None:
+                own = self.budget_end()
+                end = wait_until if own is None else min(wait_until, own)
             remaining = None if end is None else end - time.monotonic()
             if remaining is not None and remaining <= 0:
                 raise self._restated(TimeLimitExceeded("time_limit_s", self.time_limit_s, "budget spent waiting for a worker",
@@ -379,13 +405,23 @@ class ClassifyRunner:
             try:
                 return await self._light_attempt(lane, light, fn, args, kwargs, end)
             except _Overflow as over:
+                bound = bool(over.args and over.args[0] == "bound")
+                if not bound and not self.has_free_slot():
+                    # the light queue is full (or its wait ran out) and the main lane is busy too:
+                    # a small request waits for the light lane within its own budget instead of
+                    # queueing behind heavy ones, or being refused busy by them
+                    self.light_patient += 1
+                    try:
+                        return await self._light_attempt(lane, light, fn, args, kwargs, end, patient=True)
+                    except _Overflow as again:
+                        bound = bool(again.args and again.args[0] == "bound")
                 self.light_overflows += 1
-                if over.args and over.args[0] == "bound":
+                if bound:
                     self.remember(light_key, False)
         return await self.run(fn, *args, budget_end=end, **kwargs)
 
     async def _light_attempt(self, lane: ClassifyRunner, light: LightLane, fn: Callable[..., T], args: tuple[Any, ...],
-                             kwargs: dict[str, Any], end: float | None) -> T:
+                             kwargs: dict[str, Any], end: float | None, *, patient: bool = False) -> T:
         lowered: set[str] = set()
         for v in (*args, *kwargs.values()):
             if isinstance(v, Limits):
@@ -401,10 +437,15 @@ class ClassifyRunner:
         if whole_budget_first:
             light_end = end  # type: ignore[assignment]
         try:
-            result = await lane.run(fn, *light_args, budget_end=light_end, **light_kwargs)
+            if patient:  # wait past the lane's queue bound, until the request's own budget ends
+                result = await lane.run(fn, *light_args, wait_until=math.inf if end is None else end, **light_kwargs)
+            else:
+                result = await lane.run(fn, *light_args, budget_end=light_end, **light_kwargs)
         except ClassifierBusy:
             raise _Overflow from None
         except TimeLimitExceeded as err:
+            if patient:
+                whole_budget_first = end is not None and time.monotonic() >= end - answer_reserve_s(light.time_limit_s) - 0.05
             if whole_budget_first:  # the request's own budget ran out, not the lane's
                 raise self._restated(err, fn) from None
             raise _Overflow("bound") from None

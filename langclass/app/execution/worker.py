@@ -66,6 +66,9 @@ class WorkerConfig:
             them — the same ``LANGCLASS_*`` limits as a classification (None = the library defaults).
         model_max_bytes: the largest model zip a job result may carry into ``job_models``
             (``LANGCLASS_JOB_MODEL_MAX_BYTES``); a larger one is dropped, the result says why.
+        cancel_poll_s: how often the heartbeat thread reads the job's cancel request between
+            beats (seconds; None = only at beats), so a run that polls ``should_cancel()`` stops
+            within about this long of a cancel.
     """
 
     database_url: str
@@ -81,6 +84,7 @@ class WorkerConfig:
     job_limits: Mapping[str, Any] | None = None
     limits: Mapping[str, Any] | None = None
     model_max_bytes: int = 64 * 2**20
+    cancel_poll_s: float | None = 0.5
 
     @property
     def heartbeat_interval(self) -> float:
@@ -181,13 +185,16 @@ release = jobrepo.release
 class _Heartbeat(threading.Thread):
     """Extends the lease, flushes progress and watches for cancellation until stopped."""
 
-    def __init__(self, db: Database, held: jobrepo.Claim, interval: float, progress_interval: float = 1.0) -> None:
+    def __init__(self, db: Database, held: jobrepo.Claim, interval: float, progress_interval: float = 1.0,
+                 cancel_poll: float | None = None) -> None:
         super().__init__(name=f"heartbeat-{held.job_id[:8]}", daemon=True)
         self.db = db
         self.held = held
         self.interval = interval
-        self.progress_interval = min(interval, progress_interval)
+        self.progress_interval = min(interval, progress_interval, cancel_poll or progress_interval)
+        self.cancel_poll = cancel_poll
         self._last_beat = time.monotonic()
+        self._last_poll = time.monotonic()
         self.last_ok = _now()  # last time the lease was known extended (the claim, then each beat)
         self.cancel = threading.Event()
         self.lost = threading.Event()
@@ -230,14 +237,26 @@ class _Heartbeat(threading.Thread):
         elif cancel:
             self.cancel.set()
 
+    def poll_cancel(self) -> None:
+        """Read the job's cancel request (no write); a database error waits for the next beat."""
+        try:
+            with self.db.session_scope() as session:
+                if jobrepo.cancel_requested(session, self.held):
+                    self.cancel.set()
+        except Exception:  # noqa: BLE001 - the heartbeat reports database trouble
+            log.debug("job %s: cancel poll failed", self.held.job_id, exc_info=True)
+
     def run(self) -> None:
         # wake every progress_interval: write when progress is waiting, and beat at least every interval
         while not self._stop_evt.wait(self.progress_interval):
             with self._lock:
                 dirty = self._dirty
             if dirty or time.monotonic() - self._last_beat >= self.interval - 1e-3:
-                self._last_beat = time.monotonic()
+                self._last_beat = self._last_poll = time.monotonic()
                 self.beat()
+            elif self.cancel_poll is not None and time.monotonic() - self._last_poll >= self.cancel_poll - 1e-3:
+                self._last_poll = time.monotonic()
+                self.poll_cancel()
             if self.lost.is_set():
                 return
 
@@ -282,7 +301,7 @@ def run_claim(
         queue) | ``lost`` (the lease was lost; the outcome was discarded).
     """
     stopping = stopping or threading.Event()
-    hb = _Heartbeat(db, held, config.heartbeat_interval, config.progress_s)
+    hb = _Heartbeat(db, held, config.heartbeat_interval, config.progress_s, config.cancel_poll_s)
     over_budget = threading.Event()
     deadline = None if config.time_limit_s is None else time.monotonic() + config.time_limit_s
 

@@ -1,5 +1,6 @@
-"""The jobs repository: the only module that writes the ``jobs`` table (the table itself is
-:class:`~langclass.app.store.orm.JobRow`; the executors and workers call the functions here).
+"""The jobs repository: the only module that writes the ``jobs`` table, with
+:mod:`~langclass.app.store.job_enforcement` (jobs ended from outside their run; re-exported here) — the
+table itself is :class:`~langclass.app.store.orm.JobRow`; the executors and workers call the functions here.
 
 A job is one long computation on a stored language — kind ``train`` (train recognizers and compare
 with the predicted encoding, :func:`langclass.models.experiments.experiment.run_experiment`), ``construct``
@@ -61,12 +62,16 @@ from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from .job_records import error_record, job_resource, job_summary  # re-exported
+from .job_enforcement import cancel_requested, cancel_requests_held_by, end_held_by  # re-exported
 from .orm import JobModelRow, JobRow, utcnow
 from .pagination import decode_cursor, encode_cursor
 
 __all__ = [
     "JobRow",
     "expire_leases_of_dead_local_owners",
+    "end_held_by",
+    "cancel_requested",
+    "cancel_requests_held_by",
     "pid_alive",
     "JOB_KINDS",
     "LANGUAGE_FREE_KINDS",

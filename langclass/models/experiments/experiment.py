@@ -343,8 +343,10 @@ def validate_spec(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMIT
         InputError (and subclasses): a malformed spec, naming the field.
         LimitExceeded: any :class:`~langclass.models.training.specs.JobLimits` limit (``max_runs``,
             ``max_test_length``, ``max_eval_strings``, ``job_max_steps``, …), checked before any
-            list of lengths or model is built; ``job_max_parameters`` and ``job_max_memory_bytes``
-            on the estimate of :func:`langclass.models.training.footprint.footprint` (in the error's ``extra``).
+            list of lengths or model is built; ``job_max_parameters`` on each run's model
+            (:func:`langclass.models.training.footprint.footprint`) and ``job_max_memory_bytes`` on the
+            whole job — stacked runs included (:func:`langclass.models.training.footprint.job_footprint`;
+            the estimate is in the error's ``extra``).
     """
     norm = _normalize(spec, limits)
     settings = norm["settings"]
@@ -360,11 +362,14 @@ def validate_spec(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMIT
         except InputError as err:
             sub = (err.field or "").split(".")[-1]
             raise type(err)(err.detail, field=f"encodings[{i}].params.{sub}" if sub and sub not in ("encoding", "params", "name") else f"encodings[{i}]") from None
-    from langclass.models.training.footprint import check_footprint, footprint
+    from langclass.models.training.footprint import check_footprint, check_job_memory, footprint, job_footprint
 
-    for cfg in model_configs.values():  # the whole model and one training step, before anything is built
+    for cfg in model_configs.values():  # each whole model, before anything is built
         check_footprint(limits, footprint(cfg, batch_size=settings["batch_size"], max_train_length=max(settings["train_lengths"]),
-                                          precision=settings["precision"]))
+                                          precision=settings["precision"]), memory=False)
+    # the whole job: the largest group of runs trained at once (stacked), the test strings, the process
+    check_job_memory(limits, job_footprint(model_configs, settings, n_seeds=len(norm["seeds"]),
+                                           n_learning_rates=len(norm["learning_rates"]), batched=norm["batched"] is not False))
     # the training settings are checked by TrainConfig itself
     TrainConfig(
         learning_rate=norm["learning_rates"][0], max_steps=settings["max_steps"], batch_size=settings["batch_size"],

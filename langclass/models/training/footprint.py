@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["footprint", "parameter_count", "check_footprint"]
+__all__ = ["footprint", "parameter_count", "check_footprint", "job_footprint", "check_job_memory"]
 
 FLOAT_BYTES = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2}
 
@@ -79,10 +79,11 @@ def _gib(x: float) -> str:
     return f"{x / 2**30:.3g} GiB"
 
 
-def check_footprint(limits: Any, fp: dict[str, Any], field: str = "overrides") -> None:
+def check_footprint(limits: Any, fp: dict[str, Any], field: str = "overrides", *, memory: bool = True) -> None:
     """Raise :class:`~langclass.core.base.errors.LimitExceeded` (a 422) naming ``job_max_parameters``
-    or ``job_max_memory_bytes`` when the footprint is over it; the message and the error's ``extra``
-    carry the estimate."""
+    or ``job_max_memory_bytes`` when the footprint of one run is over it; the message and the
+    error's ``extra`` carry the estimate. ``memory=False`` checks the parameters only (a job's memory
+    is checked as a whole by :func:`check_job_memory`)."""
     from langclass.core.base.errors import LimitExceeded
 
     if fp["parameters"] > limits.job_max_parameters:
@@ -91,7 +92,7 @@ def check_footprint(limits: Any, fp: dict[str, Any], field: str = "overrides") -
                             f"over job_max_parameters={limits.job_max_parameters:,}", field=field)
         err.extra["estimate"] = fp
         raise err
-    if fp["memory_bytes"] > limits.job_max_memory_bytes:
+    if memory and fp["memory_bytes"] > limits.job_max_memory_bytes:
         err = LimitExceeded("job_max_memory_bytes", limits.job_max_memory_bytes,
                             f"one training step needs about {_gib(fp['memory_bytes'])} ({_gib(fp['training_state_bytes'])} "
                             f"of weights, gradients and optimizer state, {_gib(fp['activation_bytes'])} of activations), "
@@ -99,3 +100,96 @@ def check_footprint(limits: Any, fp: dict[str, Any], field: str = "overrides") -
                             field=field)
         err.extra["estimate"] = fp
         raise err
+
+
+BASE_PROCESS_BYTES = 350 * 2**20
+"""Resident memory of a job process before its first model: the interpreter, torch, numpy, the
+database driver and the job's own code (measured 0.23–0.35 GiB with torch 2.x on Linux)."""
+
+SINGLE_RUN_FACTOR = 2.4
+"""Measured peak of a run trained alone (:func:`~langclass.models.training.train.train_recognizer`:
+every string padded to the longest, the reference modules' autograd graph) over the activation
+count of :func:`footprint`: 2.3–2.6 (bench/job_memory.py, torch 2.x on CPU)."""
+
+GROUPED_RUN_FACTOR = 0.5
+"""The same ratio for a run of a stacked group (:func:`~langclass.models.training.train_batched.train_group`:
+strings in four length buckets, so about half the padded positions; folded LayerNorms, the last
+layer at EOS only, fused attention where there is no bias): 0.47–0.49 measured on groups of 4 and
+12 runs whose activations were dominated by the T² and by the linear terms respectively."""
+
+TEST_STRING_OVERHEAD_BYTES = 120
+"""Memory of one stored test string beyond its letters (the tuple, its label, the index of
+distinct words); each letter is one 8-byte reference."""
+
+
+def job_footprint(model_configs: Any, settings: Any, *, n_seeds: int, n_learning_rates: int,
+                  batched: bool = True) -> dict[str, Any]:
+    """Estimated peak resident memory of a whole train job (bytes): the process, the stored test
+    strings and the largest unit of runs trained at once — the runs of one stacked group
+    (:func:`~langclass.models.training.train_batched.train_group`: every run of the grid that shares a
+    model shape, at most :data:`~langclass.models.training.train_batched.MAX_GROUP_RUNS`, each with its
+    own weights, optimizer state and activations) or one run trained alone.
+
+    Args:
+        model_configs: ``{label: RecognizerConfig}`` (one per encoding of the grid).
+        settings: the normalized settings (``batch_size``, ``train_lengths``, ``test_lengths``,
+            ``eval_per_length``, ``precision``).
+        n_seeds / n_learning_rates: runs per encoding are their product.
+        batched: the spec's ``batched`` (False: every run trains alone).
+
+    Returns:
+        ``{"memory_bytes", "process_bytes", "test_strings_bytes", "largest_unit_runs",
+        "largest_unit_bytes", "per_run": {label: footprint}}``.
+    """
+    from langclass.models.nn.grouped import group_key
+    from langclass.models.training.train_batched import MAX_GROUP_RUNS
+
+    precision = settings.get("precision", "float32")
+    longest = max(settings["train_lengths"])
+    per_run = {label: footprint(cfg, batch_size=settings["batch_size"], max_train_length=longest, precision=precision)
+               for label, cfg in model_configs.items()}
+    runs_each = max(1, n_seeds * n_learning_rates)
+    groups: dict[Any, int] = {}
+    unit_bytes, unit_runs = 0, 1
+    for label, cfg in model_configs.items():
+        fp = per_run[label]
+        alone = fp["training_state_bytes"] + SINGLE_RUN_FACTOR * fp["activation_bytes"]
+        key = group_key(cfg) if batched and precision in ("auto", "float32") else None
+        if key is None:
+            if alone > unit_bytes:
+                unit_bytes, unit_runs = int(alone), 1
+            continue
+        groups[key] = groups.get(key, 0) + runs_each
+        one = fp["training_state_bytes"] + GROUPED_RUN_FACTOR * fp["activation_bytes"]
+        r = min(groups[key], MAX_GROUP_RUNS)
+        if r == 1:
+            one = alone  # a group of one trains alone
+        if r * one > unit_bytes:
+            unit_bytes, unit_runs = int(r * one), r
+    tests = settings.get("test_lengths") or []
+    test_bytes = sum(settings.get("eval_per_length", 0) * (8 * n + TEST_STRING_OVERHEAD_BYTES) for n in tests)
+    total = BASE_PROCESS_BYTES + test_bytes + unit_bytes
+    return {"memory_bytes": int(total), "process_bytes": BASE_PROCESS_BYTES, "test_strings_bytes": int(test_bytes),
+            "largest_unit_runs": unit_runs, "largest_unit_bytes": unit_bytes, "per_run": per_run}
+
+
+def check_job_memory(limits: Any, jfp: dict[str, Any], field: str = "overrides") -> None:
+    """Raise :class:`~langclass.core.base.errors.LimitExceeded` (a 422) naming ``job_max_memory_bytes``
+    when the whole job's estimate (:func:`job_footprint`) is over it; ``extra["estimate"]`` carries
+    the job's estimate and the :func:`footprint` of its largest run (``parameters``,
+    ``activation_bytes``, …; ``memory_bytes`` is the job's)."""
+    from langclass.core.base.errors import LimitExceeded
+
+    if jfp["memory_bytes"] <= limits.job_max_memory_bytes:
+        return
+    runs = jfp["largest_unit_runs"]
+    unit = f"{runs} runs trained together in one stacked group" if runs > 1 else "one run"
+    err = LimitExceeded("job_max_memory_bytes", limits.job_max_memory_bytes,
+                        f"the job needs about {_gib(jfp['memory_bytes'])} of memory ({_gib(jfp['largest_unit_bytes'])} for {unit}, "
+                        f"{_gib(jfp['test_strings_bytes'])} of test strings, {_gib(jfp['process_bytes'])} of process), "
+                        f"over job_max_memory_bytes={limits.job_max_memory_bytes:,} ({_gib(limits.job_max_memory_bytes)}); "
+                        "use fewer seeds or encodings per job, a smaller batch, width or training length", field=field)
+    biggest = max(jfp["per_run"].values(), key=lambda fp: fp["memory_bytes"]) if jfp["per_run"] else {}
+    err.extra["estimate"] = {**{k: v for k, v in biggest.items() if k != "memory_bytes"},
+                             **{k: v for k, v in jfp.items() if k != "per_run"}}
+    raise err

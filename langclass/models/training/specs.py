@@ -85,8 +85,11 @@ class JobLimits:
             (a RoPE base, a period, a slope).
         job_max_parameters: parameters of one run's model, all dimensions together
             (:func:`langclass.models.training.footprint.footprint`).
-        job_max_memory_bytes: estimated memory of one training step of one run: weights,
-            gradients, AdamW state and the activations kept for the backward pass.
+        job_max_memory_bytes: estimated peak memory of the whole job
+            (:func:`langclass.models.training.footprint.job_footprint`): the process, the test
+            strings and the largest unit of runs trained at once — a stacked group of up to 32
+            runs, each with weights, gradients, AdamW state and the activations kept for the
+            backward pass. Keep it under the worker's hard cap (``LANGCLASS_JOB_WORKER_MAX_RSS_BYTES``).
         job_time_limit_s: wall-clock seconds a job may run (enforced by the worker, which stops
             the run and records ``limit-exceeded``).
     """
