@@ -23,6 +23,10 @@ from langclass.core.base.limits import Limits
 SMALL = {"regex": "(ab)*", "alphabet": ["a", "b"]}
 
 
+ROOMY = {"classify_light_time_limit_s": 120.0}
+"""A light-lane time bound no loaded machine reaches: these tests are about which lane answers, and
+with the default 1 s a loaded machine's first classification overflowed to the main lane (flaky)."""
+
 def test_health_and_readiness_never_wait_for_the_shared_thread_pool(make_client: Any, migrated_url: str) -> None:
     """The shared pool cut to one thread, and that thread held: /healthz and /readyz still answer.
     (Before: two plain-``def`` app-wide dependencies took a shared thread on every request, and
@@ -56,7 +60,7 @@ def test_health_and_readiness_never_wait_for_the_shared_thread_pool(make_client:
 
 
 def test_a_small_request_is_answered_by_the_light_lane(make_client: Any, sqlite_url: str) -> None:
-    client = make_client(sqlite_url, classify_isolation="thread")
+    client = make_client(sqlite_url, **ROOMY, classify_isolation="thread")
     runner: ClassifyRunner = client.app.state.runner
     r = client.post("/v1/classify", json=SMALL)
     assert r.status_code == 200 and r.json()["num_states"] == 3
@@ -66,7 +70,7 @@ def test_a_small_request_is_answered_by_the_light_lane(make_client: Any, sqlite_
 
 def test_a_request_past_a_light_bound_goes_on_to_the_main_lane_with_the_full_limits(make_client: Any, sqlite_url: str) -> None:
     # predicted light (a 3-state DFA) but its 6-element monoid is over the light bound of 3
-    client = make_client(sqlite_url, classify_isolation="thread", classify_light_max_monoid_size=3)
+    client = make_client(sqlite_url, **ROOMY, classify_isolation="thread", classify_light_max_monoid_size=3)
     runner: ClassifyRunner = client.app.state.runner
     r = client.post("/v1/classify", json=SMALL)
     assert r.status_code == 200, r.text
@@ -80,7 +84,7 @@ def test_a_request_past_a_light_bound_goes_on_to_the_main_lane_with_the_full_lim
 
 
 def test_an_error_in_the_light_lane_is_the_answer(make_client: Any, sqlite_url: str) -> None:
-    client = make_client(sqlite_url, classify_isolation="thread")
+    client = make_client(sqlite_url, **ROOMY, classify_isolation="thread")
     runner: ClassifyRunner = client.app.state.runner
     r = client.post("/v1/classify", json={"regex": "(ab", "alphabet": ["a", "b"]})
     assert r.status_code == 422 and r.json()["field"] == "regex"
@@ -88,7 +92,7 @@ def test_an_error_in_the_light_lane_is_the_answer(make_client: Any, sqlite_url: 
 
 
 def test_a_request_not_predicted_small_skips_the_light_lane(make_client: Any, sqlite_url: str) -> None:
-    client = make_client(sqlite_url, classify_isolation="thread")
+    client = make_client(sqlite_url, **ROOMY, classify_isolation="thread")
     runner: ClassifyRunner = client.app.state.runner
     body = {"regex": "(a|b)*a(a|b){9}", "alphabet": ["a", "b"]}  # 1,024 states > 256
     assert not service.predicted_light(regex=body["regex"], alphabet=body["alphabet"], max_states=256)
@@ -152,7 +156,7 @@ def test_the_prediction_agrees_with_the_light_lanes_own_parse_on_random_regexes(
 
 
 def test_a_heavy_request_without_a_counter_never_reaches_the_light_lane(make_client: Any, sqlite_url: str) -> None:
-    client = make_client(sqlite_url, classify_isolation="thread", max_states=20_000)
+    client = make_client(sqlite_url, **ROOMY, classify_isolation="thread", max_states=20_000)
     runner: ClassifyRunner = client.app.state.runner
     body = {"regex": "(a|b)*a" + "(a|b)" * 8, "alphabet": _AB}  # 512 states, counter-free text
     assert client.post("/v1/classify", json=body).status_code == 200
@@ -219,7 +223,7 @@ def test_the_classification_body_is_built_in_the_worker_as_the_response_model_wo
         raise AssertionError("the API process serialized a classification")
 
     monkeypatch.setattr(service, "classification_json", broken)
-    client = make_client(sqlite_url, classify_isolation="process", classify_concurrency=1)
+    client = make_client(sqlite_url, **ROOMY, classify_isolation="process", classify_concurrency=1)
     runner: ClassifyRunner = client.app.state.runner
     r = client.post("/v1/classify", json=SMALL)
     assert r.status_code == 200, r.text
@@ -265,7 +269,7 @@ def test_an_answer_left_undecided_by_a_light_bound_is_computed_again_in_the_main
     """The analysis records a limit instead of raising it (classes over the monoid cap are null):
     a light answer with such a gap is not the answer — the main lane, with the full limits, decides
     every class. (Before: the light lane's nulls were returned.)"""
-    client = make_client(sqlite_url, classify_isolation="thread", classify_light_max_monoid_size=3)
+    client = make_client(sqlite_url, **ROOMY, classify_isolation="thread", classify_light_max_monoid_size=3)
     runner: ClassifyRunner = client.app.state.runner
     r = client.post("/v1/classify", json=SMALL)  # (ab)*: a 6-element monoid
     assert r.status_code == 200, r.text
@@ -281,7 +285,7 @@ def test_the_users_46656_element_monoid_is_decided_through_the_api_and_the_cache
     dfa = {"alphabet": ["c", "t", "z"], "states": [0, 1, 2, 3, 4, 5], "initial": 0, "accepting": [0],
            "transitions": {"0": {"c": 1, "t": 1, "z": 1}, "1": {"c": 2, "t": 0, "z": 1}, "2": {"c": 3, "t": 2, "z": 2},
                            "3": {"c": 4, "t": 3, "z": 3}, "4": {"c": 5, "t": 4, "z": 4}, "5": {"c": 0, "t": 5, "z": 5}}}
-    client = make_client(sqlite_url, classify_isolation="thread", classify_light_max_monoid_size=5000)
+    client = make_client(sqlite_url, **ROOMY, classify_isolation="thread", classify_light_max_monoid_size=5000)
     runner: ClassifyRunner = client.app.state.runner
     for _ in range(2):
         r = client.post("/v1/classify", json={"dfa": dfa})
