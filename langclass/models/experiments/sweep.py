@@ -42,6 +42,17 @@ SWEEP_PROFILES: dict[str, dict[str, Any]] = {
                           "test_lengths": {"range": [41, 100]}, "eval_per_length": 64}},
     # Disentangling the Expressivity of RoPE, App. E.2 (the experiment's "paper" profile), for a GPU.
     "paper": {"base": "paper", "seeds": None, "learning_rates": None, "overrides": {}},
+    # The published suite (langclass.core.census.suite) on a 2-core CPU: its lengths (train up to 50,
+    # test up to 500) with the test lengths sampled (10 lengths, one per 50-bin of its evaluation, 32
+    # strings each) and a short training, so that 125 languages × 2 encodings fit in about 25 minutes
+    # (docs/sweep.md, "The published suite").
+    "suite-cpu": {"base": "quick", "seeds": [0], "learning_rates": [1e-3],
+                  "overrides": {"max_steps": 300, "patience": 100, "train_lengths": {"range": [1, 50]},
+                                "test_lengths": {"lengths": [51, 100, 150, 200, 250, 300, 350, 400, 450, 500]},
+                                "eval_per_length": 32}},
+    # The suite's lengths on the paper profile (App. E.2 model and grid), for a GPU.
+    "suite-paper": {"base": "paper", "seeds": None, "learning_rates": None,
+                    "overrides": {"train_lengths": {"range": [1, 50]}, "test_lengths": {"range": [51, 500]}}},
 }
 """Sweep profile → the experiment profile it starts from, seeds, learning rates and overrides."""
 
@@ -64,8 +75,9 @@ class SweepCancelled(Exception):
 
 def sweep_spec(base: Mapping[str, Any], profile: str, *, seeds: Sequence[int] | None = None,
                overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The experiment spec of one language: ``base`` (``language``, ``encodings``, ``prediction`` from
-    the caller's ``spec_for``) with the sweep profile's settings, then ``seeds`` / ``overrides``.
+    """The experiment spec of one language: ``base`` (``language``, ``encodings``, ``prediction`` and,
+    when given, ``setting`` from the caller's ``spec_for``) with the sweep profile's settings, then
+    ``seeds`` / ``overrides``.
 
     Raises:
         InputError: unknown profile (``field="profile"``).
@@ -73,7 +85,7 @@ def sweep_spec(base: Mapping[str, Any], profile: str, *, seeds: Sequence[int] | 
     if profile not in SWEEP_PROFILES:
         raise InputError(f"unknown sweep profile {profile!r}; expected one of {', '.join(SWEEP_PROFILES)}", field="profile")
     p = SWEEP_PROFILES[profile]
-    spec = {k: v for k, v in base.items() if k in ("language", "encodings", "prediction")}
+    spec = {k: v for k, v in base.items() if k in ("language", "encodings", "prediction", "setting")}
     spec["profile"] = p["base"]
     spec["overrides"] = {**p["overrides"], **(overrides or {})}
     if seeds is not None:
