@@ -405,9 +405,17 @@ def load_model(directory: str, *, max_parameters: int | None = None) -> Any:
 
 def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: int = 10, profile: str = "cpu", seed: int = 0,
           out: str = "sweep", overrides: Mapping[str, Any] | None = None, ray: str | None = None,
-          census_run: str | None = None, database_url: str | None = None) -> dict[str, Any]:
+          census_run: str | None = None, database_url: str | None = None, suite: str | None = None,
+          setting: str = "causal", limit: int | None = None, only: Sequence[str] | None = None) -> dict[str, Any]:
     """The prediction tested by training across a stratified sample of census languages (imports torch);
     ``langclass sweep`` from Python (docs/sweep.md).
+
+    With ``suite`` (``"state-tracking-crasp"``) every language of that published suite is trained
+    instead (or the ``only`` names, or the first ``limit``), in ``setting`` (``"causal"`` or
+    ``"strict"``), and the content of ``suite.json`` is returned (``rows``: per language their labels
+    and outcome, the product's classes, prediction and N*; ``agreement``; docs/sweep.md, "The
+    published suite"); ``states``, ``alphabet``, ``per_cell``, ``seed`` and ``census_run`` are then
+    not used.
 
     Draws ``per_cell`` languages from each cell of the lattice among the languages with at most
     ``states`` states over ``alphabet`` letters, trains each with every catalogue encoding, and writes
@@ -431,6 +439,13 @@ def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: i
         from .app.execution.sweep_ray import ray_sweep_runner
 
         runner = ray_sweep_runner(None if ray == "local" else ray)
+    if suite is not None:
+        from .app.usecases.suite import run_suite
+
+        return run_suite(suite, out, profile=profile, setting=setting, only=list(only) if only else None, limit=limit,
+                         overrides=overrides, runner=runner)
+    if limit is not None or only:
+        raise InputError("limit and only need suite", field="suite")
     row = load_census_run(census_run, database_url) if census_run is not None else None
     n = states if states is not None else (row.max_states if row is not None else 3)
     k = alphabet if alphabet is not None else (row.alphabet_size if row is not None else 2)

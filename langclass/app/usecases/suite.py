@@ -91,7 +91,7 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
     from langclass.core.census.suite import suite_source
     from langclass.core.classification.analysis import analyze
     from langclass.models.experiments.suite_report import agreement, suite_row
-    from langclass.models.experiments.sweep import run_sweep
+    from langclass.models.experiments.sweep import SweepCancelled, run_sweep
 
     from .sweep import train_spec_for
 
@@ -104,11 +104,15 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
     encs = list(encodings or SUITE_ENCODINGS)
     analyses = {}
     sweep_langs = []
+    seen: set[str] = set()
     for lang in langs:
         dfa = lang.dfa()
         a = analyze(dfa).to_dict()
         analyses[lang.name] = a
         member = ((a.get("classes") or {}).get("crasp") or {}).get("member")
+        if dfa.fingerprint() in seen:  # the same language written twice trains once
+            continue
+        seen.add(dfa.fingerprint())
         sweep_langs.append(("crasp" if member else "not crasp" if member is False else "crasp undecided", dfa, {"crasp": member}))
     base_spec = train_spec_for(encs)
 
@@ -118,11 +122,22 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
             spec["setting"] = setting
         return spec
 
-    res = run_sweep(sweep_langs, spec_for, out_dir, profile=SUITE_SWEEP_PROFILES[profile], seeds=seeds, overrides=overrides,
-                    runner=runner, limits=limits, progress=progress, should_cancel=should_cancel,
-                    language_progress=language_progress)
-    by_fp = {r["fingerprint"]: r for r in res["records"]}
-    rows = [suite_row(lang, analyses[lang.name], by_fp.get(lang.dfa().fingerprint())) for lang in langs]
+    def rows_of(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        by_fp = {r["fingerprint"]: r for r in records}
+        return [suite_row(lang, analyses[lang.name], by_fp.get(lang.dfa().fingerprint())) for lang in langs]
+
+    try:
+        res = run_sweep(sweep_langs, spec_for, out_dir, profile=SUITE_SWEEP_PROFILES[profile], seeds=seeds, overrides=overrides,
+                        runner=runner, limits=limits, progress=progress, should_cancel=should_cancel,
+                        language_progress=language_progress)
+    except SweepCancelled as exc:  # the finished languages, side by side like a whole run
+        records = list(exc.partial.get("records") or [])
+        rows = rows_of(records)
+        exc.partial = {"suite": suite, "source": source, "profile": profile, "setting": setting,
+                       "encodings": list(records[0]["encodings"]) if records else encs, "rows": rows,
+                       "agreement": agreement(rows), "records": records, "languages": len(sweep_langs), "complete": False}
+        raise
+    rows = rows_of(res["records"])
     labels = list(res["records"][0]["encodings"]) if res["records"] else encs
     out = {**res, "sweep_profile": res["profile"], "suite": suite, "source": source, "profile": profile, "setting": setting,
            "encodings": labels, "rows": rows, "agreement": agreement(rows)}

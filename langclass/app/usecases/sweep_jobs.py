@@ -62,6 +62,13 @@ class SweepRequest(BaseModel):
     census_run: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[^\x00]*$",
                                    description="id of a stored census run (GET /v1/census) to sample from instead of enumerating")
     max_attempts: Annotated[int, Field(ge=1, le=10), _Integral, Strict()] | None = Field(None, description="claims allowed if workers die (default LANGCLASS_JOB_MAX_ATTEMPTS)")
+    suite: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[^\x00]*$",
+                              description="train every language of this published suite instead of a census sample "
+                                          "(state-tracking-crasp; docs/sweep.md, 'The published suite')")
+    setting: Literal["strict", "causal"] | None = Field(None, description="with suite: the training setting (default causal)")
+    limit: Annotated[int, Field(ge=1, le=10_000), _Integral, Strict()] | None = Field(None, description="with suite: only its first N languages")
+    only: list[Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$")]] | None = Field(
+        None, min_length=1, max_length=1000, description="with suite: only these languages (the suite's names)")
 
 
 def census_run_spec(row: Any) -> dict[str, Any]:
@@ -133,6 +140,12 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
 
     from .sweep import check_census_run, sweep_test_lengths, train_spec_for
 
+    if body.suite is not None:
+        return _suite_spec(body, limits)
+    if body.limit is not None or body.only:
+        from langclass.core.base.errors import InputError
+
+        raise InputError("limit and only need suite", field="suite")
     if census_run is not None:
         states = body.states if body.states is not None else int(census_run.max_states)
         alphabet = body.alphabet if body.alphabet is not None else int(census_run.alphabet_size)
@@ -159,6 +172,35 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
             "encodings": encodings, "overrides": overrides,
             "census_run": census_run_spec(census_run) if census_run is not None else None,
             "runs_bound": most * per_language}
+
+
+def _suite_spec(body: SweepRequest, limits: Any) -> dict[str, Any]:
+    """The job spec of a suite sweep: the suite, its languages and one language's spec checked.
+
+    Raises:
+        InputError: unknown suite, names not in it, a sweep-only field given (``census_run``,
+            ``states``, ``alphabet``). LimitExceeded: ``max_sweep_runs``, or a job limit of one language's experiment.
+    """
+    from langclass.core.base.errors import InputError
+    from langclass.models.experiments.sweep import MAX_SWEEP_RUNS, check_sweep, sweep_spec
+
+    from .suite import SUITE_ENCODINGS, SUITE_SWEEP_PROFILES, select_languages
+    from .sweep import sweep_test_lengths, train_spec_for
+
+    for name in ("census_run", "states", "alphabet"):
+        if getattr(body, name) is not None:
+            raise InputError(f"{name} does not apply to a suite sweep", field=name)
+    langs = select_languages(body.suite, only=body.only, limit=body.limit)
+    overrides = body.overrides.model_dump(mode="json", exclude_none=True) if body.overrides is not None else None
+    profile = SUITE_SWEEP_PROFILES[body.profile]
+    sweep_test_lengths(profile, overrides)
+    encodings = list(dict.fromkeys(body.encodings)) if body.encodings else list(SUITE_ENCODINGS)
+    longest = max(langs, key=lambda lang: len(lang.alphabet))  # the widest alphabet stands for every language's limits
+    per_language = check_sweep([sweep_spec(train_spec_for(encodings)(longest.dfa()), profile, overrides=overrides)], limits=limits)
+    if len(langs) * per_language > MAX_SWEEP_RUNS:
+        raise LimitExceeded("max_sweep_runs", MAX_SWEEP_RUNS, f"the suite would train {len(langs) * per_language:,} runs", field="suite")
+    return {"suite": body.suite, "setting": body.setting or "causal", "only": body.only, "limit": body.limit, "profile": body.profile,
+            "encodings": encodings, "overrides": overrides, "runs_bound": len(langs) * per_language}
 
 
 def _partial(exc: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -227,12 +269,21 @@ def run_sweep_job(spec: Mapping[str, Any], *, progress: Callable[[dict[str, Any]
     if not out_dir:
         own_dir = out_dir = tempfile.mkdtemp(prefix="langclass-sweep-")
     try:
-        result = run(int(spec["states"]), int(spec["alphabet"]), int(spec["per_cell"]), int(spec["seed"]), out_dir,
+        if spec.get("suite"):
+            from .suite import run_suite
+
+            result = run_suite(spec["suite"], out_dir, profile=spec.get("profile", "cpu"), setting=spec.get("setting") or "causal",
+                               encodings=spec.get("encodings"), only=spec.get("only"), limit=spec.get("limit"),
+                               overrides=spec.get("overrides"), limits=limits, progress=on_language, write=False,
+                               should_cancel=should_cancel, language_progress=on_run)
+        else:
+            result = run(int(spec["states"]), int(spec["alphabet"]), int(spec["per_cell"]), int(spec["seed"]), out_dir,
                      profile=spec.get("profile", "cpu"), encodings=spec.get("encodings"), overrides=spec.get("overrides"),
                      limits=limits, progress=on_language, census_run=run_row, write=False, should_cancel=should_cancel,
                      language_progress=on_run)
     except SweepCancelled as exc:
-        exc.partial = _partial(exc, spec)
+        if not spec.get("suite"):  # a suite run attaches its own partial report (run_suite)
+            exc.partial = _partial(exc, spec)
         raise
     finally:
         if own_dir is not None:
@@ -245,13 +296,21 @@ def sweep_report(result: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The report of a sweep job's result (whole or partial) as ``GET /v1/sweeps/{id}`` shows it.
 
     Returns:
-        None without a result; else ``{"complete", "census_run", "encodings", "cells": {cell: {"name",
+        None without a result; for a suite sweep ``{"complete", "suite", "source", "setting", "encodings",
+        "agreement", "rows", "runs", "markdown": suite.md's tables}``; else ``{"complete", "census_run", "encodings", "cells": {cell: {"name",
         "languages", "tested", "not_tested", "predicted": [encodings predicted sufficient for most of
         the cell's tested languages], "encodings": {encoding: {"languages", "reached", "share",
         "predicted", "predicted_majority"}}}}, "contradictions": [{kind, cell, fingerprint, dfa,
         encoding, longest_perfect_length, longest_tested_length, accuracy, reason, note}],
         "sample", "runs", "markdown": sweep.md}``.
     """
+    if result and "rows" in result and "agreement" in result:  # a suite sweep
+        from langclass.models.experiments.suite_report import markdown_suite
+
+        return {"complete": bool(result.get("complete", True)), "suite": result.get("suite"), "source": result.get("source"),
+                "setting": result.get("setting"), "encodings": list(result["encodings"]), "agreement": result["agreement"],
+                "rows": list(result["rows"]), "runs": result.get("runs"),
+                "markdown": markdown_suite(result["rows"], result["agreement"], result["encodings"])}
     if not result or "aggregate" not in result:
         return None
     from .sweep import markdown_report
