@@ -9,10 +9,10 @@ The two label files come from the public repositories ``pentagonalize/crasp_reg`
 (``results/all_results.txt``: ``index,regex,R,C-RASP,R_infinity``, 1,000 random regexes over {a, b, c},
 ``+`` meaning union) and ``bveseli/state-tracking-crasp`` (``main_language_suite.csv``: 125 languages,
 column ``CRasp``); this repository ships the suite's labels as data (``--suite`` without a path,
-:mod:`langclass.core.census.suite`), not crasp_reg's: export it yourself, e.g.
+:mod:`langclass.core.ingest.suite`), not crasp_reg's: export it yourself, e.g.
 ``git show HEAD:results/all_results.txt > all_results.txt`` in a clone. Either option may be left out.
 
-Each regex is parsed over the letters it uses (:func:`langclass.core.census.suite.suite_alphabet`, the
+Each regex is parsed over the letters it uses (:func:`langclass.core.ingest.suite.suite_alphabet`, the
 suite's one translation) (membership in C-RASP does not depend on letters that
 only lead to a sink: they add exits, never internal edges), classified by ``decide_crasp`` on the
 minimal DFA, and compared with the label. Prints per file the agreement (count and %), then every
@@ -34,7 +34,7 @@ import time
 from langclass.core.algebra.classes import decide_crasp
 from langclass.core.algebra.classes.context import Context
 from langclass.core.algebra.classes.crasp import crasp_components
-from langclass.core.census.suite import SUITES, load_suite, suite_alphabet
+from langclass.core.ingest.suite import SUITES, load_suite, suite_alphabet
 from langclass.core.ingest.parse import parse_regex
 from langclass.core.logic.crasp import CraspProgram, iter_words
 

@@ -1,4 +1,4 @@
-"""The published suite (langclass.core.census.suite, models.experiments.suite_report, app.usecases.suite,
+"""The published suite (langclass.core.ingest.suite, models.experiments.suite_report, app.usecases.suite,
 ``langclass sweep --suite``, ``langclass.sweep(suite=...)``, ``POST /v1/sweeps {"suite": ...}``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from langclass.app.cli.commands import app
 from langclass.core.base.errors import InputError
-from langclass.core.census.suite import SUITES, SuiteLanguage, load_suite, parse_suite_text, suite_alphabet, suite_source
+from langclass.core.ingest.suite import SUITES, SuiteLanguage, load_suite, parse_suite_text, suite_alphabet, suite_source
 from langclass.models.experiments.suite_report import agreement, agreement_lines, markdown_suite, suite_csv_rows, suite_row
 
 SUITE = "state-tracking-crasp"

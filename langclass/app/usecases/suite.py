@@ -1,6 +1,6 @@
 """The sweep over a published suite: every language of the suite trained, side by side with its labels.
 
-:func:`run_suite` reads the suite (:func:`langclass.core.census.suite.load_suite`), classifies each
+:func:`run_suite` reads the suite (:func:`langclass.core.ingest.suite.load_suite`), classifies each
 language (:func:`langclass.core.classification.analysis.analyze`), trains every distinct language
 with the suite encodings (:func:`langclass.models.experiments.sweep.run_sweep`, resumable in
 ``out_dir``) in the chosen setting, and writes ``suite.json`` (everything), ``suite.csv`` (one row
@@ -40,7 +40,7 @@ def select_languages(suite: str, *, only: Sequence[str] | None = None, limit: in
         InputError: unknown suite (``field="suite"``), a name not in the suite (``field="only"``),
             ``limit`` < 1 (``field="limit"``), a malformed row or regex (``field="suite"``).
     """
-    from langclass.core.census.suite import load_suite
+    from langclass.core.ingest.suite import load_suite
 
     langs = load_suite(suite)
     if only:
@@ -70,7 +70,7 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
     their record.
 
     Args:
-        suite: a shipped suite name (:data:`langclass.core.census.suite.SUITES`).
+        suite: a shipped suite name (:data:`langclass.core.ingest.suite.SUITES`).
         profile: ``"cpu"`` (train lengths 1-50, test lengths 51, 100, …, 500, a short training) or
             ``"paper"`` (the App. E.2 grid with the suite's lengths, for a GPU).
         setting: ``"causal"`` or ``"strict"`` (:data:`SETTINGS`); put into every spec unless strict.
@@ -88,7 +88,7 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
             InputError of any language's spec, before anything trains.
         SweepCancelled: as :func:`langclass.models.experiments.sweep.run_sweep`.
     """
-    from langclass.core.census.suite import suite_source
+    from langclass.core.ingest.suite import suite_source
     from langclass.core.classification.analysis import analyze
     from langclass.models.experiments.suite_report import agreement, suite_row
     from langclass.models.experiments.sweep import SweepCancelled, run_sweep

@@ -1,7 +1,7 @@
 """The published suite side by side: per language their labels and outcome, our classes, prediction and N*.
 
 A row (:func:`suite_row`) joins one language of a published suite
-(:class:`langclass.core.census.suite.SuiteLanguage`: their labels ``R``, ``CRasp``, ``Rinf``, ``R_G``,
+(:class:`langclass.core.ingest.suite.SuiteLanguage`: their labels ``R``, ``CRasp``, ``Rinf``, ``R_G``,
 their selected configuration and whether it length-generalized, i.e. accuracy 1.0 on the 451-500
 bin) with the product's classes (:data:`ROW_CLASSES` of :func:`langclass.core.classification.analysis.analyze`),
 the product's causal prediction — a causal NoPE transformer length-generalizes iff the language is in
@@ -45,7 +45,7 @@ def suite_row(lang: Any, analysis: Mapping[str, Any], record: Mapping[str, Any] 
     """One language's row.
 
     Args:
-        lang: the :class:`~langclass.core.census.suite.SuiteLanguage`.
+        lang: the :class:`~langclass.core.ingest.suite.SuiteLanguage`.
         analysis: ``analyze(dfa).to_dict()`` of its canonical DFA.
         record: its sweep record (:func:`langclass.models.experiments.sweep.language_record`), None when
             it was not trained.

@@ -42,7 +42,7 @@ SWEEP_PROFILES: dict[str, dict[str, Any]] = {
                           "test_lengths": {"range": [41, 100]}, "eval_per_length": 64}},
     # Disentangling the Expressivity of RoPE, App. E.2 (the experiment's "paper" profile), for a GPU.
     "paper": {"base": "paper", "seeds": None, "learning_rates": None, "overrides": {}},
-    # The published suite (langclass.core.census.suite) on a 2-core CPU: its lengths (train up to 50,
+    # The published suite (langclass.core.ingest.suite) on a 2-core CPU: its lengths (train up to 50,
     # test up to 500) with the test lengths sampled (10 lengths, one per 50-bin of its evaluation, 32
     # strings each) and a short training, so that 125 languages × 2 encodings fit in about 25 minutes
     # (docs/sweep.md, "The published suite").
