@@ -346,7 +346,7 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
           formula: str | None = None, encodings: Sequence[Any] = ("nope",), profile: str = "quick",
           seeds: Sequence[int] | None = None, learning_rates: Sequence[float] | None = None,
           overrides: Mapping[str, Any] | None = None, prediction: Mapping[str, Any] | None = None,
-          return_model: bool = False) -> RunResult:
+          return_model: bool = False, setting: str = "strict", task: str = "recognition") -> RunResult:
     """Train recognizers for the language with each encoding and report accuracy by length (imports torch).
 
     The language is given as in :func:`classify`; the experiment fields are those of
@@ -354,6 +354,9 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
     ``{"name", "params"}`` objects, ``profile`` ``"quick"``/``"paper"``, ``overrides`` such as
     ``{"max_steps": 200, "train_lengths": [1, 20], "test_lengths": [21, 40]}``). Without a
     ``prediction`` the theory's prediction is not compared and every encoding is ``"measured"``.
+    ``setting`` is ``"strict"`` (strict mask, ``BOS w EOS``, readout at EOS) or ``"causal"``
+    (non-strict mask, ``BOS w``, readout at the last position); ``task`` ``"recognition"`` or
+    ``"state_prediction"`` (causal only; docs/training.md).
     ``return_model=True`` keeps the best run of every encoding (longest perfect length, then
     accuracy): ``r.model`` is ``{label: Recognizer}`` and ``r.save_model(dir)`` writes one folder per encoding.
 
@@ -366,7 +369,8 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
     from langclass.models.experiments.experiment import run_experiment
 
     machine, _source, _names = _parse(regex, alphabet, dfa, formula, DEFAULT_LIMITS)
-    spec: dict[str, Any] = {"language": _dfa_json(machine), "encodings": list(encodings), "profile": profile}
+    spec: dict[str, Any] = {"language": _dfa_json(machine), "encodings": list(encodings), "profile": profile,
+                            "setting": setting, "task": task}
     if seeds is not None:
         spec["seeds"] = list(seeds)
     if learning_rates is not None:
