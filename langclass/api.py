@@ -410,13 +410,14 @@ def load_model(directory: str, *, max_parameters: int | None = None) -> Any:
 def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: int = 10, profile: str = "cpu", seed: int = 0,
           out: str = "sweep", overrides: Mapping[str, Any] | None = None, ray: str | None = None,
           census_run: str | None = None, database_url: str | None = None, suite: str | None = None,
-          setting: str = "causal", limit: int | None = None, only: Sequence[str] | None = None) -> dict[str, Any]:
+          setting: str = "causal", task: str = "recognition", limit: int | None = None,
+          only: Sequence[str] | None = None) -> dict[str, Any]:
     """The prediction tested by training across a stratified sample of census languages (imports torch);
     ``langclass sweep`` from Python (docs/sweep.md).
 
     With ``suite`` (``"state-tracking-crasp"``) every language of that published suite is trained
     instead (or the ``only`` names, or the first ``limit``), in ``setting`` (``"causal"`` or
-    ``"strict"``), and the content of ``suite.json`` is returned (``rows``: per language their labels
+    ``"strict"``) on ``task`` (``"recognition"`` or ``"state_prediction"``), and the content of ``suite.json`` is returned (``rows``: per language their labels
     and outcome, the product's classes, prediction and N*; ``agreement``; docs/sweep.md, "The
     published suite"); ``states``, ``alphabet``, ``per_cell``, ``seed`` and ``census_run`` are then
     not used.
@@ -446,7 +447,7 @@ def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: i
     if suite is not None:
         from .app.usecases.suite import run_suite
 
-        return run_suite(suite, out, profile=profile, setting=setting, only=list(only) if only else None, limit=limit,
+        return run_suite(suite, out, profile=profile, setting=setting, task=task, only=list(only) if only else None, limit=limit,
                          overrides=overrides, runner=runner)
     if limit is not None or only:
         raise InputError("limit and only need suite", field="suite")

@@ -122,16 +122,18 @@ def test_agreement_arithmetic_from_fake_rows():
 
 def test_cli_suite_limit_2_tiny(tmp_path):
     out = tmp_path / "s"
-    args = ["sweep", "--suite", SUITE, "--out", str(out), "--limit", "2", "--setting", "strict", "--overrides", json.dumps(TINY)]
+    args = ["sweep", "--suite", SUITE, "--out", str(out), "--limit", "2", "--overrides", json.dumps(TINY)]  # causal by default
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     assert "| 1 | `(bbac)*` |" in r.output and "| 100 |" in r.output
     assert r.output.rstrip().splitlines()[-3].startswith("product's crasp class vs their CRasp label: 2/2")
     data = json.loads((out / "suite.json").read_text(encoding="utf-8"))
-    assert [row["name"] for row in data["rows"]] == ["1", "100"] and data["setting"] == "strict"
-    assert data["encodings"] == ["nope", "rope"] and data["source"]["repository"].endswith("bveseli/state-tracking-crasp")
+    assert [row["name"] for row in data["rows"]] == ["1", "100"] and data["setting"] == "causal"
+    assert {(row["setting"], row["task"]) for row in data["rows"]} == {("causal", "recognition")}
+    assert all(rec["spec"]["setting"] == "causal" for rec in data["records"])
+    assert data["encodings"] == ["nope", "learned"] and data["source"]["repository"].endswith("bveseli/state-tracking-crasp")
     for row in data["rows"]:
-        assert set(row["n_star"]) == {"nope", "rope"} and row["longest_tested_length"] == 10
+        assert set(row["n_star"]) == {"nope", "learned"} and row["longest_tested_length"] == 10
         assert row["classes"]["crasp"] is row["their"]["CRasp"]
     assert (out / "suite.csv").read_text(encoding="utf-8").startswith("name,regex,alphabet,R,CRasp")
     assert len(list((out / "languages").iterdir())) == 2
@@ -139,7 +141,8 @@ def test_cli_suite_limit_2_tiny(tmp_path):
 
 def test_cli_suite_bad_input_exits_2(tmp_path):
     for extra, field in ((["--suite", "no-such-suite"], "[suite]"), (["--suite", SUITE, "--only", "zzz"], "[only]"),
-                         (["--suite", SUITE, "--setting", "weird"], "[setting]"), (["--limit", "2"], "[suite]")):
+                         (["--suite", SUITE, "--setting", "weird"], "[setting]"), (["--limit", "2"], "[suite]"),
+                         (["--suite", SUITE, "--setting", "strict", "--task", "state_prediction"], "[task]")):
         r = CliRunner().invoke(app, ["sweep", "--out", str(tmp_path / "x"), *extra])
         assert r.exit_code == 2 and field in r.output, (extra, r.output)
     assert not (tmp_path / "x" / "languages").exists() or not list((tmp_path / "x" / "languages").iterdir())
@@ -150,6 +153,7 @@ def test_python_api_suite_only(tmp_path):
 
     out = langclass.sweep(suite=SUITE, only=["parity", "aa"], setting="strict", out=str(tmp_path), overrides=TINY)
     assert [r["name"] for r in out["rows"]] == ["aa", "parity"]  # the suite's order
+    assert {r["setting"] for r in out["rows"]} == {"strict"}
     assert out["agreement"]["crasp_vs_label"]["compared"] == 2
     with pytest.raises(InputError) as err:
         langclass.sweep(suite="nope", out=str(tmp_path))
@@ -164,6 +168,10 @@ def test_rest_suite_422_and_queued(make_client: Any, migrated_url: str) -> None:
     assert r.status_code == 422 and "only" in r.text
     r = client.post("/v1/sweeps", json={"suite": SUITE, "states": 2})
     assert r.status_code == 422 and "states" in r.text
+    r = client.post("/v1/sweeps", json={"suite": SUITE, "setting": "strict", "task": "state_prediction"})
+    assert r.status_code == 422 and "task" in r.text
+    r = client.post("/v1/sweeps", json={"states": 2, "limit": 2})
+    assert r.status_code == 422 and "suite" in r.text
     r = client.post("/v1/sweeps", json={"suite": SUITE, "limit": 3, "setting": "strict", "overrides": TINY})
     assert r.status_code == 202, r.text
     spec = r.json()["spec"]
@@ -178,9 +186,10 @@ def test_worker_runs_a_suite_job(make_client: Any, _migrated_sqlite: str, tmp_pa
 
     _empty_all_tables(_migrated_sqlite)
     client = make_client(_migrated_sqlite, worker_slots=0)
-    job = client.post("/v1/sweeps", json={"suite": SUITE, "only": ["aa"], "setting": "strict", "overrides": TINY}).json()
+    job = client.post("/v1/sweeps", json={"suite": SUITE, "only": ["aa"], "task": "state_prediction", "overrides": TINY}).json()
     assert Worker(WorkerConfig(database_url=_migrated_sqlite, lease_s=60, heartbeat_s=0.05)).run_once() == "succeeded"
     done = client.get(f"/v1/sweeps/{job['id']}").json()
     rep = done["report"]
     assert done["status"] == "succeeded" and rep["suite"] == SUITE and [r["name"] for r in rep["rows"]] == ["aa"]
     assert rep["agreement"]["crasp_vs_label"]["compared"] == 1 and "| aa | `(aa)*` |" in rep["markdown"]
+    assert rep["rows"][0]["setting"] == "causal" and rep["rows"][0]["task"] == "state_prediction"

@@ -43,6 +43,7 @@ def sweep(
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="with --suite: only the first N languages")] = None,
     only: Annotated[Optional[list[str]], typer.Option("--only", help="with --suite: only this language (repeatable)")] = None,
     setting: Annotated[Optional[str], typer.Option("--setting", help="with --suite: causal (default) or strict")] = None,
+    task: Annotated[Optional[str], typer.Option("--task", help="with --suite: recognition (default) or state_prediction (causal only)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print sweep.json instead of the table")] = False,
 ) -> None:
     """Draw --per-cell languages from each cell of the lattice among the census languages of at most
@@ -78,10 +79,10 @@ def sweep(
             typer.echo(f"{done}/{total} languages already in {out}", err=True)
 
     if suite is not None:
-        _suite(suite, out, profile, setting or "causal", limit, only, ov, runner, progress, as_json)
+        _suite(suite, out, profile, setting or "causal", task or "recognition", limit, only, ov, runner, progress, as_json)
         return
-    if limit is not None or only:
-        typer.echo("error (invalid-input) [suite]: --limit and --only need --suite", err=True)
+    if limit is not None or only or setting is not None or task is not None:
+        typer.echo("error (invalid-input) [suite]: --limit, --only, --setting and --task need --suite", err=True)
         raise typer.Exit(code=2)
     try:
         row = load_census_run(census_run) if census_run is not None else None
@@ -101,12 +102,12 @@ def sweep(
         typer.echo(f"wrote {out / 'sweep.json'}, sweep.csv, sweep.md, sweep.png ({result['runs']} runs, {result['wall_s']:.0f} s)")
 
 
-def _suite(suite: str, out: Path, profile: str, setting: str, limit, only, ov, runner, progress, as_json: bool) -> None:
+def _suite(suite: str, out: Path, profile: str, setting: str, task: str, limit, only, ov, runner, progress, as_json: bool) -> None:
     from langclass.app.usecases.suite import run_suite
     from langclass.models.experiments.suite_report import agreement_lines
 
     try:
-        result = run_suite(suite, out, profile=profile, setting=setting, limit=limit, only=only, overrides=ov, runner=runner,
+        result = run_suite(suite, out, profile=profile, setting=setting, task=task, limit=limit, only=only, overrides=ov, runner=runner,
                            progress=progress)
     except LangclassError as err:
         fail(err, as_json)

@@ -19,10 +19,11 @@ from typing import Any
 
 from langclass.core.base.errors import InputError
 
-__all__ = ["SUITE_ENCODINGS", "SUITE_SWEEP_PROFILES", "SETTINGS", "select_languages", "run_suite", "write_suite_outputs"]
+__all__ = ["SUITE_ENCODINGS", "SUITE_SWEEP_PROFILES", "SETTINGS", "TASKS", "select_languages", "run_suite", "write_suite_outputs"]
 
-SUITE_ENCODINGS: tuple[str, ...] = ("nope", "rope")
-"""The default encodings of a suite run: NoPE (the product's causal prediction for C-RASP) and RoPE."""
+SUITE_ENCODINGS: tuple[str, ...] = ("nope", "learned")
+"""The default encodings of a suite run: NoPE (the product's causal prediction for C-RASP) and learned
+absolute positions (the suite's own GPT-2 models' encoding)."""
 
 SUITE_SWEEP_PROFILES: dict[str, str] = {"cpu": "suite-cpu", "paper": "suite-paper"}
 """``--profile`` of a suite run → the sweep profile (:data:`langclass.models.experiments.sweep.SWEEP_PROFILES`)."""
@@ -30,6 +31,9 @@ SUITE_SWEEP_PROFILES: dict[str, str] = {"cpu": "suite-cpu", "paper": "suite-pape
 SETTINGS: tuple[str, ...] = ("strict", "causal")
 """The training settings (docs/training.md): ``strict`` (strict future mask, BOS/EOS, read at EOS) and
 ``causal`` (non-strict causal mask, read at the last position)."""
+
+TASKS: tuple[str, ...] = ("recognition", "state_prediction")
+"""The training tasks (:data:`langclass.models.training.specs.TaskName`)."""
 
 
 def select_languages(suite: str, *, only: Sequence[str] | None = None, limit: int | None = None) -> list[Any]:
@@ -59,7 +63,7 @@ def select_languages(suite: str, *, only: Sequence[str] | None = None, limit: in
     return langs
 
 
-def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting: str = "causal",
+def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting: str = "causal", task: str = "recognition",
               encodings: Sequence[str] | None = None, only: Sequence[str] | None = None, limit: int | None = None,
               seeds: Sequence[int] | None = None, overrides: Mapping[str, Any] | None = None, runner: Any = None,
               limits: Any = None, progress: Any = None, write: bool = True, should_cancel: Callable[[], bool] | None = None,
@@ -73,7 +77,9 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
         suite: a shipped suite name (:data:`langclass.core.ingest.suite.SUITES`).
         profile: ``"cpu"`` (train lengths 1-50, test lengths 51, 100, …, 500, a short training) or
             ``"paper"`` (the App. E.2 grid with the suite's lengths, for a GPU).
-        setting: ``"causal"`` or ``"strict"`` (:data:`SETTINGS`); put into every spec unless strict.
+        setting: ``"causal"`` or ``"strict"`` (:data:`SETTINGS`), every language's train spec's.
+        task: ``"recognition"`` (accept/reject, what the product's prediction is about) or
+            ``"state_prediction"`` (the DFA state after every symbol, the suite's own task; causal only).
         encodings: default :data:`SUITE_ENCODINGS`.
         seeds, overrides, runner, limits, progress, should_cancel, language_progress: as
             :func:`langclass.app.usecases.sweep.run`.
@@ -100,6 +106,11 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
         raise InputError(f"unknown suite profile {profile!r}; expected one of {', '.join(SUITE_SWEEP_PROFILES)}", field="profile")
     if setting not in SETTINGS:
         raise InputError(f"unknown setting {setting!r}; expected one of {', '.join(SETTINGS)}", field="setting")
+    from langclass.models.training.specs import check_task
+
+    if task not in TASKS:
+        raise InputError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}", field="task")
+    check_task(setting, task)
     langs = select_languages(suite, only=only, limit=limit)
     encs = list(encodings or SUITE_ENCODINGS)
     analyses = {}
@@ -114,13 +125,7 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
             continue
         seen.add(dfa.fingerprint())
         sweep_langs.append(("crasp" if member else "not crasp" if member is False else "crasp undecided", dfa, {"crasp": member}))
-    base_spec = train_spec_for(encs)
-
-    def spec_for(dfa: Any) -> dict[str, Any]:
-        spec = base_spec(dfa)
-        if setting != "strict":
-            spec["setting"] = setting
-        return spec
+    spec_for = train_spec_for(encs, setting=setting, task=task)
 
     def rows_of(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         by_fp = {r["fingerprint"]: r for r in records}
@@ -133,13 +138,13 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
     except SweepCancelled as exc:  # the finished languages, side by side like a whole run
         records = list(exc.partial.get("records") or [])
         rows = rows_of(records)
-        exc.partial = {"suite": suite, "source": source, "profile": profile, "setting": setting,
+        exc.partial = {"suite": suite, "source": source, "profile": profile, "setting": setting, "task": task,
                        "encodings": list(records[0]["encodings"]) if records else encs, "rows": rows,
                        "agreement": agreement(rows), "records": records, "languages": len(sweep_langs), "complete": False}
         raise
     rows = rows_of(res["records"])
     labels = list(res["records"][0]["encodings"]) if res["records"] else encs
-    out = {**res, "sweep_profile": res["profile"], "suite": suite, "source": source, "profile": profile, "setting": setting,
+    out = {**res, "sweep_profile": res["profile"], "suite": suite, "source": source, "profile": profile, "setting": setting, "task": task,
            "encodings": labels, "rows": rows, "agreement": agreement(rows)}
     if write:
         write_suite_outputs(out, out_dir)
@@ -163,7 +168,8 @@ def write_suite_outputs(out: Mapping[str, Any], out_dir: str | Path) -> dict[str
         w.writerow([csv_cell(row[f]) for f in SUITE_CSV_FIELDS])
     paths["csv"].write_text(buf.getvalue(), encoding="utf-8", newline="")
     src = out["source"]
-    head = (f"# Suite {out['suite']}: {len(out['rows'])} languages, {out['setting']} setting, {out['profile']} profile\n\n"
+    head = (f"# Suite {out['suite']}: {len(out['rows'])} languages, {out['setting']} setting, task {out.get('task', 'recognition')}, "
+            f"{out['profile']} profile\n\n"
             f"Source: {src['repository']} (commit {src['commit'][:12]}, {src['table']}), *{src['paper']}*; "
             f"their task: {src['task']}.\n\n")
     paths["md"].write_text(head + markdown_suite(out["rows"], out["agreement"], out["encodings"]), encoding="utf-8")

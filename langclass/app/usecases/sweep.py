@@ -31,15 +31,19 @@ MAX_PER_CELL = 1000
 """Most languages per cell a sweep takes (field ``per_cell``)."""
 
 
-def train_spec_for(encodings: Sequence[str]) -> Callable[[DFA], dict[str, Any]]:
-    """``dfa → spec`` of a train job on that language with ``encodings`` (the prediction path of the train job)."""
+def train_spec_for(encodings: Sequence[str], *, setting: str | None = None, task: str | None = None) -> Callable[[DFA], dict[str, Any]]:
+    """``dfa → spec`` of a train job on that language with ``encodings`` (the prediction path of the
+    train job) in ``setting`` / ``task`` (the train job's defaults, strict recognition, when None).
+
+    Raises (from the returned function):
+        InputError: an unknown setting or a task the setting cannot train (``field`` names it)."""
     from langclass.core.classification.analysis import analyze
 
     from .experiments import ExperimentRequest, build_train_spec
 
     def spec_for(dfa: DFA) -> dict[str, Any]:
         analysis = analyze(dfa).to_dict()
-        body = ExperimentRequest(kind="train", encodings=list(encodings))
+        body = ExperimentRequest(kind="train", encodings=list(encodings), setting=setting, task=task)
         return build_train_spec(body, {"dfa": dfa.to_canonical_dict(), "analysis": analysis})
 
     return spec_for

@@ -32,7 +32,7 @@ from langclass.models.experiments.sweep import SWEEP_ENCODINGS
 
 __all__ = ["SweepRequest", "build_sweep_spec", "run_sweep_job", "sweep_report", "census_run_spec", "cell_bounds"]
 
-SweepEncoding = Literal[SWEEP_ENCODINGS]  # type: ignore[valid-type]
+SweepEncoding = Literal[SWEEP_ENCODINGS + ("learned",)]  # type: ignore[valid-type]
 """One of the catalogue encodings a sweep trains (:data:`~langclass.models.experiments.sweep.SWEEP_ENCODINGS`)."""
 
 
@@ -56,8 +56,8 @@ class SweepRequest(BaseModel):
     per_cell: Annotated[int, Field(ge=1, le=1000), _Integral, Strict()] = Field(10, description="languages drawn per cell of the lattice")
     profile: Literal["cpu", "paper"] = Field("cpu", description="cpu (2-core CPU, about an hour for N=3, 10 per cell) or paper (App. E.2, GPU)")
     seed: Annotated[int, Field(ge=0, le=2**31 - 1), _Integral, Strict()] = Field(0, description="seed of the draw")
-    encodings: list[SweepEncoding] | None = Field(None, min_length=1, max_length=6,
-                                                  description="catalogue encodings to train (default all six)")
+    encodings: list[SweepEncoding] | None = Field(None, min_length=1, max_length=7,
+                                                  description="catalogue encodings to train (default all six; a suite: nope and learned)")
     overrides: TrainOverrides | None = Field(None, description="experiment settings to change (max_steps, test_lengths, …), as --overrides")
     census_run: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[^\x00]*$",
                                    description="id of a stored census run (GET /v1/census) to sample from instead of enumerating")
@@ -66,6 +66,7 @@ class SweepRequest(BaseModel):
                               description="train every language of this published suite instead of a census sample "
                                           "(state-tracking-crasp; docs/sweep.md, 'The published suite')")
     setting: Literal["strict", "causal"] | None = Field(None, description="with suite: the training setting (default causal)")
+    task: Literal["recognition", "state_prediction"] | None = Field(None, description="with suite: the training task (default recognition)")
     limit: Annotated[int, Field(ge=1, le=10_000), _Integral, Strict()] | None = Field(None, description="with suite: only its first N languages")
     only: list[Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$")]] | None = Field(
         None, min_length=1, max_length=1000, description="with suite: only these languages (the suite's names)")
@@ -142,10 +143,10 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
 
     if body.suite is not None:
         return _suite_spec(body, limits)
-    if body.limit is not None or body.only:
+    if body.limit is not None or body.only or body.setting is not None or body.task is not None:
         from langclass.core.base.errors import InputError
 
-        raise InputError("limit and only need suite", field="suite")
+        raise InputError("limit, only, setting and task need suite", field="suite")
     if census_run is not None:
         states = body.states if body.states is not None else int(census_run.max_states)
         alphabet = body.alphabet if body.alphabet is not None else int(census_run.alphabet_size)
@@ -184,10 +185,12 @@ def _suite_spec(body: SweepRequest, limits: Any) -> dict[str, Any]:
     from langclass.core.base.errors import InputError
     from langclass.models.experiments.sweep import MAX_SWEEP_RUNS, check_sweep, sweep_spec
 
+    from langclass.models.training.specs import check_task
+
     from .suite import SUITE_ENCODINGS, SUITE_SWEEP_PROFILES, select_languages
     from .sweep import sweep_test_lengths, train_spec_for
 
-    for name in ("census_run", "states", "alphabet"):
+    for name in ("census_run", "states", "alphabet"):  # the census sweep's fields
         if getattr(body, name) is not None:
             raise InputError(f"{name} does not apply to a suite sweep", field=name)
     langs = select_languages(body.suite, only=body.only, limit=body.limit)
@@ -196,10 +199,13 @@ def _suite_spec(body: SweepRequest, limits: Any) -> dict[str, Any]:
     sweep_test_lengths(profile, overrides)
     encodings = list(dict.fromkeys(body.encodings)) if body.encodings else list(SUITE_ENCODINGS)
     longest = max(langs, key=lambda lang: len(lang.alphabet))  # the widest alphabet stands for every language's limits
-    per_language = check_sweep([sweep_spec(train_spec_for(encodings)(longest.dfa()), profile, overrides=overrides)], limits=limits)
+    setting, task = body.setting or "causal", body.task or "recognition"
+    check_task(setting, task)
+    spec_for = train_spec_for(encodings, setting=setting, task=task)
+    per_language = check_sweep([sweep_spec(spec_for(longest.dfa()), profile, overrides=overrides)], limits=limits)
     if len(langs) * per_language > MAX_SWEEP_RUNS:
         raise LimitExceeded("max_sweep_runs", MAX_SWEEP_RUNS, f"the suite would train {len(langs) * per_language:,} runs", field="suite")
-    return {"suite": body.suite, "setting": body.setting or "causal", "only": body.only, "limit": body.limit, "profile": body.profile,
+    return {"suite": body.suite, "setting": body.setting or "causal", "task": body.task or "recognition", "only": body.only, "limit": body.limit, "profile": body.profile,
             "encodings": encodings, "overrides": overrides, "runs_bound": len(langs) * per_language}
 
 
@@ -273,6 +279,7 @@ def run_sweep_job(spec: Mapping[str, Any], *, progress: Callable[[dict[str, Any]
             from .suite import run_suite
 
             result = run_suite(spec["suite"], out_dir, profile=spec.get("profile", "cpu"), setting=spec.get("setting") or "causal",
+                               task=spec.get("task") or "recognition",
                                encodings=spec.get("encodings"), only=spec.get("only"), limit=spec.get("limit"),
                                overrides=spec.get("overrides"), limits=limits, progress=on_language, write=False,
                                should_cancel=should_cancel, language_progress=on_run)

@@ -53,17 +53,18 @@ def suite_row(lang: Any, analysis: Mapping[str, Any], record: Mapping[str, Any] 
     Returns:
         ``{name, regex, alphabet, fingerprint, states, their: {R, CRasp, Rinf, R_G, config,
         longest_bin_acc, perfect_upto, generalized}, classes: {key: bool | None}, predicted_nope: bool |
-        None, setting, longest_tested_length, n_star: {encoding: int}, reached: {encoding: bool},
+        None, setting, task, longest_tested_length, n_star: {encoding: int}, reached: {encoding: bool},
         measured_nope: bool | None}``.
     """
     classes = {k: _member(analysis, k) for k in ROW_CLASSES}
     n_star: dict[str, int] = {}
     reached: dict[str, bool] = {}
     longest = None
-    setting = None
+    setting = task = None
     if record is not None:
         longest = record.get("longest_tested_length")
         setting = record.get("setting") or (record.get("spec") or {}).get("setting") or "strict"
+        task = record.get("task") or (record.get("spec") or {}).get("task") or "recognition"
         for enc, e in (record.get("encodings") or {}).items():
             n_star[enc] = int(e["longest_perfect_length"])
             reached[enc] = bool(e.get("reached_longest"))
@@ -71,7 +72,7 @@ def suite_row(lang: Any, analysis: Mapping[str, Any], record: Mapping[str, Any] 
             "fingerprint": analysis.get("fingerprint"), "states": analysis.get("num_states"),
             "their": {**lang.labels, "config": lang.config, "longest_bin_acc": lang.outcome.get("longest_bin_acc"),
                       "perfect_upto": lang.outcome.get("perfect_upto"), "generalized": lang.outcome.get("generalized")},
-            "classes": classes, "predicted_nope": classes["crasp"], "setting": setting, "longest_tested_length": longest,
+            "classes": classes, "predicted_nope": classes["crasp"], "setting": setting, "task": task, "longest_tested_length": longest,
             "n_star": n_star, "reached": reached, "measured_nope": reached.get(PREDICTED_ENCODING) if record is not None else None}
 
 
@@ -140,7 +141,7 @@ def markdown_suite(rows: Sequence[Mapping[str, Any]], agg: Mapping[str, Mapping[
 
 
 SUITE_CSV_FIELDS: tuple[str, ...] = ("name", "regex", "alphabet", "R", "CRasp", "Rinf", "R_G", "config", "their_longest_bin_acc",
-                                     "their_generalized", *ROW_CLASSES, "predicted_nope", "setting", "longest_tested_length",
+                                     "their_generalized", *ROW_CLASSES, "predicted_nope", "setting", "task", "longest_tested_length",
                                      "encoding", "n_star", "reached")
 """``suite.csv``: one row per language × encoding (a language without a record: one row, encoding empty)."""
 
@@ -152,7 +153,7 @@ def suite_csv_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         t = r["their"]
         base = {"name": r["name"], "regex": r["regex"], "alphabet": r["alphabet"], **{k: t[k] for k in ("R", "CRasp", "Rinf", "R_G", "config")},
                 "their_longest_bin_acc": t["longest_bin_acc"], "their_generalized": t["generalized"],
-                **{k: r["classes"][k] for k in ROW_CLASSES}, "predicted_nope": r["predicted_nope"], "setting": r["setting"],
+                **{k: r["classes"][k] for k in ROW_CLASSES}, "predicted_nope": r["predicted_nope"], "setting": r["setting"], "task": r["task"],
                 "longest_tested_length": r["longest_tested_length"]}
         encs = list(r["n_star"]) or [None]
         for e in encs:

@@ -76,7 +76,7 @@ class SweepCancelled(Exception):
 def sweep_spec(base: Mapping[str, Any], profile: str, *, seeds: Sequence[int] | None = None,
                overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The experiment spec of one language: ``base`` (``language``, ``encodings``, ``prediction`` and,
-    when given, ``setting`` from the caller's ``spec_for``) with the sweep profile's settings, then
+    when given, ``setting`` and ``task`` from the caller's ``spec_for``) with the sweep profile's settings, then
     ``seeds`` / ``overrides``.
 
     Raises:
@@ -85,7 +85,7 @@ def sweep_spec(base: Mapping[str, Any], profile: str, *, seeds: Sequence[int] | 
     if profile not in SWEEP_PROFILES:
         raise InputError(f"unknown sweep profile {profile!r}; expected one of {', '.join(SWEEP_PROFILES)}", field="profile")
     p = SWEEP_PROFILES[profile]
-    spec = {k: v for k, v in base.items() if k in ("language", "encodings", "prediction", "setting")}
+    spec = {k: v for k, v in base.items() if k in ("language", "encodings", "prediction", "setting", "task")}
     spec["profile"] = p["base"]
     spec["overrides"] = {**p["overrides"], **(overrides or {})}
     if seeds is not None:
