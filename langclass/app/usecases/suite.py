@@ -86,7 +86,7 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
         write: write ``suite.json`` / ``.csv`` / ``.md`` to ``out_dir``.
 
     Returns:
-        ``{suite, source, profile, sweep_profile, setting, encodings, rows, agreement, records, runs,
+        ``{suite, source, profile, sweep_profile, setting, task, encodings, rows, agreement, records, runs,
         resumed, settings, overrides, seeds, wall_s}`` (``rows``: :func:`~langclass.models.experiments.suite_report.suite_row`).
 
     Raises:
