@@ -75,7 +75,7 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
 
     Args:
         suite: a shipped suite name (:data:`langclass.core.ingest.suite.SUITES`).
-        profile: ``"cpu"`` (train lengths 1-50, test lengths 51, 100, …, 500, a short training) or
+        profile: ``"cpu"`` (train lengths 1-50, test lengths 51, 100, 200, …, 500, a short training) or
             ``"paper"`` (the App. E.2 grid with the suite's lengths, for a GPU).
         setting: ``"causal"`` or ``"strict"`` (:data:`SETTINGS`), every language's train spec's.
         task: ``"recognition"`` (accept/reject, what the product's prediction is about) or
