@@ -198,11 +198,11 @@ def _suite_spec(body: SweepRequest, limits: Any) -> dict[str, Any]:
     profile = SUITE_SWEEP_PROFILES[body.profile]
     sweep_test_lengths(profile, overrides)
     encodings = list(dict.fromkeys(body.encodings)) if body.encodings else list(SUITE_ENCODINGS)
-    longest = max(langs, key=lambda lang: len(lang.alphabet))  # the widest alphabet stands for every language's limits
+    widest = max(langs, key=lambda lang: len(lang.alphabet))  # the widest alphabet stands for every language's limits
     setting, task = body.setting or "causal", body.task or "recognition"
     check_task(setting, task)
     spec_for = train_spec_for(encodings, setting=setting, task=task)
-    per_language = check_sweep([sweep_spec(spec_for(longest.dfa()), profile, overrides=overrides)], limits=limits)
+    per_language = check_sweep([sweep_spec(spec_for(widest.dfa()), profile, overrides=overrides)], limits=limits)
     if len(langs) * per_language > MAX_SWEEP_RUNS:
         raise LimitExceeded("max_sweep_runs", MAX_SWEEP_RUNS, f"the suite would train {len(langs) * per_language:,} runs", field="suite")
     return {"suite": body.suite, "setting": body.setting or "causal", "task": body.task or "recognition", "only": body.only, "limit": body.limit, "profile": body.profile,
