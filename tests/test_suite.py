@@ -193,3 +193,38 @@ def test_worker_runs_a_suite_job(make_client: Any, _migrated_sqlite: str, tmp_pa
     assert done["status"] == "succeeded" and rep["suite"] == SUITE and [r["name"] for r in rep["rows"]] == ["aa"]
     assert rep["agreement"]["crasp_vs_label"]["compared"] == 1 and "| aa | `(aa)*` |" in rep["markdown"]
     assert rep["rows"][0]["setting"] == "causal" and rep["rows"][0]["task"] == "state_prediction"
+
+
+def test_suite_data_selects_their_config_as_their_readme_says(tmp_path, capsys):
+    """bench/suite_data.py on a made-up checkout: accuracy 1.0 on the training bin, then the best
+    longest bin, ties bin by bin towards the shortest, then the smallest architecture; lr 1e-4 → smalllr."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("suite_data", Path(__file__).resolve().parents[1] / "bench" / "suite_data.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    (tmp_path / "main_language_suite.csv").write_text(
+        "name,source,regex,table_formal,config,best_config_larger_train,R,CRasp,Rinf,R_G\n"
+        "7,lower,(ab)*,(ab)*,2l1h16dsmalllr,x,False,True,True,True\n"
+        "aa,canonical,(aa)*,(aa)*,1l1h16d,None,False,False,False,True\n", encoding="utf-8")
+
+    def line(arch, accs, lr):
+        bins = "\t\t".join(f"eval_len{lo}-{hi}_acc: {a}" for (lo, hi), a in zip([(0, 50), (51, 100), (101, 150)], accs))
+        return f"{arch}\t\t >> early stop 1.0\t\t {bins} \t\tlr: {lr}\n"
+
+    d = tmp_path / "results" / "main_language_suite" / "hyperparameter-search"
+    (d / "lang_id_7").mkdir(parents=True)
+    (d / "lang_id_7" / "summary.txt").write_text(
+        line("1l1h16d", [0.99, 1.0, 1.0], 0.001)      # not perfect on the training bin: out
+        + line("4l4h64d", [1.0, 0.9, 1.0], 0.001)     # ties on the longest bin, loses on 51-100
+        + line("2l1h16d", [1.0, 1.0, 1.0], 0.0001)    # ties everywhere with the next: smaller wins
+        + line("2l2h16d", [1.0, 1.0, 1.0], 0.001), encoding="utf-8")
+    (d / "aa").mkdir()
+    (d / "aa" / "summary.txt").write_text(line("1l1h16d", [1.0, 1.0, 0.25], 0.001), encoding="utf-8")
+    assert mod.main([str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert out.err == ""  # both selections are the published config
+    a, b = parse_suite_text(out.out)
+    assert (a.name, a.config, a.outcome["generalized"], a.outcome["perfect_upto"], a.outcome["longest_bin"]) == ("7", "2l1h16dsmalllr", True, 150, "101-150")
+    assert (b.outcome["generalized"], b.outcome["longest_bin_acc"], b.outcome["perfect_upto"]) == (False, 0.25, 100)
