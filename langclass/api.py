@@ -409,9 +409,11 @@ def load_model(directory: str, *, max_parameters: int | None = None) -> Any:
 
 def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: int = 10, profile: str = "cpu", seed: int = 0,
           out: str = "sweep", overrides: Mapping[str, Any] | None = None, ray: str | None = None,
-          census_run: str | None = None, database_url: str | None = None) -> dict[str, Any]:
+          census_run: str | None = None, database_url: str | None = None, setting: str = "strict") -> dict[str, Any]:
     """The prediction tested by training across a stratified sample of census languages (imports torch);
-    ``langclass sweep`` from Python (docs/sweep.md).
+    ``langclass sweep`` from Python (docs/sweep.md). ``setting``: ``"strict"`` (default), ``"causal"``
+    (cells split by C-RASP; NoPE, learned, RoPE, ALiBi; non-strict mask, ``BOS w``, readout last) or
+    ``"both"`` (``out/strict``, ``out/causal``; the result ``{"setting": "both", "strict", "causal"}``).
 
     Draws ``per_cell`` languages from each cell of the lattice among the languages with at most
     ``states`` states over ``alphabet`` letters, trains each with every catalogue encoding, and writes
@@ -428,7 +430,7 @@ def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: i
         InputError (naming the field), LimitExceeded (``max_sample_languages``, ``max_sweep_runs`` or a job limit),
         NotFoundError (no census run ``census_run``).
     """
-    from .app.usecases.sweep import load_census_run, run
+    from .app.usecases.sweep import load_census_run, run_settings
 
     runner = None
     if ray is not None:
@@ -438,7 +440,8 @@ def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: i
     row = load_census_run(census_run, database_url) if census_run is not None else None
     n = states if states is not None else (row.max_states if row is not None else 3)
     k = alphabet if alphabet is not None else (row.alphabet_size if row is not None else 2)
-    return run(n, k, per_cell, seed, out, profile=profile, overrides=overrides, runner=runner, census_run=row)
+    return run_settings(n, k, per_cell, seed, out, setting=setting, profile=profile, overrides=overrides, runner=runner,
+                        census_run=row)
 
 
 # ============================================================================ automata-lib interop

@@ -5,6 +5,8 @@
     langclass sweep --states 3 --alphabet 2 --per-cell 10 --profile cpu --seed 0 --out sweep-n3
     langclass sweep ... --ray auto          one Ray task per language
     langclass sweep --census-run RUN_ID ... sample a stored census run's members (no enumeration)
+    langclass sweep --setting causal ...    the causal setting (cells split by C-RASP; NoPE, learned, RoPE, ALiBi)
+    langclass sweep --setting both ...      both settings, into OUT/strict and OUT/causal, tables side by side in OUT/sweep.md
 
 Writes ``sweep.json``, ``sweep.csv``, ``sweep.md`` and ``sweep.png`` to ``--out`` and each finished
 language to ``--out/languages/``; the same command again resumes (finished languages are skipped).
@@ -35,6 +37,8 @@ def sweep(
     ray: Annotated[Optional[str], typer.Option("--ray", help="train on a Ray cluster, one task per language: 'auto', 'HOST:PORT' or 'local'")] = None,
     census_run: Annotated[Optional[str], typer.Option("--census-run", help="id of a stored census run (langclass census) to sample from instead of enumerating")] = None,
 
+    setting: Annotated[str, typer.Option("--setting", help="strict (default), causal (non-strict mask, BOS w, readout at the last "
+                                         "position; cells split by C-RASP) or both")] = "strict",
     overrides: Annotated[Optional[str], typer.Option("--overrides", help="JSON object of experiment overrides, e.g. '{\"max_steps\": 5}'")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print sweep.json instead of the table")] = False,
 ) -> None:
@@ -43,7 +47,7 @@ def sweep(
     cell × encoding the share whose N* reaches the longest tested length (predicted encodings marked
     *) and every run that contradicts the prediction. With --census-run the sample is drawn from that
     stored run's members (LANGCLASS_DATABASE_URL) and sweep.json names the run."""
-    from langclass.app.usecases.sweep import load_census_run, run
+    from langclass.app.usecases.sweep import load_census_run, run_settings
 
     try:
         ov = json.loads(overrides) if overrides else None
@@ -63,7 +67,7 @@ def sweep(
 
     def progress(done: int, total: int, rec) -> None:
         if rec is not None:
-            typer.echo(f"[{done}/{total}] {rec['cell']} {rec['fingerprint'][:12]} {rec['wall_s']:.1f} s", err=True)
+            typer.echo(f"[{done}/{total}] {rec.get('setting', 'strict')} {rec['cell']} {rec['fingerprint'][:12]} {rec['wall_s']:.1f} s", err=True)
         else:
             typer.echo(f"{done}/{total} languages already in {out}", err=True)
 
@@ -71,7 +75,8 @@ def sweep(
         row = load_census_run(census_run) if census_run is not None else None
         n = states if states is not None else (row.max_states if row is not None else 3)
         k = alphabet if alphabet is not None else (row.alphabet_size if row is not None else 2)
-        result = run(n, k, per_cell, seed, out, profile=profile, overrides=ov, runner=runner, progress=progress, census_run=row)
+        result = run_settings(n, k, per_cell, seed, out, setting=setting, profile=profile, overrides=ov, runner=runner, progress=progress,
+                              census_run=row)
     except LangclassError as err:
         fail(err, as_json)
         return
@@ -82,7 +87,8 @@ def sweep(
         typer.echo((out / "sweep.json").read_text(encoding="utf-8"))
     else:
         typer.echo((out / "sweep.md").read_text(encoding="utf-8"))
-        typer.echo(f"wrote {out / 'sweep.json'}, sweep.csv, sweep.md, sweep.png ({result['runs']} runs, {result['wall_s']:.0f} s)")
+        files = "sweep.md, sweep-strict.png, sweep-causal.png (and strict/, causal/)" if setting == "both" else "sweep.csv, sweep.md, sweep.png"
+        typer.echo(f"wrote {out / 'sweep.json'}, {files} ({result['runs']} runs, {result['wall_s']:.0f} s)")
 
 
 def register(app: typer.Typer) -> None:
