@@ -145,28 +145,29 @@ def test_state_targets_and_check_shapes():
     assert ok.shape == (3,) and ok.dtype == bool
 
 
-def test_state_prediction_trains_and_counts_a_word_right_only_when_every_state_is():
-    sampler = LanguageSampler(A_STAR_B_STAR, 12)
-    cfg = _causal_config(outputs=sampler.dfa.num_states)
-    tr = train_recognizer(cfg, TrainConfig(max_steps=150, batch_size=32, train_lengths=(1, 8), patience=20, seed=0,
-                                           learning_rate=3e-3, device="cpu", task="state_prediction"), sampler)
-    check = make_state_check(tr.model, sampler, torch.device("cpu"))
-    words = [tuple(w) for w in sampler.draw(10, 32, __import__("random").Random(0)).words]
-    ok = check(words)
-    assert ok.mean() > 0.9
-    with pytest.raises(InputError):  # a recognition head cannot train states
-        train_recognizer(_causal_config(), TrainConfig(max_steps=1, device="cpu", task="state_prediction"), sampler)
+TINY = {"max_steps": 300, "batch_size": 32, "n_layers": 2, "d_model": 16, "n_heads": 2, "d_ff": 32,
+        "train_lengths": {"range": [1, 12]}, "test_lengths": {"range": [13, 20]}, "eval_per_length": 16, "patience": 30}
 
 
-def test_a_tiny_causal_run_learns_a_crasp_language():
+@pytest.mark.parametrize("task", ["recognition", "state_prediction"])
+def test_a_tiny_causal_run_learns_a_crasp_language(task):
     from langclass.models.experiments.experiment import run_experiment
 
-    r = run_experiment({"language": LANG_JSON, "encodings": ["nope"], "setting": "causal",
-                        "overrides": {"max_steps": 300, "batch_size": 32, "n_layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 32,
-                                      "train_lengths": {"range": [1, 12]}, "test_lengths": {"range": [13, 20]},
-                                      "eval_per_length": 16, "patience": 40}})
-    assert r["setting"] == "causal" and r["runs"][0]["setting"] == "causal" and r["task"] == "recognition"
-    assert r["runs"][0]["accuracy"] >= 0.95
+    r = run_experiment({"language": LANG_JSON, "encodings": ["nope"], "setting": "causal", "task": task, "seeds": [0],
+                        "learning_rates": [3e-3], "overrides": TINY})
+    run = r["runs"][0]
+    assert (r["setting"], r["task"], run["setting"], run["task"]) == ("causal", task, "causal", task)
+    assert run["accuracy"] >= 0.95, run["accuracy_by_length"]
+    assert run["manifest"]["family"] == "nope"
+
+
+def test_state_prediction_needs_a_state_head():
+    sampler = LanguageSampler(A_STAR_B_STAR, 12)
+    with pytest.raises(InputError) as err:  # a recognition head cannot train states
+        train_recognizer(_causal_config(), TrainConfig(max_steps=1, device="cpu", train_lengths=(1, 8), task="state_prediction"), sampler)
+    assert err.value.field == "task"
+    with pytest.raises(InputError):
+        TrainConfig(task="translation")
 
 
 # --------------------------------------------------------------------------- sweep cells
