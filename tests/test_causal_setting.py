@@ -231,3 +231,19 @@ def test_cli_sweep_refuses_an_unknown_setting(tmp_path):
 
     res = CliRunner().invoke(app, ["sweep", "--setting", "diagonal", "--out", str(tmp_path / "s")])
     assert res.exit_code == 2 and "setting" in res.output
+
+
+def test_sweep_job_setting():
+    from langclass.app.usecases.sweep_jobs import SweepRequest, build_sweep_spec
+    from langclass.models.experiments.sweep import CAUSAL_SWEEP_ENCODINGS
+
+    spec = build_sweep_spec(SweepRequest(setting="causal", per_cell=10))
+    assert spec["setting"] == "causal" and spec["encodings"] == list(CAUSAL_SWEEP_ENCODINGS)
+    assert spec["runs_bound"] == len(CAUSAL_CELLS) * 3 * 4  # the cpu profile draws at most 3 per causal cell
+    with pytest.raises(InputError) as err:
+        build_sweep_spec(SweepRequest(setting="causal", encodings=["nope", "rope_periodic"]))
+    assert err.value.field == "encodings[1]"
+    with pytest.raises(InputError) as err:
+        build_sweep_spec(SweepRequest(encodings=["learned"]))  # not a strict-setting sweep encoding
+    assert err.value.field == "encodings[0]"
+    assert build_sweep_spec(SweepRequest())["setting"] == "strict"
