@@ -247,3 +247,14 @@ def test_sweep_job_setting():
         build_sweep_spec(SweepRequest(encodings=["learned"]))  # not a strict-setting sweep encoding
     assert err.value.field == "encodings[0]"
     assert build_sweep_spec(SweepRequest())["setting"] == "strict"
+
+
+def test_state_prediction_prediction_needs_every_state_language_in_crasp():
+    from langclass.app.usecases.experiments import ExperimentRequest, build_train_spec, state_languages_in_crasp
+
+    ends_ab = DFA.from_table(["a", "b"], [[1, 0], [1, 2], [1, 0]], 0, [2])  # (a|b)*ab: the state "last letter a" needs the previous one
+    assert state_languages_in_crasp(ends_ab.to_canonical_dict()) is False
+    assert state_languages_in_crasp(LANG_JSON) is True
+    body = ExperimentRequest(kind="train", encodings=["nope"], setting="causal", task="state_prediction")
+    assert build_train_spec(body, {"dfa": LANG_JSON, "analysis": {}})["prediction"]["sufficient"] == ["nope"]
+    assert build_train_spec(body, {"dfa": ends_ab.to_canonical_dict(), "analysis": {}})["prediction"]["sufficient"] == []
