@@ -409,15 +409,17 @@ def load_model(directory: str, *, max_parameters: int | None = None) -> Any:
 
 def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: int = 10, profile: str = "cpu", seed: int = 0,
           out: str = "sweep", overrides: Mapping[str, Any] | None = None, ray: str | None = None,
-          census_run: str | None = None, database_url: str | None = None, suite: str | None = None,
-          setting: str = "causal", task: str = "recognition", limit: int | None = None,
+          census_run: str | None = None, database_url: str | None = None, setting: str | None = None,
+          suite: str | None = None, task: str = "recognition", limit: int | None = None,
           only: Sequence[str] | None = None) -> dict[str, Any]:
     """The prediction tested by training across a stratified sample of census languages (imports torch);
-    ``langclass sweep`` from Python (docs/sweep.md).
+    ``langclass sweep`` from Python (docs/sweep.md). ``setting``: ``"strict"`` (default), ``"causal"``
+    (cells split by C-RASP; NoPE, learned, RoPE, ALiBi; non-strict mask, ``BOS w``, readout last) or
+    ``"both"`` (``out/strict``, ``out/causal``; the result ``{"setting": "both", "strict", "causal"}``).
 
     With ``suite`` (``"state-tracking-crasp"``) every language of that published suite is trained
-    instead (or the ``only`` names, or the first ``limit``), in ``setting`` (``"causal"`` or
-    ``"strict"``) on ``task`` (``"recognition"`` or ``"state_prediction"``), and the content of ``suite.json`` is returned (``rows``: per language their labels
+    instead (or the ``only`` names, or the first ``limit``), in ``setting`` (``"causal"``, the
+    suite's default, or ``"strict"``) on ``task`` (``"recognition"`` or ``"state_prediction"``), and the content of ``suite.json`` is returned (``rows``: per language their labels
     and outcome, the product's classes, prediction and N*; ``agreement``; docs/sweep.md, "The
     published suite"); ``states``, ``alphabet``, ``per_cell``, ``seed`` and ``census_run`` are then
     not used.
@@ -437,7 +439,7 @@ def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: i
         InputError (naming the field), LimitExceeded (``max_sample_languages``, ``max_sweep_runs`` or a job limit),
         NotFoundError (no census run ``census_run``).
     """
-    from .app.usecases.sweep import load_census_run, run
+    from .app.usecases.sweep import load_census_run, run_settings
 
     runner = None
     if ray is not None:
@@ -447,14 +449,15 @@ def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: i
     if suite is not None:
         from .app.usecases.suite import run_suite
 
-        return run_suite(suite, out, profile=profile, setting=setting, task=task, only=list(only) if only else None, limit=limit,
+        return run_suite(suite, out, profile=profile, setting=setting or "causal", task=task, only=list(only) if only else None, limit=limit,
                          overrides=overrides, runner=runner)
     if limit is not None or only:
         raise InputError("limit and only need suite", field="suite")
     row = load_census_run(census_run, database_url) if census_run is not None else None
     n = states if states is not None else (row.max_states if row is not None else 3)
     k = alphabet if alphabet is not None else (row.alphabet_size if row is not None else 2)
-    return run(n, k, per_cell, seed, out, profile=profile, overrides=overrides, runner=runner, census_run=row)
+    return run_settings(n, k, per_cell, seed, out, setting=setting or "strict", profile=profile, overrides=overrides, runner=runner,
+                        census_run=row)
 
 
 # ============================================================================ automata-lib interop

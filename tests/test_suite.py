@@ -115,6 +115,9 @@ def test_agreement_arithmetic_from_fake_rows():
     csv_rows = suite_csv_rows(rows)
     assert len(csv_rows) == 2 + 2 + 2 + 1 + 1 and csv_rows[0]["encoding"] == "nope" and csv_rows[6]["encoding"] == ""
     assert agreement([])["crasp_vs_label"]["rate"] is None
+    # the state-prediction task's own prediction overrides the class
+    row = suite_row(_lang("u", True, True), _analysis(True), _record(500), predicted=False)
+    assert row["predicted_nope"] is False and agreement([row])["prediction_vs_measured"]["agree"] == 0
 
 
 # --- running it -------------------------------------------------------------------------------------
@@ -193,6 +196,8 @@ def test_worker_runs_a_suite_job(make_client: Any, _migrated_sqlite: str, tmp_pa
     assert done["status"] == "succeeded" and rep["suite"] == SUITE and [r["name"] for r in rep["rows"]] == ["aa"]
     assert rep["agreement"]["crasp_vs_label"]["compared"] == 1 and "| aa | `(aa)*` |" in rep["markdown"]
     assert rep["rows"][0]["setting"] == "causal" and rep["rows"][0]["task"] == "state_prediction"
+    # (aa)*: not in C-RASP, and neither is the prefix language of either state: NoPE not predicted
+    assert rep["rows"][0]["predicted_nope"] is False
 
 
 def test_suite_data_selects_their_config_as_their_readme_says(tmp_path, capsys):

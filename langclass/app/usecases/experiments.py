@@ -183,6 +183,33 @@ def predicted_sufficient_causal(name: str, params: Mapping[str, Any], analysis: 
                    f"relative positional terms under idealized inference; {why}")
 
 
+def state_languages_in_crasp(dfa_json: Mapping[str, Any]) -> bool | None:
+    """Whether, for every state q of the minimal DFA, the prefixes that lead to q form a C-RASP
+    language (class ``crasp``, decided by the census classifier); None when one is undecided.
+
+    This is what NoPE needs for the state-prediction task: the state after a prefix is known once the
+    prefix's membership in each such language is, and C-RASP programs run side by side compile into
+    one causal NoPE transformer whose every position carries each program's value (*Counting Like
+    Transformers*, the compilation theorem gives the value at every position). Cost: one C-RASP
+    decision per state (under the default limits).
+
+    Raises:
+        DfaFormatError: ``dfa_json`` is not DFA JSON (either documented form)."""
+    from langclass.core.automata.automaton import DFA
+    from langclass.core.census.run import classify
+    from langclass.core.ingest.source import DfaSource, parse_language
+
+    dfa = parse_language(DfaSource(dfa_json, field="language")).dfa.canonical()
+    rows = dfa.transitions.tolist()
+    answers = []
+    for q in range(dfa.num_states):
+        dfa_q = DFA.from_table(list(dfa.alphabet), rows, int(dfa.initial), [q])
+        answers.append(classify(dfa_q, ("crasp",)).get("crasp"))
+    if any(a is False for a in answers):
+        return False
+    return None if any(a is None for a in answers) else True
+
+
 def predict(name: str, params: Mapping[str, Any], analysis: Mapping[str, Any], setting: str = "strict") -> tuple[bool | None, str]:
     """:func:`predicted_sufficient` (``setting="strict"``) or :func:`predicted_sufficient_causal` (``"causal"``)."""
     if setting == "causal":
@@ -211,6 +238,9 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
                          field="setting")
     check_task(setting, task)
     analysis = language.get("analysis") or language
+    if task == "state_prediction":  # NoPE needs every state's prefix language in C-RASP (state_languages_in_crasp)
+        states_ok = state_languages_in_crasp(language["dfa"])
+        analysis = {**analysis, "classes": {"crasp": {"member": states_ok}}}
     period = _period(analysis)
     encodings: list[dict[str, Any]] = []
     sufficient: list[str] = []

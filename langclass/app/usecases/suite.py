@@ -99,6 +99,7 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
     from langclass.models.experiments.suite_report import agreement, suite_row
     from langclass.models.experiments.sweep import SweepCancelled, run_sweep
 
+    from .experiments import state_languages_in_crasp
     from .sweep import train_spec_for
 
     source = suite_source(suite)
@@ -114,6 +115,7 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
     langs = select_languages(suite, only=only, limit=limit)
     encs = list(encodings or SUITE_ENCODINGS)
     analyses = {}
+    predicted: dict[str, bool | None] = {}
     sweep_langs = []
     seen: set[str] = set()
     for lang in langs:
@@ -121,15 +123,19 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
         a = analyze(dfa).to_dict()
         analyses[lang.name] = a
         member = ((a.get("classes") or {}).get("crasp") or {}).get("member")
+        # the product's NoPE prediction: the crasp class for recognition; for state prediction every
+        # state's prefix language in C-RASP (the train job's prediction, build_train_spec)
+        predicted[lang.name] = state_languages_in_crasp(dfa.to_canonical_dict()) if task == "state_prediction" else member
         if dfa.fingerprint() in seen:  # the same language written twice trains once
             continue
         seen.add(dfa.fingerprint())
         sweep_langs.append(("crasp" if member else "not crasp" if member is False else "crasp undecided", dfa, {"crasp": member}))
-    spec_for = train_spec_for(encs, setting=setting, task=task)
+    spec_for = train_spec_for(encs, setting, task=task)
 
     def rows_of(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         by_fp = {r["fingerprint"]: r for r in records}
-        return [suite_row(lang, analyses[lang.name], by_fp.get(lang.dfa().fingerprint())) for lang in langs]
+        return [suite_row(lang, analyses[lang.name], by_fp.get(lang.dfa().fingerprint()), predicted=predicted[lang.name])
+                for lang in langs]
 
     try:
         res = run_sweep(sweep_langs, spec_for, out_dir, profile=SUITE_SWEEP_PROFILES[profile], seeds=seeds, overrides=overrides,

@@ -13,6 +13,8 @@ every tested length is perfect). :func:`agreement` counts three agreements:
 
 * ``crasp_vs_label``: the product's ``crasp`` membership vs their ``CRasp`` label;
 * ``prediction_vs_their_outcome``: the product's prediction vs their outcome (generalized or not);
+  with the state-prediction task the prediction is the train job's for that task (NoPE iff every
+  state's prefix language is in C-RASP);
 * ``prediction_vs_measured``: the product's prediction vs our measured outcome (NoPE's N* equal to
   the longest tested length).
 
@@ -41,7 +43,11 @@ def _member(analysis: Mapping[str, Any], key: str) -> bool | None:
     return c if isinstance(c, bool) else None
 
 
-def suite_row(lang: Any, analysis: Mapping[str, Any], record: Mapping[str, Any] | None) -> dict[str, Any]:
+_UNSET: Any = object()
+
+
+def suite_row(lang: Any, analysis: Mapping[str, Any], record: Mapping[str, Any] | None, *,
+              predicted: bool | None = _UNSET) -> dict[str, Any]:
     """One language's row.
 
     Args:
@@ -49,6 +55,8 @@ def suite_row(lang: Any, analysis: Mapping[str, Any], record: Mapping[str, Any] 
         analysis: ``analyze(dfa).to_dict()`` of its canonical DFA.
         record: its sweep record (:func:`langclass.models.experiments.sweep.language_record`), None when
             it was not trained.
+        predicted: the product's NoPE prediction when it is not the ``crasp`` class (the
+            state-prediction task: every state's prefix language in C-RASP); default the class.
 
     Returns:
         ``{name, regex, alphabet, fingerprint, states, their: {R, CRasp, Rinf, R_G, config,
@@ -72,7 +80,7 @@ def suite_row(lang: Any, analysis: Mapping[str, Any], record: Mapping[str, Any] 
             "fingerprint": analysis.get("fingerprint"), "states": analysis.get("num_states"),
             "their": {**lang.labels, "config": lang.config, "longest_bin_acc": lang.outcome.get("longest_bin_acc"),
                       "perfect_upto": lang.outcome.get("perfect_upto"), "generalized": lang.outcome.get("generalized")},
-            "classes": classes, "predicted_nope": classes["crasp"], "setting": setting, "task": task, "longest_tested_length": longest,
+            "classes": classes, "predicted_nope": classes["crasp"] if predicted is _UNSET else predicted, "setting": setting, "task": task, "longest_tested_length": longest,
             "n_star": n_star, "reached": reached, "measured_nope": reached.get(PREDICTED_ENCODING) if record is not None else None}
 
 
