@@ -3,14 +3,17 @@
 Usage::
 
     python bench/crasp_agreement.py --crasp-reg PATH/all_results.txt --suite PATH/main_language_suite.csv
+    python bench/crasp_agreement.py --suite      # the suite's labels as shipped (langclass/data/suites)
 
 The two label files come from the public repositories ``pentagonalize/crasp_reg``
 (``results/all_results.txt``: ``index,regex,R,C-RASP,R_infinity``, 1,000 random regexes over {a, b, c},
 ``+`` meaning union) and ``bveseli/state-tracking-crasp`` (``main_language_suite.csv``: 125 languages,
-column ``CRasp``); this repository ships neither (no license): export them yourself, e.g.
+column ``CRasp``); this repository ships the suite's labels as data (``--suite`` without a path,
+:mod:`langclass.core.ingest.suite`), not crasp_reg's: export it yourself, e.g.
 ``git show HEAD:results/all_results.txt > all_results.txt`` in a clone. Either option may be left out.
 
-Each regex is parsed over the letters it uses (membership in C-RASP does not depend on letters that
+Each regex is parsed over the letters it uses (:func:`langclass.core.ingest.suite.suite_alphabet`, the
+suite's one translation) (membership in C-RASP does not depend on letters that
 only lead to a sink: they add exits, never internal edges), classified by ``decide_crasp`` on the
 minimal DFA, and compared with the label. Prints per file the agreement (count and %), then every
 disagreement: the regex, the published label, ours, and our reason, marked "last-letter family" when
@@ -31,12 +34,9 @@ import time
 from langclass.core.algebra.classes import decide_crasp
 from langclass.core.algebra.classes.context import Context
 from langclass.core.algebra.classes.crasp import crasp_components
+from langclass.core.ingest.suite import SUITES, load_suite, suite_alphabet
 from langclass.core.ingest.parse import parse_regex
 from langclass.core.logic.crasp import CraspProgram, iter_words
-
-
-def _letters(rx: str) -> list[str]:
-    return sorted({ch for ch in rx if ch.isalpha()}) or ["a"]
 
 
 def _check_program(dfa, program: dict, rng: random.Random) -> str:
@@ -64,6 +64,8 @@ def _letter_blind(ctx: Context) -> bool:
 
 
 def _rows(path: str, kind: str) -> list[tuple[str, str, bool]]:
+    if kind == "suite" and path in SUITES:
+        return [(lang.name, lang.regex, lang.labels["CRasp"]) for lang in load_suite(path)]
     out = []
     with open(path, newline="") as fh:
         for row in csv.DictReader(fh):
@@ -81,7 +83,7 @@ def compare(path: str, kind: str) -> None:
     t0 = time.perf_counter()
     for name, rx, label in rows:
         try:
-            dfa = parse_regex(rx, _letters(rx))
+            dfa = parse_regex(rx, list(suite_alphabet(rx)))
         except Exception as err:  # a regex our parser refuses: reported, never counted as agreement
             errors += 1
             lines.append(f"  {name}: {rx}: not parsed ({err})")
@@ -110,7 +112,8 @@ def compare(path: str, kind: str) -> None:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--crasp-reg", help="crasp_reg's results/all_results.txt")
-    ap.add_argument("--suite", help="state-tracking-crasp's main_language_suite.csv")
+    ap.add_argument("--suite", nargs="?", const="state-tracking-crasp",
+                    help="state-tracking-crasp's main_language_suite.csv (no path: the shipped suite)")
     args = ap.parse_args(argv)
     if not args.crasp_reg and not args.suite:
         ap.error("give --crasp-reg and/or --suite")

@@ -346,7 +346,7 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
           formula: str | None = None, encodings: Sequence[Any] = ("nope",), profile: str = "quick",
           seeds: Sequence[int] | None = None, learning_rates: Sequence[float] | None = None,
           overrides: Mapping[str, Any] | None = None, prediction: Mapping[str, Any] | None = None,
-          return_model: bool = False) -> RunResult:
+          return_model: bool = False, setting: str = "strict", task: str = "recognition") -> RunResult:
     """Train recognizers for the language with each encoding and report accuracy by length (imports torch).
 
     The language is given as in :func:`classify`; the experiment fields are those of
@@ -354,6 +354,9 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
     ``{"name", "params"}`` objects, ``profile`` ``"quick"``/``"paper"``, ``overrides`` such as
     ``{"max_steps": 200, "train_lengths": [1, 20], "test_lengths": [21, 40]}``). Without a
     ``prediction`` the theory's prediction is not compared and every encoding is ``"measured"``.
+    ``setting`` is ``"strict"`` (strict mask, ``BOS w EOS``, readout at EOS) or ``"causal"``
+    (non-strict mask, ``BOS w``, readout at the last position); ``task`` ``"recognition"`` or
+    ``"state_prediction"`` (causal only; docs/training.md).
     ``return_model=True`` keeps the best run of every encoding (longest perfect length, then
     accuracy): ``r.model`` is ``{label: Recognizer}`` and ``r.save_model(dir)`` writes one folder per encoding.
 
@@ -366,7 +369,8 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
     from langclass.models.experiments.experiment import run_experiment
 
     machine, _source, _names = _parse(regex, alphabet, dfa, formula, DEFAULT_LIMITS)
-    spec: dict[str, Any] = {"language": _dfa_json(machine), "encodings": list(encodings), "profile": profile}
+    spec: dict[str, Any] = {"language": _dfa_json(machine), "encodings": list(encodings), "profile": profile,
+                            "setting": setting, "task": task}
     if seeds is not None:
         spec["seeds"] = list(seeds)
     if learning_rates is not None:
@@ -405,9 +409,20 @@ def load_model(directory: str, *, max_parameters: int | None = None) -> Any:
 
 def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: int = 10, profile: str = "cpu", seed: int = 0,
           out: str = "sweep", overrides: Mapping[str, Any] | None = None, ray: str | None = None,
-          census_run: str | None = None, database_url: str | None = None) -> dict[str, Any]:
+          census_run: str | None = None, database_url: str | None = None, setting: str | None = None,
+          suite: str | None = None, task: str = "recognition", limit: int | None = None,
+          only: Sequence[str] | None = None) -> dict[str, Any]:
     """The prediction tested by training across a stratified sample of census languages (imports torch);
-    ``langclass sweep`` from Python (docs/sweep.md).
+    ``langclass sweep`` from Python (docs/sweep.md). ``setting``: ``"strict"`` (default), ``"causal"``
+    (cells split by C-RASP; NoPE, learned, RoPE, ALiBi; non-strict mask, ``BOS w``, readout last) or
+    ``"both"`` (``out/strict``, ``out/causal``; the result ``{"setting": "both", "strict", "causal"}``).
+
+    With ``suite`` (``"state-tracking-crasp"``) every language of that published suite is trained
+    instead (or the ``only`` names, or the first ``limit``), in ``setting`` (``"causal"``, the
+    suite's default, or ``"strict"``) on ``task`` (``"recognition"`` or ``"state_prediction"``), and the content of ``suite.json`` is returned (``rows``: per language their labels
+    and outcome, the product's classes, prediction and N*; ``agreement``; docs/sweep.md, "The
+    published suite"); ``states``, ``alphabet``, ``per_cell``, ``seed`` and ``census_run`` are then
+    not used.
 
     Draws ``per_cell`` languages from each cell of the lattice among the languages with at most
     ``states`` states over ``alphabet`` letters, trains each with every catalogue encoding, and writes
@@ -424,17 +439,25 @@ def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: i
         InputError (naming the field), LimitExceeded (``max_sample_languages``, ``max_sweep_runs`` or a job limit),
         NotFoundError (no census run ``census_run``).
     """
-    from .app.usecases.sweep import load_census_run, run
+    from .app.usecases.sweep import load_census_run, run_settings
 
     runner = None
     if ray is not None:
         from .app.execution.sweep_ray import ray_sweep_runner
 
         runner = ray_sweep_runner(None if ray == "local" else ray)
+    if suite is not None:
+        from .app.usecases.suite import run_suite
+
+        return run_suite(suite, out, profile=profile, setting=setting or "causal", task=task, only=list(only) if only else None, limit=limit,
+                         overrides=overrides, runner=runner)
+    if limit is not None or only:
+        raise InputError("limit and only need suite", field="suite")
     row = load_census_run(census_run, database_url) if census_run is not None else None
     n = states if states is not None else (row.max_states if row is not None else 3)
     k = alphabet if alphabet is not None else (row.alphabet_size if row is not None else 2)
-    return run(n, k, per_cell, seed, out, profile=profile, overrides=overrides, runner=runner, census_run=row)
+    return run_settings(n, k, per_cell, seed, out, setting=setting or "strict", profile=profile, overrides=overrides, runner=runner,
+                        census_run=row)
 
 
 # ============================================================================ automata-lib interop

@@ -139,6 +139,9 @@ def train(
     batched: Annotated[bool, typer.Option("--batched/--sequential", help="train runs that share a model shape together (default) "
                                           "or one after another")] = True,
     override: Annotated[Optional[list[str]], typer.Option("--set", help="profile override KEY=JSON, e.g. d_model=64 (repeat)")] = None,
+    setting: Annotated[str, typer.Option("--setting", help="strict (strict mask, BOS w EOS, readout at EOS) or causal (non-strict mask, "
+                                         "BOS w, readout at the last position; docs/training.md)")] = "strict",
+    task: Annotated[str, typer.Option("--task", help="recognition, or state_prediction (the DFA state at every position; causal only)")] = "recognition",
     as_json: Annotated[bool, typer.Option("--json", help="print the full JSON result instead of the table")] = False,
     save: Annotated[Optional[Path], typer.Option("--save", help="a path ending in .json: write the full JSON result there; any other path: a folder "
                                                   "that receives result.json and the best run of every encoding as a portable model (one "
@@ -183,7 +186,8 @@ def train(
 
         try:
             body = ExperimentRequest(kind="train", encodings=encs, profile=profile, seeds=seed or None,
-                                     learning_rates=lr or None, overrides=overrides or None, batched=None if batched else False)
+                                     learning_rates=lr or None, overrides=overrides or None, batched=None if batched else False,
+                                     setting=setting, task=task)
         except ValidationError as exc:
             from langclass.models.training.specs import field_path
 

@@ -10,17 +10,20 @@ so a bad request is a 422 now rather than a failed job later. ``routes/jobs.py``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from langclass.core.base.errors import InputError, UnsupportedError
-from langclass.models.training.specs import EncodingItem, EncodingSpec, JobLimits, LearningRate, ProfileName, Seed, TrainOverrides
+from langclass.models.training.specs import (EncodingItem, EncodingSpec, JobLimits, LearningRate, ProfileName, Seed, SettingName, TaskName,
+                                            TrainOverrides, check_task)
 
 __all__ = [
     "ExperimentRequest",
     "PERIODIC_FAMILIES",
     "predicted_sufficient",
+    "predicted_sufficient_causal",
+    "predict",
     "build_train_spec",
     "validate_train_spec",
     "build_construct_spec",
@@ -79,6 +82,10 @@ class ExperimentRequest(BaseModel):
     batched: bool | None = Field(None, description="train (kind train): train and evaluate the runs that share a model shape "
                                  "together (default true); false trains them one after another")
     max_attempts: int | None = Field(None, ge=1, le=10, description="claims allowed if workers die (default LANGCLASS_JOB_MAX_ATTEMPTS)")
+    setting: str | None = Field(None, max_length=32, description="train: strict (default; strict mask, BOS w EOS, readout at EOS) or "
+                                "causal (non-strict mask, BOS w, readout at the last position); construct: fixed (default) or causal")
+    task: TaskName | None = Field(None, description="train: recognition (default) or state_prediction (the minimal DFA's state "
+                                  "at every position; setting causal only)")
 
 
 # --- building the spec ------------------------------------------------------------------------------
@@ -133,6 +140,83 @@ def predicted_sufficient(name: str, params: Mapping[str, Any], analysis: Mapping
     return False, "no length-independent guarantee for this encoding (Cor. 4.1)"
 
 
+_FORMAL = "A Formal Framework for Understanding Length Generalization in Transformers"
+_COUNTING_SRC = "Counting Like Transformers: Compiling Temporal Counting Logic into Softmax Transformers"
+
+
+def predicted_sufficient_causal(name: str, params: Mapping[str, Any], analysis: Mapping[str, Any]) -> tuple[bool | None, str]:
+    """The causal setting's prediction (non-strict causal mask, ``BOS w``, readout at the last position).
+
+    * NoPE: sufficient exactly on C-RASP (class ``crasp``): every C-RASP program compiles to a NoPE
+      softmax transformer with a non-strict causal mask (*Counting Like Transformers*, the compilation
+      theorem), and C-RASP programs length-generalize under the idealized inference procedure of
+      *A Formal Framework for Understanding Length Generalization in Transformers* (its main theorem:
+      functions expressible by a Limit Transformer whose positional information is periodic absolute
+      and local relative are identified from bounded-length data; C-RASP without positional relations
+      is such a function). Precision must grow like log n (counts), as the construction states.
+    * learned absolute, RoPE, ALiBi and every other encoding: no prediction (``False``, "measured").
+      The framework's theorem covers Limit Transformers whose absolute encoding is periodic and whose
+      relative terms are local (zero beyond a bounded distance). A learned table whose rows past the
+      training lengths never received a gradient is neither; conventional RoPE (rotations at all
+      distances, non-periodic frequencies) and ALiBi (−s·|i − j| grows without bound) are not local.
+      The theorem says nothing about SGD on these parameterizations, so nothing is predicted; the
+      languages of C-RASP with local/periodic positional relations beyond plain C-RASP are not decided
+      by the product and get no prediction either.
+
+    Returns:
+        ``(sufficient, reason)`` — None when C-RASP membership is undecided (NoPE).
+    """
+    if name == "nope":
+        member = _member(analysis, "crasp")
+        if member is None:
+            return None, "C-RASP membership undecided"
+        if member:
+            return True, (f"the language is in C-RASP: a NoPE transformer with a non-strict causal mask recognizes it at every "
+                          f"length ({_COUNTING_SRC}, compilation theorem) and it length-generalizes under idealized inference "
+                          f"({_FORMAL}, main theorem)")
+        return False, f"the language is not in C-RASP: no length guarantee for causal NoPE ({_COUNTING_SRC}; {_FORMAL})"
+    why = {"learned": "a learned absolute table is not periodic (rows past the training lengths stay at their initialisation)",
+           "rope": "conventional RoPE acts at every distance (not local) with non-periodic frequencies",
+           "alibi": "the ALiBi bias −s·|i − j| is not local (it grows without bound)"}.get(
+        name, "this encoding is outside the positional terms the theorem allows")
+    return False, (f"measured, not predicted: {_FORMAL} guarantees length generalization only for periodic absolute and local "
+                   f"relative positional terms under idealized inference; {why}")
+
+
+def state_languages_in_crasp(dfa_json: Mapping[str, Any]) -> bool | None:
+    """Whether, for every state q of the minimal DFA, the prefixes that lead to q form a C-RASP
+    language (class ``crasp``, decided by the census classifier); None when one is undecided.
+
+    This is what NoPE needs for the state-prediction task: the state after a prefix is known once the
+    prefix's membership in each such language is, and C-RASP programs run side by side compile into
+    one causal NoPE transformer whose every position carries each program's value (*Counting Like
+    Transformers*, the compilation theorem gives the value at every position). Cost: one C-RASP
+    decision per state (under the default limits).
+
+    Raises:
+        DfaFormatError: ``dfa_json`` is not DFA JSON (either documented form)."""
+    from langclass.core.automata.automaton import DFA
+    from langclass.core.census.run import classify
+    from langclass.core.ingest.source import DfaSource, parse_language
+
+    dfa = parse_language(DfaSource(dfa_json, field="language")).dfa.canonical()
+    rows = dfa.transitions.tolist()
+    answers = []
+    for q in range(dfa.num_states):
+        dfa_q = DFA.from_table(list(dfa.alphabet), rows, int(dfa.initial), [q])
+        answers.append(classify(dfa_q, ("crasp",)).get("crasp"))
+    if any(a is False for a in answers):
+        return False
+    return None if any(a is None for a in answers) else True
+
+
+def predict(name: str, params: Mapping[str, Any], analysis: Mapping[str, Any], setting: str = "strict") -> tuple[bool | None, str]:
+    """:func:`predicted_sufficient` (``setting="strict"``) or :func:`predicted_sufficient_causal` (``"causal"``)."""
+    if setting == "causal":
+        return predicted_sufficient_causal(name, params, analysis)
+    return predicted_sufficient(name, params, analysis)
+
+
 def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> dict[str, Any]:
     """The ``run_experiment`` spec of a train request on a stored language.
 
@@ -148,7 +232,15 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
         raise InputError(f"unknown field {extra[0]!r} for a train experiment", field=extra[0])
     if not body.encodings:
         raise InputError("a train experiment needs at least one encoding", field="encodings")
+    setting, task = body.setting or "strict", body.task or "recognition"
+    if setting not in get_args(SettingName):
+        raise InputError(f"setting: a train experiment's setting is one of {', '.join(get_args(SettingName))}, got {setting!r}",
+                         field="setting")
+    check_task(setting, task)
     analysis = language.get("analysis") or language
+    if task == "state_prediction":  # NoPE needs every state's prefix language in C-RASP (state_languages_in_crasp)
+        states_ok = state_languages_in_crasp(language["dfa"])
+        analysis = {**analysis, "classes": {"crasp": {"member": states_ok}}}
     period = _period(analysis)
     encodings: list[dict[str, Any]] = []
     sufficient: list[str] = []
@@ -162,7 +254,7 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
             defaults[f"encodings[{i}].params.periods"] = period
         label = choice.label or EncodingSpec(name=choice.name, params=params).resolved_label()
         encodings.append({"name": choice.name, "params": params, "label": label})
-        ok, why = predicted_sufficient(choice.name, params, analysis)
+        ok, why = predict(choice.name, params, analysis, setting)
         reasons[label] = {"sufficient": ok, "reason": why}
         if ok:
             sufficient.append(label)
@@ -170,8 +262,11 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
         "language": language["dfa"],
         "encodings": encodings,
         "profile": body.profile or "quick",
-        "prediction": {"sufficient": sufficient, "per_encoding": reasons, "language_period": period,
-                       "source": "Disentangling the Expressivity of RoPE, §2.2, Thm 3.1, Thm 3.2, Cor. 4.1"},
+        "prediction": {"sufficient": sufficient, "per_encoding": reasons, "language_period": period, "setting": setting,
+                       "source": (f"{_COUNTING_SRC}; {_FORMAL}" if setting == "causal"
+                                  else "Disentangling the Expressivity of RoPE, §2.2, Thm 3.1, Thm 3.2, Cor. 4.1")},
+        "setting": setting,
+        "task": task,
     }
     if body.seeds is not None:
         spec["seeds"] = list(body.seeds)
@@ -185,7 +280,7 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
         spec["batched"] = body.batched
     if defaults:
         spec["prediction"]["defaults_from_classification"] = defaults
-    soft = (analysis.get("encodings") or {}).get("soft")
+    soft = (analysis.get("encodings") or {}).get("causal" if setting == "causal" else "soft")
     if isinstance(soft, Mapping):
         spec["prediction"]["classification"] = {k: soft.get(k) for k in ("encoding", "name", "class", "length_guarantee", "theorem", "reason")}
     return spec
@@ -234,6 +329,9 @@ def build_sectors_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> 
     """
     if body.encodings is not None:
         raise InputError("a sectors experiment always trains pj_bias; configure it with 'pj', not 'encodings'", field="encodings")
+    for key in ("setting", "task"):
+        if getattr(body, key) is not None:
+            raise InputError(f"{key!r} is a field of train experiments; a sectors experiment trains in the strict setting", field=key)
     spec: dict[str, Any] = {"language": language["dfa"], "profile": body.profile or "quick",
                             "prediction": sector_prediction(language.get("analysis") or {})}
     for key, value in (body.model_extra or {}).items():
@@ -263,7 +361,7 @@ def validate_sectors_spec(spec: Mapping[str, Any], limits: JobLimits | None = No
 
 
 CONSTRUCT_FIELDS = ("formula", "program", "options")
-TRAIN_ONLY_FIELDS = ("encodings", "profile", "seeds", "learning_rates", "overrides", "eval_seed")
+TRAIN_ONLY_FIELDS = ("encodings", "profile", "seeds", "learning_rates", "overrides", "eval_seed", "task")
 
 
 def build_construct_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> dict[str, Any]:
@@ -286,6 +384,8 @@ def build_construct_spec(body: ExperimentRequest, language: Mapping[str, Any]) -
             raise InputError(f"unknown field {key!r} for a construct experiment; expected formula, program, options "
                              f"or one of {sorted(option_keys)}", field=key)
         spec[key] = value
+    if body.setting is not None:  # the construction's own settings (fixed | causal), checked by the construction
+        spec["setting"] = body.setting
     if "formula" in spec and "program" in spec:
         raise InputError("give a formula or a program, not both", field="program")
     spec["alphabet"] = list(language.get("alphabet") or language["dfa"].get("alphabet", []))

@@ -26,14 +26,15 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
 
-from langclass.core.base.errors import LimitExceeded
+from langclass.core.base.errors import InputError, LimitExceeded
 from langclass.models.training.specs import TrainOverrides, _Integral  # integral numbers: 2 and 2.0, never true or "2"
-from langclass.models.experiments.sweep import SWEEP_ENCODINGS
+from langclass.models.experiments.sweep import CAUSAL_SWEEP_ENCODINGS, SWEEP_ENCODINGS
 
 __all__ = ["SweepRequest", "build_sweep_spec", "run_sweep_job", "sweep_report", "census_run_spec", "cell_bounds"]
 
-SweepEncoding = Literal[SWEEP_ENCODINGS]  # type: ignore[valid-type]
-"""One of the catalogue encodings a sweep trains (:data:`~langclass.models.experiments.sweep.SWEEP_ENCODINGS`)."""
+SweepEncoding = Literal[tuple(dict.fromkeys(SWEEP_ENCODINGS + CAUSAL_SWEEP_ENCODINGS))]  # type: ignore[valid-type]
+"""One of the catalogue encodings a sweep trains (:data:`~langclass.models.experiments.sweep.SWEEP_ENCODINGS`, or
+:data:`~langclass.models.experiments.sweep.CAUSAL_SWEEP_ENCODINGS` in the causal setting)."""
 
 
 class SweepRequest(BaseModel):
@@ -56,12 +57,26 @@ class SweepRequest(BaseModel):
     per_cell: Annotated[int, Field(ge=1, le=1000), _Integral, Strict()] = Field(10, description="languages drawn per cell of the lattice")
     profile: Literal["cpu", "paper"] = Field("cpu", description="cpu (2-core CPU, about an hour for N=3, 10 per cell) or paper (App. E.2, GPU)")
     seed: Annotated[int, Field(ge=0, le=2**31 - 1), _Integral, Strict()] = Field(0, description="seed of the draw")
-    encodings: list[SweepEncoding] | None = Field(None, min_length=1, max_length=6,
-                                                  description="catalogue encodings to train (default all six)")
+    encodings: list[SweepEncoding] | None = Field(None, min_length=1, max_length=7,
+                                                  description="catalogue encodings to train (default: the setting's: the six of the "
+                                                              "strict setting, or nope, learned, rope, alibi in the causal one; a "
+                                                              "suite: nope and learned)")
+    setting: Literal["strict", "causal"] | None = Field(None, description="strict (default; strict mask, BOS w EOS, readout at EOS; the seven "
+                                                        "cells) or causal (non-strict mask, BOS w, readout at the last position; the cells "
+                                                        "split by C-RASP; the default of a suite). Both settings: queue one sweep of each "
+                                                        "(langclass sweep --setting both runs them together)")
     overrides: TrainOverrides | None = Field(None, description="experiment settings to change (max_steps, test_lengths, …), as --overrides")
     census_run: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[^\x00]*$",
                                    description="id of a stored census run (GET /v1/census) to sample from instead of enumerating")
     max_attempts: Annotated[int, Field(ge=1, le=10), _Integral, Strict()] | None = Field(None, description="claims allowed if workers die (default LANGCLASS_JOB_MAX_ATTEMPTS)")
+    suite: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[^\x00]*$",
+                              description="train every language of this published suite instead of a census sample "
+                                          "(state-tracking-crasp; docs/sweep.md, 'The published suite')")
+    setting: Literal["strict", "causal"] | None = Field(None, description="with suite: the training setting (default causal)")
+    task: Literal["recognition", "state_prediction"] | None = Field(None, description="with suite: the training task (default recognition)")
+    limit: Annotated[int, Field(ge=1, le=10_000), _Integral, Strict()] | None = Field(None, description="with suite: only its first N languages")
+    only: list[Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$")]] | None = Field(
+        None, min_length=1, max_length=1000, description="with suite: only these languages (the suite's names)")
 
 
 def census_run_spec(row: Any) -> dict[str, Any]:
@@ -79,18 +94,19 @@ def _run_row(spec: Mapping[str, Any]) -> Any:
                                                 "data_sha256", "data_bytes")})
 
 
-def cell_bounds(profile_counts: Any, class_keys: list[str], states: int) -> dict[str, int]:
+def cell_bounds(profile_counts: Any, class_keys: list[str], states: int, setting: str = "strict") -> dict[str, int]:
     """Cell → languages of a stored run with ≤ ``states`` states in it (from the run's
     ``census_profiles`` rows ``(profile text, states, count)``; an upper bound on what can be drawn:
-    the trivial languages are only excluded when the members are read)."""
-    from langclass.core.census.sample import CELLS, cell_of
+    the trivial languages are only excluded when the members are read); the cells of ``setting``."""
+    from langclass.core.census.sample import PARTITIONS, cell_of
 
-    out = {c: 0 for c in CELLS}
+    cells = PARTITIONS[setting][0]
+    out = {c: 0 for c in cells}
     for text, n, count in profile_counts:
         if n > states:
             continue
         prof = {k: (None if ch == "-" else ch == "1") for k, ch in zip(class_keys, text)}
-        cell = cell_of(prof)
+        cell = cell_of(prof, cells)
         if cell is not None:
             out[cell] += int(count)
     return out
@@ -128,49 +144,98 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
             most runs the sample can have (every cell full, or the run's cell sizes); any job limit
             of one language's experiment (``job_max_steps``, ``max_test_length``, memory, …).
     """
-    from langclass.core.census.sample import CELLS, MAX_SAMPLE_LANGUAGES, check_census_size
-    from langclass.models.experiments.sweep import MAX_SWEEP_RUNS, check_sweep, sweep_spec
+    from langclass.core.census.sample import MAX_SAMPLE_LANGUAGES, PARTITIONS, check_census_size
+    from langclass.models.experiments.sweep import MAX_SWEEP_RUNS, check_sweep, sweep_profiles, sweep_spec
 
     from .sweep import check_census_run, sweep_test_lengths, train_spec_for
 
+    if body.suite is not None:
+        return _suite_spec(body, limits)
+    if body.limit is not None or body.only or body.task is not None:
+        raise InputError("limit, only and task need suite", field="suite")
+    setting = body.setting or "strict"
+    cells, _names, keys = PARTITIONS[setting]
+    catalogue = CAUSAL_SWEEP_ENCODINGS if setting == "causal" else SWEEP_ENCODINGS
+    for i, e in enumerate(body.encodings or ()):
+        if e not in catalogue:
+            raise InputError(f"encodings[{i}]: {e!r} is not an encoding of the {setting} setting's sweep "
+                             f"({', '.join(catalogue)})", field=f"encodings[{i}]")
     if census_run is not None:
         states = body.states if body.states is not None else int(census_run.max_states)
         alphabet = body.alphabet if body.alphabet is not None else int(census_run.alphabet_size)
-        check_census_run(census_run, states, alphabet)
+        check_census_run(census_run, states, alphabet, keys)
     else:
         states = body.states if body.states is not None else 3
         alphabet = body.alphabet if body.alphabet is not None else 2
         check_census_size(states, alphabet, max_languages=MAX_SAMPLE_LANGUAGES)
     overrides = body.overrides.model_dump(mode="json", exclude_none=True) if body.overrides is not None else None
-    sweep_test_lengths(body.profile, overrides)
-    encodings = list(dict.fromkeys(body.encodings)) if body.encodings else list(SWEEP_ENCODINGS)
-    one = sweep_spec(train_spec_for(encodings)(_representative(alphabet)), body.profile, overrides=overrides)
+    sweep_test_lengths(body.profile, overrides, setting)
+    encodings = list(dict.fromkeys(body.encodings)) if body.encodings else list(catalogue)
+    one = sweep_spec(train_spec_for(encodings, setting)(_representative(alphabet)), body.profile, overrides=overrides)
     per_language = check_sweep([one], limits=limits)
+    cap = sweep_profiles(setting)[body.profile].get("per_cell")
+    per_cell = min(body.per_cell, cap) if cap is not None else body.per_cell
     if census_run is not None and run_profile_counts is not None:
-        sizes = cell_bounds(run_profile_counts, list(census_run.class_keys), states)
-        most = sum(min(body.per_cell, n) for n in sizes.values())
+        sizes = cell_bounds(run_profile_counts, list(census_run.class_keys), states, setting)
+        most = sum(min(per_cell, n) for n in sizes.values())
     else:
-        most = len(CELLS) * body.per_cell
+        most = len(cells) * per_cell
     if most * per_language > MAX_SWEEP_RUNS:
         raise LimitExceeded("max_sweep_runs", MAX_SWEEP_RUNS,
                             f"the sweep could train {most * per_language:,} runs ({most:,} languages × {per_language} runs), more than "
                             f"max_sweep_runs = {MAX_SWEEP_RUNS:,}", field="per_cell")
     return {"states": states, "alphabet": alphabet, "per_cell": body.per_cell, "seed": body.seed, "profile": body.profile,
-            "encodings": encodings, "overrides": overrides,
+            "setting": setting, "encodings": encodings, "overrides": overrides,
             "census_run": census_run_spec(census_run) if census_run is not None else None,
             "runs_bound": most * per_language}
 
 
+def _suite_spec(body: SweepRequest, limits: Any) -> dict[str, Any]:
+    """The job spec of a suite sweep: the suite, its languages and one language's spec checked.
+
+    Raises:
+        InputError: unknown suite, names not in it, a sweep-only field given (``census_run``,
+            ``states``, ``alphabet``). LimitExceeded: ``max_sweep_runs``, or a job limit of one language's experiment.
+    """
+    from langclass.core.base.errors import InputError
+    from langclass.models.experiments.sweep import MAX_SWEEP_RUNS, check_sweep, sweep_spec
+
+    from langclass.models.training.specs import check_task
+
+    from .suite import SUITE_ENCODINGS, SUITE_SWEEP_PROFILES, select_languages
+    from .sweep import sweep_test_lengths, train_spec_for
+
+    for name in ("census_run", "states", "alphabet"):  # the census sweep's fields
+        if getattr(body, name) is not None:
+            raise InputError(f"{name} does not apply to a suite sweep", field=name)
+    langs = select_languages(body.suite, only=body.only, limit=body.limit)
+    overrides = body.overrides.model_dump(mode="json", exclude_none=True) if body.overrides is not None else None
+    profile = SUITE_SWEEP_PROFILES[body.profile]
+    setting, task = body.setting or "causal", body.task or "recognition"
+    check_task(setting, task)
+    sweep_test_lengths(profile, overrides, setting)
+    encodings = list(dict.fromkeys(body.encodings)) if body.encodings else list(SUITE_ENCODINGS)
+    widest = max(langs, key=lambda lang: len(lang.alphabet))  # the widest alphabet stands for every language's limits
+    spec_for = train_spec_for(encodings, setting, task=task)
+    per_language = check_sweep([sweep_spec(spec_for(widest.dfa()), profile, overrides=overrides)], limits=limits)
+    if len(langs) * per_language > MAX_SWEEP_RUNS:
+        raise LimitExceeded("max_sweep_runs", MAX_SWEEP_RUNS, f"the suite would train {len(langs) * per_language:,} runs", field="suite")
+    return {"suite": body.suite, "setting": setting, "task": task, "only": body.only, "limit": body.limit, "profile": body.profile,
+            "encodings": encodings, "overrides": overrides, "runs_bound": len(langs) * per_language}
+
+
 def _partial(exc: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     """A cancelled or stopped sweep's finished languages, aggregated like a whole one."""
-    from langclass.core.census.sample import CELL_NAMES, CELLS
+    from langclass.core.census.sample import PARTITIONS
     from langclass.models.experiments.sweep_report import aggregate, contradictions
 
+    setting = spec.get("setting", "strict")
+    cells, names, _keys = PARTITIONS[setting]
     records = list(exc.partial.get("records") or [])
     labels = list(records[0]["encodings"]) if records else list(spec["encodings"])
-    return {**{k: spec.get(k) for k in ("states", "alphabet", "per_cell", "seed", "profile")},
-            "census_run": _summary(spec.get("census_run")), "cells": {c: CELL_NAMES[c] for c in CELLS}, "encodings": labels,
-            "aggregate": aggregate(records, list(CELLS), labels), "contradictions": contradictions(records),
+    return {**{k: spec.get(k) for k in ("states", "alphabet", "per_cell", "seed", "profile")}, "setting": setting,
+            "census_run": _summary(spec.get("census_run")), "cells": {c: names[c] for c in cells}, "encodings": labels,
+            "aggregate": aggregate(records, list(cells), labels), "contradictions": contradictions(records),
             "records": records, "languages": exc.partial.get("languages"), "complete": False}
 
 
@@ -227,12 +292,22 @@ def run_sweep_job(spec: Mapping[str, Any], *, progress: Callable[[dict[str, Any]
     if not out_dir:
         own_dir = out_dir = tempfile.mkdtemp(prefix="langclass-sweep-")
     try:
-        result = run(int(spec["states"]), int(spec["alphabet"]), int(spec["per_cell"]), int(spec["seed"]), out_dir,
-                     profile=spec.get("profile", "cpu"), encodings=spec.get("encodings"), overrides=spec.get("overrides"),
-                     limits=limits, progress=on_language, census_run=run_row, write=False, should_cancel=should_cancel,
-                     language_progress=on_run)
+        if spec.get("suite"):
+            from .suite import run_suite
+
+            result = run_suite(spec["suite"], out_dir, profile=spec.get("profile", "cpu"), setting=spec.get("setting") or "causal",
+                               task=spec.get("task") or "recognition",
+                               encodings=spec.get("encodings"), only=spec.get("only"), limit=spec.get("limit"),
+                               overrides=spec.get("overrides"), limits=limits, progress=on_language, write=False,
+                               should_cancel=should_cancel, language_progress=on_run)
+        else:
+            result = run(int(spec["states"]), int(spec["alphabet"]), int(spec["per_cell"]), int(spec["seed"]), out_dir,
+                         profile=spec.get("profile", "cpu"), encodings=spec.get("encodings"), overrides=spec.get("overrides"),
+                         limits=limits, progress=on_language, census_run=run_row, write=False, should_cancel=should_cancel,
+                         language_progress=on_run, setting=spec.get("setting", "strict"))
     except SweepCancelled as exc:
-        exc.partial = _partial(exc, spec)
+        if not spec.get("suite"):  # a suite run attaches its own partial report (run_suite)
+            exc.partial = _partial(exc, spec)
         raise
     finally:
         if own_dir is not None:
@@ -245,13 +320,21 @@ def sweep_report(result: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The report of a sweep job's result (whole or partial) as ``GET /v1/sweeps/{id}`` shows it.
 
     Returns:
-        None without a result; else ``{"complete", "census_run", "encodings", "cells": {cell: {"name",
+        None without a result; for a suite sweep ``{"complete", "suite", "source", "setting", "encodings",
+        "agreement", "rows", "runs", "markdown": suite.md's tables}``; else ``{"complete", "census_run", "encodings", "cells": {cell: {"name",
         "languages", "tested", "not_tested", "predicted": [encodings predicted sufficient for most of
         the cell's tested languages], "encodings": {encoding: {"languages", "reached", "share",
         "predicted", "predicted_majority"}}}}, "contradictions": [{kind, cell, fingerprint, dfa,
         encoding, longest_perfect_length, longest_tested_length, accuracy, reason, note}],
         "sample", "runs", "markdown": sweep.md}``.
     """
+    if result and "rows" in result and "agreement" in result:  # a suite sweep
+        from langclass.models.experiments.suite_report import markdown_suite
+
+        return {"complete": bool(result.get("complete", True)), "suite": result.get("suite"), "source": result.get("source"),
+                "setting": result.get("setting"), "encodings": list(result["encodings"]), "agreement": result["agreement"],
+                "rows": list(result["rows"]), "runs": result.get("runs"),
+                "markdown": markdown_suite(result["rows"], result["agreement"], result["encodings"])}
     if not result or "aggregate" not in result:
         return None
     from .sweep import markdown_report
@@ -262,6 +345,6 @@ def sweep_report(result: Mapping[str, Any] | None) -> dict[str, Any] | None:
                        "not_tested": c["not_tested"],
                        "predicted": [e for e, s in c["encodings"].items() if s["predicted_majority"]],
                        "encodings": c["encodings"]}
-    return {"complete": bool(result.get("complete", True)), "census_run": result.get("census_run"),
+    return {"complete": bool(result.get("complete", True)), "setting": result.get("setting", "strict"), "census_run": result.get("census_run"),
             "encodings": list(result["encodings"]), "cells": cells, "contradictions": list(result["contradictions"]),
             "sample": result.get("sample"), "runs": result.get("runs"), "markdown": markdown_report(result)}

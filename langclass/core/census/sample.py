@@ -25,6 +25,13 @@ checks on every language of at most three states over two letters that exactly o
 holds). A language with an undecided class a condition needs is in no cell (:func:`cell_of` gives
 None) and is counted as undecided.
 
+The causal setting (:data:`CAUSAL_CELLS`) splits every cell by C-RASP membership (class key
+``crasp``, the languages a causal NoPE transformer recognizes with counting precision — *Counting
+Like Transformers: Compiling Temporal Counting Logic into Softmax Transformers*): cell ``X`` becomes
+``X_crasp`` (X ∩ C-RASP) and ``X_not_crasp`` (X \\ C-RASP). The fourteen cells are disjoint because
+the seven are and each is cut by one condition and its negation; ``tests/test_census_sample`` checks
+that exactly one holds on every language of at most three states over two letters.
+
 Sampling (:func:`stratified_sample`): one pass over any iterable of ``(dfa, profile)`` — the
 enumeration :func:`census_languages`, or a stored census run — with one reservoir per cell
 (Algorithm R, Vitter, "Random sampling with a reservoir"): every language of a cell is kept with
@@ -43,7 +50,7 @@ from typing import Any
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError, LimitExceeded
 
-__all__ = ["CELLS", "CELL_NAMES", "CELL_KEYS", "MAX_SAMPLE_LANGUAGES", "cell_of", "cell_conditions", "check_census_size", "census_languages",
+__all__ = ["CELLS", "CELL_NAMES", "CELL_KEYS", "CAUSAL_CELLS", "CAUSAL_CELL_NAMES", "CAUSAL_CELL_KEYS", "PARTITIONS", "MAX_SAMPLE_LANGUAGES", "cell_of", "cell_conditions", "check_census_size", "census_languages",
            "two_class_lengths", "Sample", "stratified_sample"]
 
 CELL_KEYS: tuple[str, ...] = ("ltl_p", "ltl_p_mod", "ltl_p_y", "ltl_p_y_mod", "star_free", "fo_mod")
@@ -72,25 +79,49 @@ CELL_NAMES: dict[str, str] = {
 }
 """Cell key → display name."""
 
+CAUSAL_CELL_KEYS: tuple[str, ...] = CELL_KEYS + ("crasp",)
+"""The class keys the causal setting's cells are defined by."""
+
+CAUSAL_CELLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    f"{cell}{suffix}": (inside + (("crasp",) if suffix == "_crasp" else ()), outside + (() if suffix == "_crasp" else ("crasp",)))
+    for cell, (inside, outside) in CELLS.items() for suffix in ("_crasp", "_not_crasp")
+}
+"""The causal setting's cells: every cell of :data:`CELLS` split into its C-RASP part and the rest."""
+
+CAUSAL_CELL_NAMES: dict[str, str] = {
+    f"{cell}{suffix}": (f"({name})" if "\\" in name else name) + (" ∩ C-RASP" if suffix == "_crasp" else " \\ C-RASP")
+    for cell, name in CELL_NAMES.items() for suffix in ("_crasp", "_not_crasp")
+}
+"""Causal cell key → display name."""
+
+PARTITIONS: dict[str, tuple[Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]], Mapping[str, str], tuple[str, ...]]] = {
+    "strict": (CELLS, CELL_NAMES, CELL_KEYS),
+    "causal": (CAUSAL_CELLS, CAUSAL_CELL_NAMES, CAUSAL_CELL_KEYS),
+}
+"""Training setting → (cells, their display names, the class keys they need)."""
+
 MAX_SAMPLE_LANGUAGES = 2_000_000
 """Most census languages one sampling pass reads (limit ``max_sample_languages``: N ≤ 4 over two letters
 is 57,068; N = 5 is 3.76 million and needs a stored census run or a raised limit)."""
 
 
-def cell_conditions(profile: Mapping[str, bool | None]) -> dict[str, bool | None]:
-    """Cell → whether its condition holds (None where an undecided class leaves it open)."""
+def cell_conditions(profile: Mapping[str, bool | None],
+                    cells: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = CELLS) -> dict[str, bool | None]:
+    """Cell → whether its condition holds (None where an undecided class leaves it open); ``cells``
+    is :data:`CELLS` or :data:`CAUSAL_CELLS`."""
     out: dict[str, bool | None] = {}
-    for cell, (inside, outside) in CELLS.items():
+    for cell, (inside, outside) in cells.items():
         vals = [profile.get(k) for k in inside] + [None if profile.get(k) is None else not profile.get(k) for k in outside]
         out[cell] = False if any(v is False for v in vals) else None if any(v is None for v in vals) else True
     return out
 
 
-def cell_of(profile: Mapping[str, bool | None]) -> str | None:
+def cell_of(profile: Mapping[str, bool | None],
+            cells: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = CELLS) -> str | None:
     """The cell of a language from its class memberships (``{class_key: bool | None}``), or None when
-    an undecided class leaves the cell open."""
-    conds = cell_conditions(profile)
-    for cell in CELLS:
+    an undecided class leaves the cell open; ``cells`` is :data:`CELLS` or :data:`CAUSAL_CELLS`."""
+    conds = cell_conditions(profile, cells)
+    for cell in cells:
         if conds[cell] is None:
             return None
         if conds[cell]:
@@ -119,10 +150,12 @@ def check_census_size(max_states: int, alphabet_size: int, *, max_languages: int
     return total
 
 
-def census_languages(max_states: int, alphabet_size: int, *, max_languages: int = MAX_SAMPLE_LANGUAGES) -> Iterator[tuple[DFA, dict[str, bool | None]]]:
+def census_languages(max_states: int, alphabet_size: int, *, max_languages: int = MAX_SAMPLE_LANGUAGES,
+                     keys: Sequence[str] = CELL_KEYS) -> Iterator[tuple[DFA, dict[str, bool | None]]]:
     """Every language with a minimal complete DFA of at most ``max_states`` states over the letters
     a, b, … (each once, :func:`langclass.core.automata.enumerate.minimal_dfas`) with its classification
-    in the cell classes (:func:`langclass.core.census.run.classify`).
+    in the classes ``keys`` (default the cell classes; :data:`CAUSAL_CELL_KEYS` for the causal cells;
+    :func:`langclass.core.census.run.classify`).
 
     Raises:
         LimitExceeded: ``max_sample_languages`` — more languages than ``max_languages`` (checked from
@@ -137,7 +170,7 @@ def census_languages(max_states: int, alphabet_size: int, *, max_languages: int 
         for table, mask in minimal_dfas(n, alphabet_size):
             rows = [list(table[q * alphabet_size:(q + 1) * alphabet_size]) for q in range(n)]
             dfa = DFA.from_table(letters, rows, 0, [q for q in range(n) if mask >> q & 1])
-            yield dfa, classify(dfa, CELL_KEYS)
+            yield dfa, classify(dfa, tuple(keys))
 
 
 def two_class_lengths(dfa: DFA, lengths: Sequence[int]) -> list[int]:
@@ -198,7 +231,8 @@ class Sample:
 
 
 def stratified_sample(items: Iterable[tuple[DFA, Mapping[str, bool | None]]], per_cell: int, seed: int, *,
-                      test_lengths: Sequence[int] | None = None, cells: Sequence[str] | None = None) -> Sample:
+                      test_lengths: Sequence[int] | None = None, cells: Sequence[str] | None = None,
+                      partition: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = CELLS) -> Sample:
     """Draw up to ``per_cell`` languages uniformly from each cell, in one pass (one reservoir per cell).
 
     Args:
@@ -208,7 +242,9 @@ def stratified_sample(items: Iterable[tuple[DFA, Mapping[str, bool | None]]], pe
             cell key), so the draw depends only on the seed and the order of ``items``.
         test_lengths: when given, a language with words of one class only at every one of these
             lengths is not drawn (counted in ``trivial``); without it only ∅ and Σ* are excluded.
-        cells: the cells to draw from (default: all of :data:`CELLS`).
+        cells: the cells to draw from (default: all of ``partition``).
+        partition: the cells: :data:`CELLS` (strict setting) or :data:`CAUSAL_CELLS` (causal setting;
+            the profiles must then hold ``crasp``).
 
     Returns:
         :class:`Sample` — the drawn languages of each cell in enumeration order.
@@ -218,16 +254,16 @@ def stratified_sample(items: Iterable[tuple[DFA, Mapping[str, bool | None]]], pe
     """
     if per_cell < 1:
         raise InputError("per_cell must be ≥ 1", field="per_cell")
-    cells = list(cells or CELLS)
+    cells = list(cells or partition)
     for c in cells:
-        if c not in CELLS:
-            raise InputError(f"unknown cell {c!r}; expected one of {', '.join(CELLS)}", field="cells")
+        if c not in partition:
+            raise InputError(f"unknown cell {c!r}; expected one of {', '.join(partition)}", field="cells")
     rngs = {c: random.Random(f"{seed}:{c}") for c in cells}
     reservoirs: dict[str, list[tuple[int, DFA, dict[str, bool | None]]]] = {c: [] for c in cells}
     sample = Sample(counts={c: 0 for c in cells})
     for i, (dfa, profile) in enumerate(items):
         sample.seen += 1
-        cell = cell_of(profile)
+        cell = cell_of(profile, partition)
         if cell is None:
             sample.undecided += 1
             continue

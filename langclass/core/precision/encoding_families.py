@@ -38,6 +38,8 @@ class EncodingFamily(StrEnum):
     """Component-periodic rotary embedding from precomputed tables indexed by i mod m."""
     ALIBI = "alibi"
     """Linear recency bias −s_h·|i − j| on the scores."""
+    LEARNED = "learned"
+    """Learned absolute positions: one trained embedding row per position (a table of fixed size)."""
     MOD_ONEHOT = "mod_onehot"
     """Absolute one-hot marks e_(i mod m) (finite image; the predicates MOD_m^r of Thm 19)."""
     PJ_BIAS = "pj_bias"

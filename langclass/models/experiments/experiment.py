@@ -28,8 +28,19 @@ Spec (a JSON-ready dict; every key but ``language`` and ``encodings`` optional):
       "prediction": {"sufficient": ["rope_periodic"], "reason": "...", "source": "..."},
       "eval_seed": 0,               # seeds the test strings (shared by every run)
       "batched": true,              # train (and evaluate) runs sharing a model shape together
-      "checkpoint_dir": null        # per-run checkpoints under this directory
+      "checkpoint_dir": null,       # per-run checkpoints under this directory
+      "setting": "strict",          # or "causal": non-strict mask, BOS w (no EOS), readout at the last position
+      "task": "recognition"         # or "state_prediction" (causal only): the DFA state at every position
     }
+
+Setting (:data:`~langclass.models.training.train.SETTINGS`): ``strict`` is the protocol of
+*Disentangling the Expressivity of RoPE* (strict mask, ``BOS w EOS``, readout at EOS); ``causal``
+is a causal decoder's (mask ``nonstrict``, ``BOS w``, readout ``last`` — the framing of the C-RASP
+construction). The result and every run record name their ``setting`` and ``task``. With
+``state_prediction`` a run's accuracy at a length is the share of test words whose every position's
+state is right, and N* is defined from it as for recognition. The ``learned`` encoding gets
+``max_positions`` = the longest train or test length + 2 unless the spec gives it (rows past the
+training lengths are trained by no example and stay at their initialisation).
 
 Lengths (``train_lengths``, ``test_lengths``) are written ``{"range": [a, b]}`` (every length a..b,
 optional ``"step"``) or ``{"lengths": [n1, n2, …]}`` (exactly those). The old forms — a bare list,
@@ -95,8 +106,9 @@ from langclass.models.training.specs import (
     length_notation_notes,
     parse_train_spec,
 )
-from langclass.models.training.evaluate import build_test_sets, evaluate_lengths, longest_perfect_length
-from langclass.models.training.train import TrainConfig, TrainingCancelled, configure_threads, make_predict, resolve_device, train_recognizer
+from langclass.models.training.evaluate import build_test_sets, evaluate_lengths, evaluate_states, longest_perfect_length
+from langclass.models.training.train import (TrainConfig, TrainingCancelled, configure_threads, make_predict, make_state_check,
+                                             resolve_device, train_recognizer)
 from langclass.models.experiments.experiment_report import GridEncoding, format_results, summarize, verdict  # format_results: re-exported
 from langclass.models.training.train_batched import MAX_GROUP_RUNS, batch_key, evaluate_group, train_group
 
@@ -290,15 +302,23 @@ def _normalize(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMITS) 
         "prediction": prediction,
         "checkpoint_dir": parsed.checkpoint_dir,
         "batched": parsed.batched,
+        "setting": parsed.setting,
+        "task": parsed.task,
     }
 
 
 # ------------------------------------------------------------------------------ models
-def _model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any]) -> Any:
+def _model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any], setting: str = "strict",
+                  task: str = "recognition") -> Any:
+    """The recognizer of one grid encoding in ``setting`` (mask and readout; see the module doc) for
+    ``task`` (``outputs`` = the minimal DFA's states for state prediction)."""
     from langclass.models.nn.recognizer import RecognizerConfig
 
     if "name" in enc.params:
         raise InputError("encoding params must not contain 'name'", field="encodings.params.name")
+    params = dict(enc.params)
+    if enc.name == "learned" and "max_positions" not in params:  # a row for every position the run will see
+        params["max_positions"] = max(max(settings["train_lengths"]), max(settings["test_lengths"])) + 2
     try:
         return RecognizerConfig(
             alphabet=tuple(dfa.alphabet),
@@ -307,10 +327,12 @@ def _model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any]) -> A
             n_layers=settings["n_layers"],
             d_ff=settings["d_ff"],
             attention="soft",
-            mask="strict",
+            mask="nonstrict" if setting == "causal" else "strict",
+            readout="last" if setting == "causal" else "eos",
+            outputs=dfa.num_states if task == "state_prediction" else 1,
             norm="pre",
             length_scale=settings.get("length_scale", "none"),
-            encoding={"name": enc.name, **enc.params},
+            encoding={"name": enc.name, **params},
         )
     except TypeError as exc:  # an unknown keyword for the encoding family
         raise InputError(f"encoding {enc.name!r}: bad parameters {enc.params}: {exc}", field="encodings.params") from exc
@@ -358,7 +380,7 @@ def validate_spec(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMIT
     model_configs = {}
     for i, e in enumerate(norm["encodings"]):
         try:
-            model_configs[e.label] = _model_config(dfa, e, settings)
+            model_configs[e.label] = _model_config(dfa, e, settings, norm["setting"], norm["task"])
         except InputError as err:
             sub = (err.field or "").split(".")[-1]
             raise type(err)(err.detail, field=f"encodings[{i}].params.{sub}" if sub and sub not in ("encoding", "params", "name") else f"encodings[{i}]") from None
@@ -375,7 +397,7 @@ def validate_spec(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMIT
         learning_rate=norm["learning_rates"][0], max_steps=settings["max_steps"], batch_size=settings["batch_size"],
         train_lengths=(settings["train_lengths"][0], settings["train_lengths"][-1]), near_miss_fraction=settings["near_miss_fraction"],
         weight_decay=settings["weight_decay"], grad_clip=settings["grad_clip"], warmup_steps=settings["warmup_steps"],
-        patience=settings["patience"], precision=settings["precision"],
+        patience=settings["patience"], precision=settings["precision"], task=norm["task"],
     )
     resolve_device(settings["device"])
     return {**norm, "dfa": dfa, "model_configs": model_configs}
@@ -444,7 +466,9 @@ def run_experiment(
 
     sampler = LanguageSampler(dfa, max(test_lengths[-1], train_lengths[-1]))
     longest = test_lengths[-1]
-    two_class = [n for n in test_lengths if all(sampler.count(n))]  # lengths with both a word and a non-word
+    states = norm["task"] == "state_prediction"
+    # lengths where the test can fail: both a word and a non-word (recognition); every length (states)
+    two_class = list(test_lengths) if states else [n for n in test_lengths if all(sampler.count(n))]
     test_sets: dict[int, Any] = {}
 
     runs: list[dict[str, Any]] = []
@@ -455,6 +479,8 @@ def run_experiment(
     result_head = {
         "language": {"fingerprint": dfa.fingerprint(), "alphabet": list(dfa.alphabet), "num_states": dfa.num_states, "dfa": dfa.to_canonical_dict()},
         "profile": norm["profile"],
+        "setting": norm["setting"],
+        "task": norm["task"],
         "settings": settings,
         "seeds": norm["seeds"],
         "learning_rates": norm["learning_rates"],
@@ -514,6 +540,7 @@ def run_experiment(
             precision=settings["precision"],
             checkpoint_dir=ckpt,
             progress_every=max(1, min(50, settings["max_steps"] // 100 or 1)),
+            task=norm["task"],
         )
 
     def progress_for(idx: int, **extra: Any) -> Callable[[dict[str, Any]], None]:
@@ -551,14 +578,20 @@ def run_experiment(
             t_eval = time.perf_counter()
             if acc is None:
                 on_progress({"phase": "evaluate", "step": tr.steps, "total": settings["max_steps"]})
-                predict = make_predict(tr.model, resolve_device(tr.device), tr.precision)
-                acc = evaluate_lengths(predict, test_sets, should_cancel=should_cancel)
+                if states:
+                    acc = evaluate_states(make_state_check(tr.model, sampler, resolve_device(tr.device), tr.precision),
+                                          test_sets, should_cancel=should_cancel)
+                else:
+                    predict = make_predict(tr.model, resolve_device(tr.device), tr.precision)
+                    acc = evaluate_lengths(predict, test_sets, should_cancel=should_cancel)
             if len(acc) < len(test_sets):
                 raise ExperimentCancelled(finish(partial=True))
             n_star = longest_perfect_length(acc)
             manifest, digest, model_digest = _manifest(tr.model)
             run = {
                 "encoding": enc.label,
+                "setting": norm["setting"],
+                "task": norm["task"],
                 "encoding_name": enc.name,
                 "encoding_params": enc.params,
                 "manifest": manifest,

@@ -135,7 +135,10 @@ def format_results(result: Mapping[str, Any], *, max_columns: int = 12) -> str:
     lang = result.get("language", {})
     train = [int(n) for n in (result.get("settings") or {}).get("train_lengths", [])]
     scale = (result.get("settings") or {}).get("length_scale")
+    setting = result.get("setting")
     lines.append(f"language {lang.get('fingerprint', '')[:12]} over {{{', '.join(lang.get('alphabet', []))}}}, profile {result.get('profile')}, "
+                 + (f"setting {setting}, " if setting else "")
+                 + (f"task {result.get('task')}, " if result.get("task") not in (None, "recognition") else "")
                  + (f"attention length scale {scale}, " if scale else "")
                  + f"train lengths {describe_lengths(train[:1] + train[-1:] if train else [], span=True)}, "
                  f"test lengths {describe_lengths(lengths)}")

@@ -10,6 +10,9 @@ those and trains only the rest (a kill loses at most the language in progress).
 The report (:mod:`langclass.models.experiments.sweep_report`) aggregates per cell × encoding and lists the
 contradicting runs.
 
+The causal setting (``setting`` in the specs ``spec_for`` gives) trains :data:`CAUSAL_SWEEP_ENCODINGS`
+with :data:`CAUSAL_SWEEP_PROFILES`; every record names its ``setting``.
+
 Profiles (:data:`SWEEP_PROFILES`): ``"cpu"`` — the quick model, a short training and test lengths
 41–100, sized so N = 3 over two letters with 10 languages per cell (70 languages × 6 encodings)
 takes about an hour on a 2-core CPU; ``"paper"`` — App. E.2 (5 layers, 5 seeds × 3 learning rates,
@@ -28,7 +31,7 @@ from typing import Any
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError, LimitExceeded
 
-__all__ = ["SWEEP_ENCODINGS", "SWEEP_PROFILES", "MAX_SWEEP_RUNS", "SweepLanguage", "SweepCancelled", "sweep_spec", "check_sweep",
+__all__ = ["SWEEP_ENCODINGS", "SWEEP_PROFILES", "SUITE_SWEEP_PROFILES", "CAUSAL_SWEEP_ENCODINGS", "CAUSAL_SWEEP_PROFILES", "sweep_profiles", "MAX_SWEEP_RUNS", "SweepLanguage", "SweepCancelled", "sweep_spec", "check_sweep",
            "language_record", "run_language", "run_sweep"]
 
 SWEEP_ENCODINGS: tuple[str, ...] = ("nope", "sinusoidal", "sinusoidal_periodic", "rope", "rope_periodic", "alibi")
@@ -44,6 +47,59 @@ SWEEP_PROFILES: dict[str, dict[str, Any]] = {
     "paper": {"base": "paper", "seeds": None, "learning_rates": None, "overrides": {}},
 }
 """Sweep profile → the experiment profile it starts from, seeds, learning rates and overrides."""
+
+SUITE_SWEEP_PROFILES: dict[str, dict[str, Any]] = {
+    # The published suite (langclass.core.ingest.suite) on a 2-core CPU: its lengths (train up to 50,
+    # test up to 500) with the test lengths sampled (51, then one per 100, 32 strings each) and a short
+    # training (≤ 200 steps of batch 32): 9.6 CPU-seconds per language on average in the causal setting
+    # with NoPE and learned absolute (11 languages measured; 300 steps of batch 64 and ten test lengths
+    # took 25-29), so the 123 distinct languages take about 20 CPU-minutes (docs/sweep.md, "The
+    # published suite").
+    "suite-cpu": {"base": "quick", "seeds": [0], "learning_rates": [1e-3], "per_cell": None,
+                  "overrides": {"max_steps": 200, "patience": 100, "batch_size": 32, "train_lengths": {"range": [1, 50]},
+                                "test_lengths": {"lengths": [51, 100, 200, 300, 400, 500]}, "eval_per_length": 32}},
+    # The suite's lengths on the paper profile (App. E.2 model and grid), for a GPU.
+    "suite-paper": {"base": "paper", "seeds": None, "learning_rates": None, "per_cell": None,
+                    "overrides": {"train_lengths": {"range": [1, 50]}, "test_lengths": {"range": [51, 500]}}},
+}
+"""The published suite's profiles (:mod:`langclass.app.usecases.suite`), in either setting: the suite's lengths."""
+SWEEP_PROFILES.update(SUITE_SWEEP_PROFILES)
+
+CAUSAL_SWEEP_ENCODINGS: tuple[str, ...] = ("nope", "learned", "rope", "alibi")
+"""The encodings of the causal setting (NoPE, learned absolute positions, RoPE, ALiBi): the positional
+schemes of causal decoders that *A Formal Framework for Understanding Length Generalization in
+Transformers* and *Counting Like Transformers* discuss."""
+
+CAUSAL_SWEEP_PROFILES: dict[str, dict[str, Any]] = {
+    # 2-core CPU, the causal half of `langclass sweep --setting both`. The runs train one after another (the
+    # grouped trainer is strict-mask only), so the model is smaller than the strict profile's (d_model 16,
+    # 2 heads, 2 layers), batch 32, at most 200 steps, every third test length 41..100, 16 strings per
+    # length, 3 languages per cell. Measured with `nice` on the shared 2-core machine (load average ~7):
+    # 32.5 s for a^*b^* with the 4 encodings (the quick profile's 300 steps, batch 64, d_model 32 took
+    # 91.7 s), so the 9 non-empty causal cells of N = 3, K = 2 (≤ 27 languages) take about 15 minutes.
+    "cpu": {"base": "quick", "seeds": [0], "learning_rates": [1e-3], "per_cell": 3,
+            "overrides": {"max_steps": 200, "patience": 50, "batch_size": 32, "d_model": 16, "n_heads": 2, "d_ff": 32,
+                          "train_lengths": {"range": [1, 40]}, "test_lengths": {"range": [41, 100], "step": 3},
+                          "eval_per_length": 16}},
+    # App. E.2 sizes for a GPU, as the strict setting's paper profile.
+    "paper": {"base": "paper", "seeds": None, "learning_rates": None, "per_cell": None, "overrides": {}},
+}
+"""Sweep profile → the causal setting's experiment profile, seeds, learning rates, overrides and the
+most languages per cell it draws (``per_cell``: None = the sweep's ``per_cell``)."""
+CAUSAL_SWEEP_PROFILES.update(SUITE_SWEEP_PROFILES)
+
+
+def sweep_profiles(setting: str = "strict") -> dict[str, dict[str, Any]]:
+    """:data:`SWEEP_PROFILES` (``"strict"``) or :data:`CAUSAL_SWEEP_PROFILES` (``"causal"``).
+
+    Raises:
+        InputError: another setting (``field="setting"``)."""
+    if setting == "strict":
+        return SWEEP_PROFILES
+    if setting == "causal":
+        return CAUSAL_SWEEP_PROFILES
+    raise InputError(f"unknown setting {setting!r}; expected strict or causal", field="setting")
+
 
 MAX_SWEEP_RUNS = 20_000
 """Most training runs (languages × encodings × seeds × learning rates) in one sweep (limit ``max_sweep_runs``)."""
@@ -64,16 +120,18 @@ class SweepCancelled(Exception):
 
 def sweep_spec(base: Mapping[str, Any], profile: str, *, seeds: Sequence[int] | None = None,
                overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The experiment spec of one language: ``base`` (``language``, ``encodings``, ``prediction`` from
-    the caller's ``spec_for``) with the sweep profile's settings, then ``seeds`` / ``overrides``.
+    """The experiment spec of one language: ``base`` (``language``, ``encodings``, ``prediction``,
+    ``setting`` and, when given, ``task`` from the caller's ``spec_for``) with the sweep profile's
+    settings for that setting (:func:`sweep_profiles`), then ``seeds`` / ``overrides``.
 
     Raises:
-        InputError: unknown profile (``field="profile"``).
+        InputError: unknown profile (``field="profile"``) or setting.
     """
-    if profile not in SWEEP_PROFILES:
-        raise InputError(f"unknown sweep profile {profile!r}; expected one of {', '.join(SWEEP_PROFILES)}", field="profile")
-    p = SWEEP_PROFILES[profile]
-    spec = {k: v for k, v in base.items() if k in ("language", "encodings", "prediction")}
+    profiles = sweep_profiles(base.get("setting", "strict"))
+    if profile not in profiles:
+        raise InputError(f"unknown sweep profile {profile!r}; expected one of {', '.join(profiles)}", field="profile")
+    p = profiles[profile]
+    spec = {k: v for k, v in base.items() if k in ("language", "encodings", "prediction", "setting", "task")}
     spec["profile"] = p["base"]
     spec["overrides"] = {**p["overrides"], **(overrides or {})}
     if seeds is not None:
@@ -129,7 +187,7 @@ def language_record(cell: str, dfa: DFA, profile: Mapping[str, Any], result: Map
             "runs": s["runs"],
         }
     v = result["verdict"]
-    return {"cell": cell, "fingerprint": dfa.fingerprint(), "dfa": dfa.to_canonical_dict(),
+    return {"cell": cell, "setting": result.get("setting", "strict"), "fingerprint": dfa.fingerprint(), "dfa": dfa.to_canonical_dict(),
             "profile": {k: v2 for k, v2 in profile.items()}, "longest_tested_length": result["longest_tested_length"],
             "length_generalization_tested": bool(v["length_generalization_tested"]),
             "unseen_two_class_lengths": v.get("unseen_two_class_lengths"), "encodings": encodings,
@@ -185,7 +243,8 @@ def run_sweep(languages: Sequence[SweepLanguage], spec_for: Callable[[DFA], Mapp
         spec_for: the language's ``language`` / ``encodings`` / ``prediction`` (the train job's spec).
         out_dir: records go to ``out_dir/languages/<fingerprint>.json``; records already there are
             reused (a rerun trains only the missing languages).
-        profile: ``"cpu"`` or ``"paper"`` (:data:`SWEEP_PROFILES`).
+        profile: ``"cpu"`` or ``"paper"`` (:data:`SWEEP_PROFILES`, or :data:`CAUSAL_SWEEP_PROFILES` for
+            specs of the causal setting).
         seeds, overrides: replace the profile's seeds / add to its overrides.
         runner: how the languages train (default: one after another here; the Ray runner of
             :mod:`langclass.app.execution.sweep_ray` runs one task per language).
@@ -256,6 +315,7 @@ def run_sweep(languages: Sequence[SweepLanguage], spec_for: Callable[[DFA], Mapp
         if progress is not None:
             progress(len(records), len(languages), rec)
     ordered = [records[dfa.fingerprint()] for _c, dfa, _p in languages]
+    setting = specs[0].get("setting", "strict") if specs else "strict"
     return {"records": ordered, "runs": total_runs, "resumed": resumed, "profile": profile,
-            "settings": SWEEP_PROFILES[profile], "overrides": dict(overrides or {}), "seeds": list(seeds) if seeds else None,
+            "settings": sweep_profiles(setting)[profile], "overrides": dict(overrides or {}), "seeds": list(seeds) if seeds else None,
             "wall_s": time.perf_counter() - t0}

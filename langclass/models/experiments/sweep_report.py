@@ -24,6 +24,12 @@ predictions; App. E the protocol — the best run of the grid counts):
   is never predicted sufficient and never contradicts: its numbers are measured
   (:func:`prediction_kind` ``"no_guarantee"``).
 
+In the causal setting (records with ``"setting": "causal"``) the only prediction is NoPE on C-RASP
+(*Counting Like Transformers*; *A Formal Framework for Understanding Length Generalization in
+Transformers*), an upper bound with no exact converse the product relies on, so no encoding is
+:data:`EXACT_FAMILIES` there: a perfect run of an unpredicted encoding is measured, never a
+contradiction; a predicted NoPE run that fails is a ``training_failure``.
+
 Languages whose test lengths never exceed the training lengths with both classes present
 (``length_generalization_tested`` false) are counted as not tested and are neither in the shares nor
 in the contradictions.
@@ -42,14 +48,15 @@ EXACT_FAMILIES: tuple[str, ...] = ("nope", "rope_periodic", "sinusoidal_periodic
 §2.2 and Thm 3.1/3.2), so "not predicted sufficient" means "cannot recognize at every length"."""
 
 
-def prediction_kind(encoding_name: str, predicted_sufficient: bool | None) -> str:
-    """``"sufficient"``, ``"impossible"`` (an :data:`EXACT_FAMILIES` encoding predicted insufficient),
-    ``"no_guarantee"`` (another encoding: no length-independent claim) or ``"undecided"``."""
+def prediction_kind(encoding_name: str, predicted_sufficient: bool | None, setting: str = "strict") -> str:
+    """``"sufficient"``, ``"impossible"`` (an :data:`EXACT_FAMILIES` encoding predicted insufficient,
+    strict setting only), ``"no_guarantee"`` (another encoding, or any in the causal setting: no
+    length-independent claim) or ``"undecided"``."""
     if predicted_sufficient is None:
         return "undecided"
     if predicted_sufficient:
         return "sufficient"
-    return "impossible" if encoding_name in EXACT_FAMILIES else "no_guarantee"
+    return "impossible" if encoding_name in EXACT_FAMILIES and setting == "strict" else "no_guarantee"
 
 
 def _tested(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -85,7 +92,7 @@ def contradictions(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     out = []
     for r in _tested(records):
         for enc, e in r["encodings"].items():
-            pred, reached = prediction_kind(e["encoding_name"], e["predicted_sufficient"]), e["reached_longest"]
+            pred, reached = prediction_kind(e["encoding_name"], e["predicted_sufficient"], r.get("setting", "strict")), e["reached_longest"]
             kind = None
             if pred == "sufficient" and not reached:
                 kind = "training_failure"
@@ -95,16 +102,17 @@ def contradictions(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
                 note = (f"predicted insufficient, yet perfect up to the longest tested length {r['longest_tested_length']}; "
                         "holds only up to the tested lengths")
             if kind:
-                out.append({"kind": kind, "cell": r["cell"], "fingerprint": r["fingerprint"], "dfa": r["dfa"], "encoding": enc,
+                out.append({"kind": kind, "setting": r.get("setting", "strict"), "cell": r["cell"], "fingerprint": r["fingerprint"], "dfa": r["dfa"], "encoding": enc,
                             "label": e.get("label", enc),
                             "longest_perfect_length": e["longest_perfect_length"], "longest_tested_length": r["longest_tested_length"],
                             "accuracy": e["accuracy"], "reason": e.get("reason"), "note": note})
     return out
 
 
-def markdown_table(agg: Mapping[str, Any], cell_names: Mapping[str, str], encodings: Sequence[str]) -> str:
+def markdown_table(agg: Mapping[str, Any], cell_names: Mapping[str, str], encodings: Sequence[str], setting: str = "strict") -> str:
     """Cells × encodings, each square ``k/n`` languages reaching the longest tested length (share in
-    percent); ``*`` marks an encoding predicted sufficient for the cell (see :func:`aggregate`)."""
+    percent); ``*`` marks an encoding predicted sufficient for the cell (see :func:`aggregate`);
+    ``setting`` names the training setting in the footnote."""
     head = "| cell | tested | " + " | ".join(encodings) + " |"
     lines = [head, "|" + "---|" * (len(encodings) + 2)]
     for cell, c in agg["cells"].items():
@@ -119,11 +127,13 @@ def markdown_table(agg: Mapping[str, Any], cell_names: Mapping[str, str], encodi
         nt = f" (+{c['not_tested']} not tested)" if c["not_tested"] else ""
         lines.append(f"| {cell_names.get(cell, cell)} | {c['tested']}{nt} | " + " | ".join(squares) + " |")
     lines.append("")
-    lines.append("k/n: languages of the cell whose best run has N* = the longest tested length; * = predicted sufficient (soft attention).")
+    what = ("causal setting: non-strict mask, BOS w, readout at the last position" if setting == "causal"
+            else "soft attention")
+    lines.append(f"k/n: languages of the cell whose best run has N* = the longest tested length; * = predicted sufficient ({what}).")
     return "\n".join(lines)
 
 
-CSV_FIELDS = ("cell", "fingerprint", "dfa", "encoding", "label", "predicted_sufficient", "prediction", "longest_perfect_length",
+CSV_FIELDS = ("setting", "cell", "fingerprint", "dfa", "encoding", "label", "predicted_sufficient", "prediction", "longest_perfect_length",
               "longest_tested_length", "reached_longest", "accuracy", "length_generalization_tested", "runs")
 """Columns of the per language × encoding CSV."""
 
@@ -135,9 +145,9 @@ def csv_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for r in records:
         for enc, e in r["encodings"].items():
-            rows.append({"cell": r["cell"], "fingerprint": r["fingerprint"], "dfa": json.dumps(r["dfa"], separators=(",", ":")),
+            rows.append({"setting": r.get("setting", "strict"), "cell": r["cell"], "fingerprint": r["fingerprint"], "dfa": json.dumps(r["dfa"], separators=(",", ":")),
                          "encoding": enc, "label": e.get("label", enc), "predicted_sufficient": e["predicted_sufficient"],
-                         "prediction": prediction_kind(e["encoding_name"], e["predicted_sufficient"]),
+                         "prediction": prediction_kind(e["encoding_name"], e["predicted_sufficient"], r.get("setting", "strict")),
                          "longest_perfect_length": e["longest_perfect_length"], "longest_tested_length": r["longest_tested_length"],
                          "reached_longest": e["reached_longest"], "accuracy": e["accuracy"],
                          "length_generalization_tested": r["length_generalization_tested"], "runs": e["runs"]})

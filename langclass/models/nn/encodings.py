@@ -24,6 +24,8 @@ Families (``make_encoding(name, **params)``):
   head's pairs are unrotated (rotary_dim = 2⌊d_head/4⌋), which keeps the LTL[P] computation of NoPE.
 * ``alibi`` — linear recency bias −s_h·|i − j| added to head h's scores (ALiBi; the affine sector of
   *PJ-RoPE*, §4 and App. B.3).
+* ``learned`` — learned absolute positions: a trainable row per position added to the embedding,
+  a table of fixed size (:mod:`langclass.models.nn.encoding_learned`).
 * ``pj_bias``, ``pj_rotary`` — the learnable Fourier–jet–affine kernel and the exact jet feature
   transform of *PJ-RoPE: A Fourier–Jet–Affine Position Space for Relative Attention*, defined in
   :mod:`langclass.models.nn.pj` and registered here through :func:`register_family`.
@@ -589,3 +591,4 @@ def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None =
 from langclass.models.nn import pj as _pj  # noqa: E402,F401  (registers pj_bias)
 from langclass.models.nn import pj_rotary as _pj_rotary  # noqa: E402,F401  (registers pj_rotary)
 from langclass.models.nn import encoding_marks as _marks  # noqa: E402,F401  (registers mod_onehot)
+from langclass.models.nn import encoding_learned as _learned  # noqa: E402,F401  (registers learned)

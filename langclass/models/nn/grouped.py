@@ -70,10 +70,12 @@ _SHAPE_FIELDS = ("alphabet", "d_model", "n_heads", "n_layers", "head_dim", "ff_d
 
 def group_key(config: Any) -> tuple | None:
     """A hashable key equal for configs that :class:`GroupedRecognizers` can stack, or None when the
-    config cannot be grouped (hard attention, a mask other than strict, norm other than pre, no
+    config cannot be grouped (hard attention, a mask other than strict, a readout other than EOS or
+    with several outputs, norm other than pre, no
     biases, an odd head width, dropout, a dtype or encoding compute dtype other than float32, or an encoding outside :data:`GROUPABLE_FAMILIES`)."""
     enc = getattr(config, "encoding", None) or {}
     if (getattr(config, "attention", None) != "soft" or config.mask != "strict" or config.norm != "pre" or not config.bias
+            or getattr(config, "readout", "eos") != "eos" or getattr(config, "outputs", 1) != 1
             or config.head_dim % 2
             or float(config.dropout) != 0.0 or config.dtype != "float32" or enc.get("name") not in GROUPABLE_FAMILIES
             or enc.get("compute_dtype", "float32") != "float32"):

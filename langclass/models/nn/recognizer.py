@@ -32,11 +32,16 @@ from langclass.models.nn.attention import ATTENTIONS, IMPLS, LENGTH_SCALES, MASK
 from langclass.models.nn.encodings import PositionalEncoding, canonical_json, make_encoding
 from langclass.models.nn.tokens import Batch, Vocabulary
 
-__all__ = ["RecognizerConfig", "Recognizer", "Block", "DTYPES", "NORMS", "ForwardTrace"]
+__all__ = ["RecognizerConfig", "Recognizer", "Block", "DTYPES", "NORMS", "READOUTS", "ForwardTrace"]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
 NORMS = ("pre", "post", "none")
 ACTIVATIONS = ("relu", "gelu")
+READOUTS = ("eos", "last")
+"""Where the decision is read: ``eos`` — input ``BOS w EOS``, readout at EOS (the strict setting of
+*Disentangling the Expressivity of RoPE*, §2.2); ``last`` — input ``BOS w`` (no EOS), readout at the
+last position (the last letter, BOS for the empty word): the causal setting, the framing of the
+C-RASP construction (:mod:`langclass.models.construct.counting`)."""
 
 
 def _cfg_err(msg: str, key: str) -> InputError:
@@ -75,6 +80,13 @@ class RecognizerConfig:
         attention_impl: ``"exact"`` (default; materialized scores, the theorem semantics bit for
             bit) or ``"sdpa"`` (soft attention through PyTorch's fused scaled-dot-product attention —
             same function up to floating-point reassociation, much faster; for training/evaluation).
+        readout: ``"eos"`` (default; input ``BOS w EOS``, decision at EOS) or ``"last"`` (input
+            ``BOS w``, decision at the last position — the causal setting; see :data:`READOUTS`).
+        outputs: width of the readout (default 1: one accept logit). ``outputs > 1`` is a
+            classification head over ``outputs`` classes (the states of a minimal DFA for the
+            state-prediction task): :meth:`Recognizer.position_logits` applies it at every position.
+        ``readout`` and ``outputs`` are left out of :meth:`to_dict` at their defaults (digests of
+        existing models do not change).
 
     Raises:
         InputError: any invalid field (``field="model.<name>"``), including invalid encoding parameters.
@@ -99,6 +111,8 @@ class RecognizerConfig:
     dropout: float = 0.0
     layer_norm_eps: float = 1e-5
     attention_impl: str = "exact"
+    readout: str = "eos"
+    outputs: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "alphabet", tuple(self.alphabet))
@@ -107,6 +121,8 @@ class RecognizerConfig:
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < (0 if key == "n_layers" else 1):
                 raise _cfg_err(f"{key} must be an integer ≥ {0 if key == 'n_layers' else 1}, got {v!r}", key)
+        if isinstance(self.outputs, bool) or not isinstance(self.outputs, int) or not 1 <= self.outputs <= 1_000_000:
+            raise _cfg_err(f"outputs must be an integer in 1..1000000, got {self.outputs!r}", "outputs")
         for key in ("d_ff", "d_head"):
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
@@ -115,7 +131,7 @@ class RecognizerConfig:
             raise _cfg_err(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; set d_head", "d_head")
         for key, allowed in (("attention", ATTENTIONS), ("tie", TIES), ("mask", MASKS), ("norm", NORMS),
                              ("dtype", tuple(DTYPES)), ("activation", ACTIVATIONS), ("attention_impl", IMPLS),
-                             ("length_scale", LENGTH_SCALES)):
+                             ("length_scale", LENGTH_SCALES), ("readout", READOUTS)):
             if getattr(self, key) not in allowed:
                 raise _cfg_err(f"{key} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}", key)
         if not isinstance(self.encoding, Mapping) or "name" not in self.encoding:
@@ -159,8 +175,9 @@ class RecognizerConfig:
         d = asdict(self)
         d["alphabet"] = list(self.alphabet)
         d["encoding"] = json.loads(canonical_json(dict(self.encoding)))
-        if d["length_scale"] == "none":  # the default: keeps the digests of models made before the option
-            del d["length_scale"]
+        for key, default in (("length_scale", "none"), ("readout", "eos"), ("outputs", 1)):
+            if d[key] == default:  # the default: keeps the digests of models made before the option
+                del d[key]
         return d
 
     @classmethod
@@ -283,7 +300,8 @@ class Recognizer(nn.Module):
         encoding: the positional encoding module (its manifest/digest identify it).
         layers: ``nn.ModuleList`` of :class:`Block`.
         final_norm: LayerNorm for pre-norm, identity otherwise.
-        readout: ``nn.Linear(d_model, 1)`` applied to the EOS state.
+        readout: ``nn.Linear(d_model, outputs)`` applied to the state at the readout position
+            (EOS, or the last position with ``readout="last"``).
 
     Example:
         >>> m = Recognizer(RecognizerConfig(alphabet=("a", "b"), d_model=16, n_heads=2, n_layers=1))
@@ -301,7 +319,7 @@ class Recognizer(nn.Module):
         self.encoding = config.build_encoding()
         self.layers = nn.ModuleList([Block(config) for _ in range(config.n_layers)])
         self.final_norm: nn.Module = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm == "pre" else nn.Identity()
-        self.readout = nn.Linear(config.d_model, 1, bias=config.bias)
+        self.readout = nn.Linear(config.d_model, config.outputs, bias=config.bias)
         self.to(DTYPES[config.dtype])
 
     @property
@@ -317,13 +335,16 @@ class Recognizer(nn.Module):
         """Accept logits.
 
         Args:
-            ids: ``int64 [batch, seq]`` right-padded ``BOS w EOS`` ids (see :meth:`Vocabulary.batch`).
+            ids: ``int64 [batch, seq]`` right-padded ``BOS w EOS`` ids (``BOS w`` with
+                ``readout="last"``; see :meth:`Vocabulary.batch`).
             valid: ``bool [batch, seq]`` (default ``ids != PAD``).
-            eos_index: ``int64 [batch]`` (default: position of the last valid token).
+            eos_index: ``int64 [batch]`` the readout index (default: position of the last valid
+                token — EOS, or the last letter / BOS with ``readout="last"``).
             return_trace: also return a :class:`ForwardTrace`.
 
         Returns:
-            ``[batch]`` logits in float32 (float64 for float64 models; accept iff > 0), or ``(logits, trace)``.
+            ``[batch]`` logits in float32 (float64 for float64 models; accept iff > 0) —
+            ``[batch, outputs]`` when ``outputs > 1`` — or ``(logits, trace)``.
         """
         if valid is None:
             valid = ids != 0
@@ -345,12 +366,29 @@ class Recognizer(nn.Module):
                 x = layer(x, positions, valid, enc)
         final = self.final_norm(x)  # [batch, seq, d_model]
         h = final[torch.arange(B, device=ids.device), eos_index]  # [batch, d_model]
-        logits = self.readout(h).squeeze(-1)  # [batch]
+        logits = self.readout(h)  # [batch, outputs]
+        if self.config.outputs == 1:
+            logits = logits.squeeze(-1)  # [batch]
         if logits.dtype != torch.float64:
             logits = logits.float()
         if return_trace:
             return logits, ForwardTrace(states=states, attention=traces, final=final, logits=logits)
         return logits
+
+    def position_logits(self, ids: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """The readout at every position: ``[batch, seq, outputs]`` (float32; float64 for float64
+        models). With a mask that hides later keys (``strict``/``nonstrict``) position t depends on
+        tokens 0..t only. Used by the state-prediction task (one class per DFA state at every
+        position; the protocol of *Algebraic Decomposition Theory for Transformer Length
+        Generalization*). Padded rows are computed but meaningless."""
+        if valid is None:
+            valid = ids != 0
+        positions = self.encoding.position_ids(ids.shape[1], device=ids.device)
+        x = self.encoding.embed(self.embedding(ids), positions)
+        for l, layer in enumerate(self.layers):
+            x = layer(x, positions, valid, self.encoding.for_layer(l))
+        out = self.readout(self.final_norm(x))  # [batch, seq, outputs]
+        return out if out.dtype == torch.float64 else out.float()
 
     def extend(self, ids: torch.Tensor, caches: list | None = None, valid: torch.Tensor | None = None):
         """Incremental evaluation with per-layer key/value caches: the final states
@@ -389,7 +427,7 @@ class Recognizer(nn.Module):
         out = []
         for start in range(0, len(words), batch_size):
             chunk = words[start : start + batch_size]
-            out.append(self.forward_batch(self.vocab.batch(chunk)).cpu())
+            out.append(self.forward_batch(self.vocab.batch(chunk, eos=self.config.readout == "eos")).cpu())
         return torch.cat(out) if out else torch.zeros(0)
 
     def accepts(self, words: Sequence[Sequence[str]], threshold: float = 0.0) -> list[bool]:

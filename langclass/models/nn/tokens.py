@@ -33,7 +33,8 @@ class Batch:
     Attributes:
         ids: ``int64 [batch, seq]`` token ids, ``PAD`` after each row's EOS.
         valid: ``bool [batch, seq]``, True on BOS, letters and EOS (False on padding).
-        eos_index: ``int64 [batch]``, index of each row's EOS (= word length + 1).
+        eos_index: ``int64 [batch]``, index of each row's readout token: its EOS (= word length + 1),
+            or its last token (= word length) for a ``BOS w`` batch (``eos=False``).
         lengths: ``int64 [batch]``, word lengths n (without BOS/EOS).
     """
 
@@ -104,13 +105,14 @@ class Vocabulary:
         except (KeyError, TypeError):
             raise UnknownSymbolError(f"symbol {symbol!r} is not in the alphabet {list(self.alphabet)}", field="word") from None
 
-    def encode(self, word: Sequence[str]) -> list[int]:
-        """``[BOS, ids of w…, EOS]``; a ``str`` word is read one character per letter.
+    def encode(self, word: Sequence[str], eos: bool = True) -> list[int]:
+        """``[BOS, ids of w…, EOS]`` (without EOS when ``eos`` is False: the causal setting's
+        ``BOS w``); a ``str`` word is read one character per letter.
 
         Raises:
             UnknownSymbolError: a letter not in the alphabet.
         """
-        return [BOS, *(self.symbol_id(s) for s in word), EOS]
+        return [BOS, *(self.symbol_id(s) for s in word), *((EOS,) if eos else ())]
 
     def decode(self, ids: Iterable[int]) -> tuple[str, ...]:
         """The word of a ``BOS w EOS [PAD…]`` id sequence (specials dropped)."""
@@ -123,13 +125,16 @@ class Vocabulary:
                 break
         return tuple(out)
 
-    def batch(self, words: Sequence[Sequence[str]], pad_to: int | None = None, device: torch.device | str | None = None) -> Batch:
+    def batch(self, words: Sequence[Sequence[str]], pad_to: int | None = None, device: torch.device | str | None = None,
+              eos: bool = True) -> Batch:
         """Encode and right-pad a list of words.
 
         Args:
             words: the words (each a sequence of letters, or a str of one-character letters).
             pad_to: total sequence length (≥ longest word + 2); default: longest word + 2.
             device: where to put the tensors.
+            eos: append EOS (default). False gives ``BOS w`` (the causal setting); ``eos_index``
+                is then the index of the last token (|w|; BOS for the empty word).
 
         Returns:
             :class:`Batch` with ``ids [len(words), seq]``.
@@ -140,7 +145,7 @@ class Vocabulary:
         """
         if len(words) == 0:
             raise ValueError("cannot batch zero words")
-        encoded = [self.encode(w) for w in words]
+        encoded = [self.encode(w, eos) for w in words]
         seq = max(len(e) for e in encoded)
         if pad_to is not None:
             if pad_to < seq:
@@ -149,13 +154,14 @@ class Vocabulary:
         ids = torch.full((len(words), seq), PAD, dtype=torch.long)  # [batch, seq]
         for r, e in enumerate(encoded):
             ids[r, : len(e)] = torch.tensor(e, dtype=torch.long)
-        lengths = torch.tensor([len(e) - 2 for e in encoded], dtype=torch.long)  # [batch]
+        extra = 2 if eos else 1
+        lengths = torch.tensor([len(e) - extra for e in encoded], dtype=torch.long)  # [batch]
         valid = ids != PAD  # [batch, seq]
-        batch = Batch(ids=ids, valid=valid, eos_index=lengths + 1, lengths=lengths)
+        batch = Batch(ids=ids, valid=valid, eos_index=lengths + (1 if eos else 0), lengths=lengths)
         return batch.to(device) if device is not None else batch
 
     def batch_from_indices(self, letters: Sequence[Sequence[int]], pad_to: int | None = None,
-                           device: torch.device | str | None = None) -> Batch:
+                           device: torch.device | str | None = None, eos: bool = True) -> Batch:
         """Like :meth:`batch` but words are given as letter indices 0…|Σ|−1 (as in ``DFA.encode``)."""
         words = []
         for w in letters:
@@ -163,4 +169,4 @@ class Vocabulary:
             if any(i < 0 or i >= len(self.alphabet) for i in idx):
                 raise UnknownSymbolError(f"letter index outside 0..{len(self.alphabet) - 1}", field="word")
             words.append([self.alphabet[i] for i in idx])
-        return self.batch(words, pad_to=pad_to, device=device)
+        return self.batch(words, pad_to=pad_to, device=device, eos=eos)

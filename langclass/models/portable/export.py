@@ -161,6 +161,9 @@ def _brasp(model: Any, n_lags: int) -> tuple[dict, dict]:
 
 def _recognizer(model: Any, n_lags: int) -> tuple[dict, dict]:
     cfg = model.config
+    if getattr(cfg, "outputs", 1) != 1:
+        raise InputError(f"a model with {cfg.outputs} outputs (a state-prediction head) has no portable form: "
+                         "the portable format carries one accept logit", field="model")
     tensors: dict[str, torch.Tensor] = {"embed.weight": model.embedding.weight.detach()}
     enc = model.encoding
     absolute = _encoding(enc, n_lags=n_lags, name="", tensors=tensors) if enc.kind == "absolute" else None
@@ -197,6 +200,10 @@ def _recognizer(model: Any, n_lags: int) -> tuple[dict, dict]:
               "encodings": encs, "absolute_encoding": absolute, "layers": layers,
               "readout": {"position": "eos", "threshold": 0.0, "bias": cfg.bias, "empty_word": None,
                           "rule": "accept iff readout(final state at EOS) > threshold"}}
+    if getattr(cfg, "readout", "eos") == "last":  # the causal setting: BOS w, the decision at the last position
+        config["vocabulary"].update(framing="bos_word", eos=None)
+        config["readout"].update(position="last", rule="accept iff readout(final state at the last position: the last "
+                                                        "letter, BOS for the empty word) > threshold")
     return config, tensors
 
 

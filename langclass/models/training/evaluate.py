@@ -30,6 +30,7 @@ __all__ = [
     "longest_perfect_length",
     "build_test_sets",
     "evaluate_lengths",
+    "evaluate_states",
     "describe",
     "Predict",
 ]
@@ -112,6 +113,31 @@ def evaluate_lengths(
             raise RuntimeError(f"predict returned shape {pred.shape} for {truth.shape[0]} words")
         correct = int((pred == truth).sum())
         acc[n] = 1.0 if correct == truth.size else correct / truth.size
+    return acc
+
+
+def evaluate_states(
+    check: Callable[[list[tuple[int, ...]]], np.ndarray],
+    test_sets: Mapping[int, LabeledWords],
+    *,
+    should_cancel: Callable[[], bool] | None = None,
+) -> dict[int, float]:
+    """State-prediction accuracy per length: ``{length: words with every position's state right /
+    words}`` (exactly 1.0 iff all right). ``check(words) -> bool [len(words)]`` says, per word,
+    whether the model predicted the minimal DFA's state at every position
+    (:func:`langclass.models.training.train.make_state_check`); the protocol of *Algebraic
+    Decomposition Theory for Transformer Length Generalization*. ``should_cancel`` as in
+    :func:`evaluate_lengths`."""
+    acc: dict[int, float] = {}
+    for n in sorted(test_sets):
+        if should_cancel is not None and should_cancel():
+            break
+        words = list(test_sets[n].words)
+        ok = np.asarray(check(words), dtype=bool)
+        if ok.shape != (len(words),):
+            raise RuntimeError(f"check returned shape {ok.shape} for {len(words)} words")
+        correct = int(ok.sum())
+        acc[n] = 1.0 if correct == len(words) else correct / len(words)
     return acc
 
 

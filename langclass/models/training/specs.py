@@ -52,8 +52,11 @@ __all__ = [
     "length_notation_notes",
     "TrainOverrides",
     "Prediction",
+    "SettingName",
+    "TaskName",
     "TrainSpec",
     "parse_train_spec",
+    "check_task",
     "SectorPrediction",
     "SectorsSpec",
     "parse_sectors_spec",
@@ -158,6 +161,18 @@ ProfileName = Literal["quick", "paper-lite", "paper"]
 """Training profiles (:data:`langclass.models.experiments.experiment.PROFILES`): ``quick`` (2-core CPU, test
 lengths 41–100), ``paper-lite`` (2-core CPU, test lengths 41–500 as Table 2 of *Disentangling the
 Expressivity of RoPE*, log-length attention scaling), ``paper`` (its App. E.2 settings)."""
+
+
+SettingName = Literal["strict", "causal"]
+"""The training setting (:data:`langclass.models.training.train.SETTINGS`): ``strict`` (strict future
+mask, ``BOS w EOS``, readout at EOS — *Disentangling the Expressivity of RoPE*, §2.2) or ``causal``
+(non-strict causal mask j ≤ i, ``BOS w`` without EOS, readout at the last position — the framing of
+the C-RASP construction of *Counting Like Transformers*)."""
+
+TaskName = Literal["recognition", "state_prediction"]
+"""The training task: ``recognition`` (accept/reject) or ``state_prediction`` (the minimal DFA's
+state after every symbol, the protocol of *Algebraic Decomposition Theory for Transformer Length
+Generalization*; causal setting only)."""
 
 
 class _Frozen(BaseModel):
@@ -431,6 +446,10 @@ class TrainSpec(_Frozen):
     eval_seed: Seed | None = None
     batched: bool | None = None
     checkpoint_dir: str | None = Field(None, max_length=4096)
+    setting: SettingName = Field("strict", description="strict (strict mask, BOS w EOS, readout at EOS) or causal "
+                                 "(non-strict mask, BOS w, readout at the last position)")
+    task: TaskName = Field("recognition", description="recognition, or state_prediction (the DFA state at every "
+                           "position; setting causal only)")
 
     def encoding_specs(self) -> list[EncodingSpec]:
         return [EncodingSpec(name=e) if isinstance(e, str) else e for e in self.encodings]
@@ -492,9 +511,23 @@ def parse_train_spec(data: Any) -> TrainSpec:
     if not isinstance(data, Mapping):
         raise InputError("a train spec is a JSON object", field="spec")
     try:
-        return TrainSpec.model_validate(dict(data))
+        spec = TrainSpec.model_validate(dict(data))
     except ValidationError as exc:
         raise _input_error(exc) from None
+    check_task(spec.setting, spec.task)
+    return spec
+
+
+def check_task(setting: str, task: str, field: str = "task") -> None:
+    """Refuse a task the setting cannot train: ``state_prediction`` needs ``setting="causal"``
+    (a strict-mask model never sees the current letter, so it cannot emit the state after it).
+
+    Raises:
+        InputError: naming ``field``.
+    """
+    if task == "state_prediction" and setting != "causal":
+        raise InputError(f"{field}: state_prediction needs setting 'causal' (the strict mask hides the current "
+                         f"symbol), got setting {setting!r}", field=field)
 
 
 def job_limits_from(values: Mapping[str, Any] | None) -> JobLimits:

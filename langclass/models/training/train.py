@@ -12,6 +12,17 @@ Numerics: float32 on CPU; on CUDA the forward pass runs under ``torch.autocast``
 L2 norm). Everything is reproducible from ``seed`` on a given device: the parameter
 initialisation (``torch.manual_seed``) and the stream of training batches (``random.Random``).
 
+Settings (:data:`SETTINGS`; the model config carries them as ``mask`` and ``readout``): ``strict``
+is the protocol above; ``causal`` is a causal decoder's — non-strict mask j ≤ i, input ``BOS w``
+without EOS, the decision read at the last position (BOS for the empty word), the framing of the
+C-RASP construction (*Counting Like Transformers: Compiling Temporal Counting Logic into Softmax
+Transformers*). Tasks (:data:`TASKS`): ``recognition`` (binary cross-entropy on the accept logit)
+and, in the causal setting only, ``state_prediction``: a classification head over the minimal
+DFA's states at every position (BOS = the initial state, position t = the state after t letters),
+cross-entropy averaged over every position of the batch, a word correct when every position's
+state is right (the protocol of *Algebraic Decomposition Theory for Transformer Length
+Generalization*).
+
 Checkpoints (optional, ``checkpoint_dir``): ``last.pt`` holds the model, the optimizer, the step,
 the best-so-far counters and both RNG states; a run with the same configuration digest resumes
 from it (a retried job continues instead of starting over).
@@ -43,11 +54,15 @@ from langclass.models.nn.tokens import BOS, EOS, NUM_SPECIAL, PAD
 log = logging.getLogger("langclass.train")
 
 __all__ = [
+    "SETTINGS",
+    "TASKS",
     "TrainConfig",
     "TrainResult",
     "TrainingCancelled",
     "train_recognizer",
     "make_predict",
+    "make_state_check",
+    "state_targets",
     "parameter_groups",
     "resolve_device",
     "configure_threads",
@@ -69,6 +84,14 @@ def _load_checkpoint(path: Path, device: Any) -> dict[str, Any] | None:
         log.warning("ignoring checkpoint %s that cannot be loaded safely: %s", path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         return None
     return state if isinstance(state, dict) else None
+
+
+SETTINGS = ("strict", "causal")
+"""Training settings: ``strict`` (strict mask, ``BOS w EOS``, readout at EOS) and ``causal``
+(non-strict mask, ``BOS w``, readout at the last position); see the module doc."""
+
+TASKS = ("recognition", "state_prediction")
+"""Training tasks; ``state_prediction`` needs the causal setting (see the module doc)."""
 
 
 class TrainingCancelled(Exception):
@@ -100,6 +123,8 @@ class TrainConfig:
         checkpoint_dir: directory for ``last.pt`` (``None`` = no checkpoints).
         checkpoint_every: steps between checkpoints.
         progress_every: steps between progress callbacks.
+        task: ``"recognition"`` (default) or ``"state_prediction"`` (:data:`TASKS`; the model
+            needs ``outputs`` = the number of states of the sampler's minimal DFA).
     """
 
     learning_rate: float = 3e-4
@@ -119,6 +144,7 @@ class TrainConfig:
     checkpoint_dir: str | None = None
     checkpoint_every: int = 1000
     progress_every: int = 10
+    task: str = "recognition"
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> InputError:
@@ -141,6 +167,8 @@ class TrainConfig:
             raise bad("grad_clip", f"must be positive or null, got {self.grad_clip!r}")
         if self.precision not in ("auto", "float32", "bfloat16"):
             raise bad("precision", f"must be auto, float32 or bfloat16, got {self.precision!r}")
+        if self.task not in TASKS:
+            raise bad("task", f"must be one of {', '.join(TASKS)}, got {self.task!r}")
         if self.checkpoint_every < 1 or self.progress_every < 1:
             raise bad("checkpoint_every", "checkpoint_every and progress_every must be ≥ 1")
 
@@ -240,25 +268,75 @@ def _autocast(device: torch.device, precision: str):
 
 
 # ----------------------------------------------------------------------------- model glue
-def encode_batch(words: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Right-padded ``BOS w EOS`` ids for words given as letter indices.
+def encode_batch(words: Sequence[Sequence[int]], device: torch.device, eos: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded ``BOS w EOS`` ids for words given as letter indices (``BOS w`` when ``eos`` is
+    False: the causal setting).
 
-    Returns ``ids [B, T]`` (int64; letter i ↦ ``NUM_SPECIAL + i``, PAD after EOS, T = longest + 2),
-    ``valid [B, T]`` (bool, False on padding) and ``eos_index [B]`` (= |w| + 1), the layout of
+    Returns ``ids [B, T]`` (int64; letter i ↦ ``NUM_SPECIAL + i``, PAD after EOS, T = longest + 2,
+    or longest + 1 without EOS), ``valid [B, T]`` (bool, False on padding) and ``eos_index [B]``
+    (the readout index: |w| + 1 at EOS, or |w| = the last token without EOS), the layout of
     :meth:`langclass.models.nn.tokens.Vocabulary.batch` (built here without the symbol round trip).
     """
+    extra = 2 if eos else 1
     lengths = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
-    T = int(lengths.max()) + 2 if len(words) else 2
+    T = int(lengths.max()) + extra if len(words) else extra
     ids = np.full((len(words), T), PAD, dtype=np.int64)  # [B, T]
     ids[:, 0] = BOS
     for r, w in enumerate(words):
         if len(w):
             ids[r, 1 : len(w) + 1] = np.asarray(w, dtype=np.int64) + NUM_SPECIAL
-    ids[np.arange(len(words)), lengths + 1] = EOS
+    if eos:
+        ids[np.arange(len(words)), lengths + 1] = EOS
     t_ids = torch.from_numpy(ids)
     valid = t_ids != PAD  # [B, T]
-    eos = torch.from_numpy(lengths + 1)  # [B]
+    eos = torch.from_numpy(lengths + (1 if eos else 0))  # [B]
     return t_ids.to(device, non_blocking=True), valid.to(device, non_blocking=True), eos.to(device, non_blocking=True)
+
+
+def _eos(model: torch.nn.Module) -> bool:
+    """Whether ``model`` reads ``BOS w EOS`` (readout at EOS) rather than ``BOS w`` (readout last)."""
+    return getattr(getattr(model, "config", None), "readout", "eos") == "eos"
+
+
+def state_targets(sampler: LanguageSampler, words: Sequence[Sequence[int]], T: int) -> np.ndarray:
+    """The minimal DFA's state after every prefix, aligned with ``BOS w`` ids: ``int64 [B, T]``,
+    entry [b, 0] the initial state (at BOS), [b, t] the state after the first t letters, and
+    ``-100`` (ignored by the loss) on padding. States are numbered as in ``sampler.dfa`` (canonical)."""
+    delta, q0 = sampler.dfa.transitions.tolist(), sampler.dfa.initial
+    out = np.full((len(words), T), -100, dtype=np.int64)
+    for r, w in enumerate(words):
+        q = q0
+        out[r, 0] = q
+        for t, a in enumerate(w, start=1):
+            q = delta[q][a]
+            out[r, t] = q
+    return out
+
+
+def make_state_check(model: torch.nn.Module, sampler: LanguageSampler, device: torch.device, precision: str = "float32",
+                     batch_tokens: int = 1 << 16) -> Callable[[list[tuple[int, ...]]], np.ndarray]:
+    """A ``check(words) -> bool [len(words)]`` closure for a state-prediction model: True where the
+    argmax class at every position of ``BOS w`` equals the DFA state there (:func:`state_targets`)."""
+
+    @torch.inference_mode()
+    def check(words: list[tuple[int, ...]]) -> np.ndarray:
+        model.eval()
+        out = np.zeros(len(words), dtype=bool)
+        order = sorted(range(len(words)), key=lambda i: len(words[i]))
+        i = 0
+        while i < len(order):
+            bsz = max(1, batch_tokens // (len(words[order[i]]) + 1))
+            chunk = order[i : i + bsz]
+            batch_words = [words[j] for j in chunk]
+            ids, valid, _ = encode_batch(batch_words, device, eos=False)
+            with _autocast(device, precision):
+                pred = model.position_logits(ids, valid).argmax(dim=-1).cpu().numpy()  # [B, T]
+            target = state_targets(sampler, batch_words, ids.shape[1])
+            out[chunk] = ((pred == target) | (target < 0)).all(axis=1)
+            i += bsz
+        return out
+
+    return check
 
 
 def _logits(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -287,7 +365,7 @@ def make_predict(model: torch.nn.Module, device: torch.device, precision: str = 
             n = len(uniq[order[i]]) + 2
             bsz = max(1, batch_tokens // n)
             chunk = order[i : i + bsz]
-            batch = encode_batch([uniq[j] for j in chunk], device)
+            batch = encode_batch([uniq[j] for j in chunk], device, eos=_eos(model))
             with _autocast(device, precision):
                 logits = _logits(model, batch)
             decided[chunk] = (logits > 0).cpu().numpy()
@@ -329,7 +407,8 @@ def parameter_groups(model: torch.nn.Module, weight_decay: float, learning_rate:
 def _config_digest(model_config: Any, config: TrainConfig, sampler: LanguageSampler) -> str:
     payload = {
         "model": model_config.to_dict() if hasattr(model_config, "to_dict") else repr(model_config),
-        "train": {k: v for k, v in config.to_dict().items() if k not in ("checkpoint_dir", "checkpoint_every", "progress_every", "device", "max_steps")},
+        "train": {k: v for k, v in config.to_dict().items() if k not in ("checkpoint_dir", "checkpoint_every", "progress_every", "device", "max_steps")
+                  and not (k == "task" and v == "recognition")},  # recognition: the digest of checkpoints made before tasks
         "language": sampler.dfa.fingerprint(),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
@@ -365,6 +444,13 @@ def train_recognizer(
     lo, hi = config.train_lengths
     if hi > sampler.max_length:
         raise InputError(f"training length {hi} exceeds the sampler's max_length {sampler.max_length}", field="train_lengths")
+    states = config.task == "state_prediction"
+    outputs = getattr(model_config, "outputs", 1)
+    if states and outputs != sampler.dfa.num_states:
+        raise InputError(f"state prediction needs outputs = {sampler.dfa.num_states} (the states of the minimal DFA), "
+                         f"the model has {outputs}", field="task")
+    if not states and outputs != 1:
+        raise InputError(f"recognition needs outputs = 1, the model has {outputs}", field="task")
     device = resolve_device(config.device)
     precision = _precision(config.precision, device)
     lengths = list(range(lo, hi + 1))
@@ -426,6 +512,7 @@ def train_recognizer(
     patience = config.patience
     keep = patience or 100
     loss_fn = torch.nn.BCEWithLogitsLoss()
+    with_eos = _eos(model)
     t0 = time.perf_counter()
     stopped = "max_steps"
     model.train()
@@ -434,11 +521,17 @@ def train_recognizer(
             save()
             raise TrainingCancelled(step)
         batch = sampler.draw_mixed(lengths, config.batch_size, rng, config.near_miss_fraction)
-        tensors = encode_batch(batch.words, device)
-        target = torch.tensor(batch.labels, dtype=torch.float32, device=device)
-        with _autocast(device, precision):
-            logits = _logits(model, tensors)
-        loss = loss_fn(logits, target)
+        tensors = encode_batch(batch.words, device, eos=with_eos)
+        if states:
+            target = torch.from_numpy(state_targets(sampler, batch.words, tensors[0].shape[1])).to(device)  # [B, T]
+            with _autocast(device, precision):
+                logits = model.position_logits(tensors[0], tensors[1])  # [B, T, Q]
+            loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), target.flatten(), ignore_index=-100)
+        else:
+            target = torch.tensor(batch.labels, dtype=torch.float32, device=device)
+            with _autocast(device, precision):
+                logits = _logits(model, tensors)
+            loss = loss_fn(logits, target)
         if extra_loss is not None:
             loss = loss + extra_loss(model)
         optimizer.zero_grad(set_to_none=True)
@@ -449,7 +542,10 @@ def train_recognizer(
         scheduler.step()
         step += 1
         with torch.no_grad():
-            acc = float(((logits.detach() > 0) == (target > 0.5)).float().mean())
+            if states:  # a word is right when every position's state is
+                acc = float(((logits.detach().argmax(-1) == target) | (target < 0)).all(dim=1).float().mean())
+            else:
+                acc = float(((logits.detach() > 0) == (target > 0.5)).float().mean())
         lv = float(loss.detach())
         if not math.isfinite(lv):
             raise FloatingPointError(f"training loss became {lv} at step {step}")

@@ -84,7 +84,9 @@ async def create_sweep(body: SweepRequest, request: Request, response: Response,
 
     Body: ``{states, alphabet, per_cell, profile, seed, encodings, overrides, census_run,
     max_attempts}`` (:class:`~langclass.app.usecases.sweep_jobs.SweepRequest`, unknown fields
-    refused). Checked before queueing: ``max_sample_languages`` (the census to enumerate),
+    refused), or a published suite ``{suite, setting, task, limit, only, profile, encodings, overrides,
+    max_attempts}`` (docs/sweep.md, "The published suite"; an unknown suite or name is a 422 naming
+    ``suite`` or ``only``). Checked before queueing: ``max_sample_languages`` (the census to enumerate),
     ``max_sweep_runs`` (on the most runs the sample can have), the job limits of one language's
     experiment, the profile and test lengths, and the census run (N, K, classes).
 
