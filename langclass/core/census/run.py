@@ -243,9 +243,15 @@ def _profile_of_table(table: tuple[int, ...], mask: int, n: int, k: int, keys: t
     from langclass.core.automata.automaton import DFA
 
     graph = cayley_graph(table, n, k, KEY_CLOSURE_BOUND)  # the table is minimal for mask, all states reachable
-    ck = cayley_key(graph) if graph is not None else None
-    if ck is not None and (hit := _CACHE.get(ck)) is not None and len(hit) == len(keys):
-        return hit
+    ck = None
+    if graph is not None:
+        flat = tuple(v for row in graph for v in row)  # the graph as numbered: a hit needs no renumbering
+        if (hit := _CACHE.get(flat)) is not None and len(hit) == len(keys):
+            return hit
+        ck = cayley_key(graph)
+        if (hit := _CACHE.get(ck)) is not None and len(hit) == len(keys):
+            _CACHE[flat] = hit
+            return hit
     rows = [list(table[q * k:(q + 1) * k]) for q in range(n)]
     dfa = DFA.from_table(_alphabet(k), rows, 0, [q for q in range(n) if mask >> q & 1])
     try:
@@ -262,6 +268,8 @@ def _profile_of_table(table: tuple[int, ...], mask: int, n: int, k: int, keys: t
     if len(_CACHE) >= MAX_CAYLEY_CACHE:
         _CACHE.clear()
     _CACHE[ck] = prof
+    if graph is not None:
+        _CACHE[flat] = prof  # both keys are Cayley graphs of this morphism (up to renaming the letters)
     return prof
 
 
