@@ -246,6 +246,7 @@ class OrbitEngine:
         self._paths: dict[tuple[int, str], csr_matrix] = {}
         self._checks: dict[tuple[bool, str, int], tuple] = {}
         self._orbits: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._stable_kernel: StableKernel | None = None
 
     # ------------------------------------------------------------------ pieces
     def _check(self, step: str) -> None:
@@ -437,10 +438,14 @@ class OrbitEngine:
         listed up to e (the earlier ones have the property at p, so at s). ``None`` when a check of
         that fails (the caller then builds the residue graph of s)."""
         M = self.M
-        mask = M.stable.copy()
-        mask[0] = True
-        ker = StableKernel(s, mask, np.zeros(0, dtype=np.int64), np.zeros((0, int(M.right.shape[1])), dtype=np.int64),
-                           np.zeros(0, dtype=np.int64), None, monoid=M)
+        ker = self._stable_kernel
+        if ker is None or ker.modulus != s:  # one per engine: its orbits are then computed once
+            mask = M.stable.copy()
+            mask[0] = True
+            mask.setflags(write=False)
+            ker = self._stable_kernel = StableKernel(
+                s, mask, np.zeros(0, dtype=np.int64), np.zeros((0, int(M.right.shape[1])), dtype=np.int64),
+                np.zeros(0, dtype=np.int64), None, monoid=M)
         e, x, y, u, v = viol.idempotent, viol.x, viol.y, viol.u, viol.v
         omega = M.idempotent_of_group
         if viol.relation == "R":
