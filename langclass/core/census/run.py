@@ -22,8 +22,9 @@ are classified once. Every class of the lattice is also closed under renaming th
 are properties of the monoid with its *set* of letter images, which η∘π shares), so the key is the
 least, over the orderings of the letters (up to :data:`MAX_KEY_LETTERS` letters), of the Cayley
 graph renumbered breadth-first in that letter order (:func:`cayley_key`): a table and its
-letter-swapped twin are classified once. The deciders are the registry's (:data:`~langclass.core.algebra.classes.REGISTRY`,
-every key of :data:`~langclass.core.algebra.lattice.CLASS_KEYS`), those with the most subclasses first, and a class
+letter-swapped twin are classified once. The deciders are the registry's
+(:data:`~langclass.core.algebra.classes.REGISTRY`, every key of
+:data:`~langclass.core.algebra.lattice.CLASS_KEYS`), those with the most subclasses first, and a class
 whose answer the lattice's inclusions already imply is not decided again (:func:`classify`).
 
 The number of languages with a minimal DFA of exactly n states over k letters is published
@@ -33,6 +34,7 @@ The number of languages with a minimal DFA of exactly n states over k letters is
 from __future__ import annotations
 
 import itertools
+from array import array
 from operator import itemgetter
 import os
 import time
@@ -104,7 +106,14 @@ def cayley_graph(table: Sequence[int], n: int, k: int, bound: int) -> list[list[
     return right
 
 
-def cayley_key(right: Sequence[Sequence[int]]) -> tuple[int, ...]:
+def _packed(values: Iterable[int], size: int) -> bytes:
+    """Flattened graph entries as compact bytes (uint16 below 65,536 elements, else uint32; a type
+    letter first, so the two never meet)."""
+    code = "H" if size < 1 << 16 else "I"
+    return code.encode() + array(code, values).tobytes()
+
+
+def cayley_key(right: Sequence[Sequence[int]]) -> bytes:
     """A key of the syntactic morphism up to isomorphism *and* renaming of the letters.
 
     Args:
@@ -113,10 +122,10 @@ def cayley_key(right: Sequence[Sequence[int]]) -> tuple[int, ...]:
             :func:`~langclass.core.algebra.monoid.transition_monoid` number them.
 
     Returns:
-        The least (flattened, as a tuple), over the orderings π of the letters (all of them for
-        k ≤ :data:`MAX_KEY_LETTERS`, else the identity alone), of the graph renumbered
-        breadth-first from the identity reading the letters in the order π, columns permuted
-        likewise. For the identity ordering that is ``right`` itself. Two morphisms get the same
+        The least (flattened into compact bytes, compared bytewise), over the orderings π of the
+        letters (all of them for k ≤ :data:`MAX_KEY_LETTERS`, else the identity alone), of the graph
+        renumbered breadth-first from the identity reading the letters in the order π, columns
+        permuted likewise. For the identity ordering that is ``right`` itself. Two morphisms get the same
         key iff one is the other with the letters renamed, up to isomorphism (the renumbered graph
         is the Cayley graph of η∘π in shortlex order, and a Cayley graph rooted at the identity
         determines the monoid and its letter images: x·y is read by following a word of y from x).
@@ -124,7 +133,7 @@ def cayley_key(right: Sequence[Sequence[int]]) -> tuple[int, ...]:
     rows = [list(r) for r in right]
     size = len(rows)
     k = len(rows[0]) if rows else 0
-    best = tuple(v for r in rows for v in r)
+    best = _packed((v for r in rows for v in r), size)
     if k < 2 or k > MAX_KEY_LETTERS:
         return best
     for perm in itertools.permutations(range(k)):
@@ -140,7 +149,7 @@ def cayley_key(right: Sequence[Sequence[int]]) -> tuple[int, ...]:
                 if new[y] < 0:
                     new[y] = len(order)
                     order.append(y)
-        key = tuple(new[rows[x][a]] for x in order for a in perm)
+        key = _packed((new[rows[x][a]] for x in order for a in perm), size)
         if key < best:
             best = key
     return best
@@ -227,7 +236,7 @@ def _set_closures() -> tuple:
     return _CLOSURES
 
 
-_CACHE: dict[tuple[int, ...], tuple[bool | None, ...]] = {}
+_CACHE: dict[bytes, tuple[bool | None, ...]] = {}
 
 KEY_CLOSURE_BOUND = 4096
 """Monoids up to this many elements are keyed from :func:`cayley_graph` before any
@@ -245,7 +254,7 @@ def _profile_of_table(table: tuple[int, ...], mask: int, n: int, k: int, keys: t
     graph = cayley_graph(table, n, k, KEY_CLOSURE_BOUND)  # the table is minimal for mask, all states reachable
     ck = None
     if graph is not None:
-        flat = tuple(v for row in graph for v in row)  # the graph as numbered: a hit needs no renumbering
+        flat = _packed((v for row in graph for v in row), len(graph))  # as numbered: a hit needs no renumbering
         if (hit := _CACHE.get(flat)) is not None and len(hit) == len(keys):
             return hit
         ck = cayley_key(graph)
