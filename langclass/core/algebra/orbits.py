@@ -245,8 +245,6 @@ class OrbitEngine:
         self._reps: dict[bool, tuple[int, ...]] = {}
         self._paths: dict[tuple[int, str], csr_matrix] = {}
         self._checks: dict[tuple[bool, str, int], tuple] = {}
-        self._orbits: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-        self._stable_kernel: StableKernel | None = None
 
     # ------------------------------------------------------------------ pieces
     def _check(self, step: str) -> None:
@@ -346,21 +344,11 @@ class OrbitEngine:
         return got
 
     def orbit(self, e: int, ker: Kernel) -> np.ndarray:
-        """Sorted ids of e·K_m·e (kept per idempotent and kernel: every side asks for the same orbits)."""
-        key = (e, id(ker.mask))
-        got = self._orbits.get(key)
-        if got is not None and got[0] is ker.mask:
-            return got[1]
+        """Sorted ids of e·K_m·e."""
         if e == 0:
-            O = np.flatnonzero(ker.mask)
-        else:
-            ey, ye = self._fixes(e)
-            hit = np.zeros(self.M.size, dtype=bool)
-            hit[ye[ey[ker.mask]]] = True
-            O = np.flatnonzero(hit)  # sorted and distinct, as np.unique would give
-        O.setflags(write=False)
-        self._orbits[key] = (ker.mask, O)
-        return O
+            return np.flatnonzero(ker.mask)
+        ey, ye = self._fixes(e)
+        return np.unique(ye[ey[np.flatnonzero(ker.mask)]])
 
     # ------------------------------------------------------------------ one modulus
     def check(self, gap: str, side: str, modulus: int, *, witness: bool = True
@@ -397,9 +385,9 @@ class OrbitEngine:
                    witness: bool = True) -> OrbitViolation | bool | None:
         lab = ker.left_scc if side == "future" else ker.right_scc
         labs = lab[O]
+        order = np.argsort(labs, kind="stable")
+        sl = labs[order]
         if side in ("past", "future"):
-            order = np.argsort(labs, kind="stable")
-            sl = labs[order]
             dup = np.flatnonzero(sl[1:] == sl[:-1])
             if dup.size == 0:
                 return None
@@ -408,26 +396,22 @@ class OrbitEngine:
             x, y = int(O[order[dup[0]]]), int(O[order[dup[0] + 1]])
             rel = "R" if side == "past" else "L"
             return OrbitViolation(e, rel, x, y, self._step(x, y, O, rel, e, ker), self._step(y, x, O, rel, e, ker))
-        # DA: an R-class of O holding an idempotent and a non-idempotent (the least such class id)
+        # DA: an R-class of O holding an idempotent and a non-idempotent
         io = idem[O]
-        if io.all() or not io.any():
-            return None
-        cls, inv = np.unique(labs, return_inverse=True)
-        n_idem = np.bincount(inv, weights=io, minlength=cls.size)
-        mixed = np.flatnonzero((n_idem > 0) & (n_idem < np.bincount(inv, minlength=cls.size)))
-        if mixed.size == 0:
-            return None
-        if not witness:
-            return True
-        sel = inv == mixed[0]
-        z = int(O[sel & ~io][0])
-        f = int(O[sel & io][0])
-        t = self._step(z, f, O, "R", e, ker)  # z·t = f, t ∈ O
-        M = self.M
-        assert M.multiply(z, t) == f
-        lhs = M.product(f, z, f)
-        assert lhs != f
-        return OrbitViolation(e, "DA", z, t, f, lhs)
+        for c in np.unique(labs).tolist():
+            sel = labs == c
+            if io[sel].any() and not io[sel].all():
+                if not witness:
+                    return True
+                z = int(O[sel & ~io][0])
+                f = int(O[sel & io][0])
+                t = self._step(z, f, O, "R", e, ker)  # z·t = f, t ∈ O
+                M = self.M
+                assert M.multiply(z, t) == f
+                lhs = M.product(f, z, f)
+                assert lhs != f
+                return OrbitViolation(e, "DA", z, t, f, lhs)
+        return None
 
     def _lift(self, gap: str, s: int, orbits: tuple[Orbit, ...], viol: OrbitViolation
               ) -> tuple[tuple[Orbit, ...], OrbitViolation, Kernel] | None:
@@ -438,14 +422,10 @@ class OrbitEngine:
         listed up to e (the earlier ones have the property at p, so at s). ``None`` when a check of
         that fails (the caller then builds the residue graph of s)."""
         M = self.M
-        ker = self._stable_kernel
-        if ker is None or ker.modulus != s:  # one per engine: its orbits are then computed once
-            mask = M.stable.copy()
-            mask[0] = True
-            mask.setflags(write=False)
-            ker = self._stable_kernel = StableKernel(
-                s, mask, np.zeros(0, dtype=np.int64), np.zeros((0, int(M.right.shape[1])), dtype=np.int64),
-                np.zeros(0, dtype=np.int64), None, monoid=M)
+        mask = M.stable.copy()
+        mask[0] = True
+        ker = StableKernel(s, mask, np.zeros(0, dtype=np.int64), np.zeros((0, int(M.right.shape[1])), dtype=np.int64),
+                           np.zeros(0, dtype=np.int64), None, monoid=M)
         e, x, y, u, v = viol.idempotent, viol.x, viol.y, viol.u, viol.v
         omega = M.idempotent_of_group
         if viol.relation == "R":

@@ -205,15 +205,9 @@ class Context:
         return separation(self, t1, t2)
 
     def element_context(self, x: int, y: int) -> Separation:
-        """:meth:`context_for` two monoid elements (ids); kept per pair (several deciders separate the same
-        two elements, and a :class:`Separation` is immutable)."""
-        memo = self.__dict__.setdefault("_element_contexts", {})
-        key = (int(x), int(y))
-        got = memo.get(key)
-        if got is None:
-            M = self.monoid
-            got = memo[key] = self.context_for(M.elements[x].astype(np.int64), M.elements[y].astype(np.int64))
-        return got
+        """:meth:`context_for` two monoid elements (ids)."""
+        M = self.monoid
+        return self.context_for(M.elements[x].astype(np.int64), M.elements[y].astype(np.int64))
 
     # --------------------------------------------------------------- monoid helpers
     @cached_property

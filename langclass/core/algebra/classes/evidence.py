@@ -62,13 +62,9 @@ def monoid_words(M) -> MonoidWords | None:
     when it has more than :data:`CERT_MONOID_MAX` elements."""
     if M.size > CERT_MONOID_MAX:
         return None
-    got = M.__dict__.get("_monoid_words")  # the same immutable words for every certificate of M
-    if got is None:
-        alpha = M.dfa.alphabet
-        got = MonoidWords(tuple(int(p) for p in M.parent[1:].tolist()),
-                          tuple(alpha[int(a)] for a in M.last_letter[1:].tolist()))
-        M.__dict__["_monoid_words"] = got
-    return got
+    alpha = M.dfa.alphabet
+    return MonoidWords(tuple(int(p) for p in M.parent[1:].tolist()),
+                       tuple(alpha[int(a)] for a in M.last_letter[1:].tolist()))
 
 
 def separation(ctx, t1: np.ndarray, t2: np.ndarray) -> Separation:

@@ -198,15 +198,8 @@ class StableMixin:
         Raises:
             ValueError: x is not in T.
         """
-        x = int(x)
-        memo = self.__dict__.setdefault("_stable_words", {})  # words are immutable tuples: kept per element
-        got = memo.get(x)
-        if got is None:
-            got = memo[x] = self._stable_word(x)
-        return got
-
-    def _stable_word(self, x: int) -> tuple[str, ...]:
         s = self.stability_index
+        x = int(x)
         if not self.stable[x]:
             raise ValueError(f"element {x} is not in the stable semigroup")
         k = self.right.shape[1]
