@@ -126,6 +126,30 @@ def test_per_monoid_classification_equals_per_language() -> None:
         assert c.class_keys == lattice.CLASS_KEYS  # every class of the registry is counted
 
 
+def test_cayley_graph_and_key() -> None:
+    """The plain-Python closure of the census key gives transition_monoid's right Cayley graph on
+    every minimal DFA with ≤ 3 states over two letters (and 2 over three); renaming the letters
+    keeps the key, and equal keys come only from monoids of one size with one profile."""
+    from langclass.core.algebra.monoid import transition_monoid
+    from langclass.core.census.run import cayley_graph, cayley_key
+
+    by_key: dict = {}
+    for n_max, k in ((3, 2), (2, 3)):
+        for n in range(1, n_max + 1):
+            for table, mask in minimal_dfas(n, k):
+                dfa = _dfa(table, mask, n, k)
+                M = transition_monoid(dfa)
+                assert cayley_graph(table, n, k, 10_000) == M.right.tolist()
+                assert cayley_graph(table, n, k, M.size - 1) is None if M.size > 1 else True
+                key = cayley_key(M.right.tolist())
+                for perm in itertools.permutations(range(k)):
+                    swapped = [table[q * k + a] for q in range(n) for a in perm]
+                    assert cayley_key(cayley_graph(swapped, n, k, 10_000)) == key
+                prof = tuple(classify(dfa).values())
+                assert by_key.setdefault(key, (M.size, prof)) == (M.size, prof)
+    assert len(by_key) > 20
+
+
 def test_classify_equals_analyze() -> None:
     """The lattice-skipping classification gives analyze's answers (every decider, then the checks)
     on a sample of languages with 3 states over two letters, 2 over three, and 4 and 5 over two."""

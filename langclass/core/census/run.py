@@ -17,8 +17,14 @@ such a class except those named in :data:`~langclass.core.algebra.lattice.ACCEPT
 isomorphism by its right Cayley graph with the elements numbered in shortlex order of their least
 words (the ``right`` array of :func:`~langclass.core.algebra.monoid.transition_monoid`, whose
 breadth-first closure numbers them so), so the answers are cached by that key: tables with the same monoid
-are classified once. The deciders are the registry's (:data:`~langclass.core.algebra.classes.REGISTRY`,
-every key of :data:`~langclass.core.algebra.lattice.CLASS_KEYS`), those with the most subclasses first, and a class
+are classified once. Every class of the lattice is also closed under renaming the letters (a bijection
+π of Σ maps a formula of each logic to one of the same logic, and the algebraic characterizations
+are properties of the monoid with its *set* of letter images, which η∘π shares), so the key is the
+least, over the orderings of the letters (up to :data:`MAX_KEY_LETTERS` letters), of the Cayley
+graph renumbered breadth-first in that letter order (:func:`cayley_key`): a table and its
+letter-swapped twin are classified once. The deciders are the registry's
+(:data:`~langclass.core.algebra.classes.REGISTRY`, every key of
+:data:`~langclass.core.algebra.lattice.CLASS_KEYS`), those with the most subclasses first, and a class
 whose answer the lattice's inclusions already imply is not decided again (:func:`classify`).
 
 The number of languages with a minimal DFA of exactly n states over k letters is published
@@ -28,10 +34,12 @@ The number of languages with a minimal DFA of exactly n states over k letters is
 from __future__ import annotations
 
 import itertools
+from array import array
+from operator import itemgetter
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -45,7 +53,7 @@ from langclass.core.census.shards import SHARD_TARGET, Checkpoint, CheckpointMis
 __all__ = ["PUBLISHED", "PUBLISHED_SOURCES", "MAX_CENSUS_LANGUAGES", "SHARD_TARGET", "bfs_tables", "is_minimal",
            "minimal_masks", "minimal_dfas", "classify", "Shard", "ShardResult", "shards", "run_shard",
            "Checkpoint", "CheckpointMismatch", "Census", "census", "expected_languages", "format_census",
-           "profile_text"]
+           "profile_text", "cayley_graph", "cayley_key"]
 
 MAX_CENSUS_LANGUAGES = 10_000_000
 """Largest census run by default (number of languages, from :data:`PUBLISHED` or a bound):
@@ -54,6 +62,97 @@ letters (290 million) is refused unless the caller raises ``max_languages``."""
 
 MAX_CAYLEY_CACHE = 500_000
 """Entries of the per-process cache of answers by syntactic monoid (cleared when full)."""
+
+MAX_KEY_LETTERS = 3
+"""The cache key of :func:`cayley_key` is minimized over every ordering of the letters up to this
+many letters (3! = 6 renumberings); with more letters the key is the Cayley graph as numbered."""
+
+
+def cayley_graph(table: Sequence[int], n: int, k: int, bound: int) -> list[list[int]] | None:
+    """The right Cayley graph of the transition monoid of a complete DFA, in plain Python.
+
+    Args:
+        table: flattened transition table (``table[q*k + a]`` = q·a) of a *minimal* complete DFA
+            with every state reachable (any state numbering: the graph does not depend on it).
+        n, k: states and letters.
+        bound: give up beyond this many elements.
+
+    Returns:
+        ``right[x][a]`` = x·a, the elements numbered in shortlex order of their least words
+        (identity 0) — the same numbering and graph as the ``right`` array of
+        :func:`~langclass.core.algebra.monoid.transition_monoid` (the same breadth-first closure,
+        element order then letter order; a test compares); ``None`` when the monoid has more than
+        ``bound`` elements.
+    """
+    letters = [tuple(table[q * k + a] for q in range(n)) for a in range(k)]  # letters[a][q] = q·a
+    ident = tuple(range(n))
+    index = {ident: 0}
+    rows = [ident]
+    right: list[list[int]] = []
+    for row in rows:  # grows while it is read: the breadth-first closure
+        image = itemgetter(*row) if n > 1 else (lambda g, q=row[0]: (g[q],))
+        out = []
+        for g in letters:
+            y = image(g)
+            v = index.get(y)
+            if v is None:
+                v = len(rows)
+                if v >= bound:
+                    return None
+                index[y] = v
+                rows.append(y)
+            out.append(v)
+        right.append(out)
+    return right
+
+
+def _packed(values: Iterable[int], size: int) -> bytes:
+    """Flattened graph entries as compact bytes (uint16 below 65,536 elements, else uint32; a type
+    letter first, so the two never meet)."""
+    code = "H" if size < 1 << 16 else "I"
+    return code.encode() + array(code, values).tobytes()
+
+
+def cayley_key(right: Sequence[Sequence[int]]) -> bytes:
+    """A key of the syntactic morphism up to isomorphism *and* renaming of the letters.
+
+    Args:
+        right: ``[|M|][k]`` the right Cayley graph of a transition monoid, elements numbered in
+            shortlex order of their least words (identity 0), as :func:`cayley_graph` and
+            :func:`~langclass.core.algebra.monoid.transition_monoid` number them.
+
+    Returns:
+        The least (flattened into compact bytes, compared bytewise), over the orderings π of the
+        letters (all of them for k ≤ :data:`MAX_KEY_LETTERS`, else the identity alone), of the graph
+        renumbered breadth-first from the identity reading the letters in the order π, columns
+        permuted likewise. For the identity ordering that is ``right`` itself. Two morphisms get the same
+        key iff one is the other with the letters renamed, up to isomorphism (the renumbered graph
+        is the Cayley graph of η∘π in shortlex order, and a Cayley graph rooted at the identity
+        determines the monoid and its letter images: x·y is read by following a word of y from x).
+    """
+    rows = [list(r) for r in right]
+    size = len(rows)
+    k = len(rows[0]) if rows else 0
+    best = _packed((v for r in rows for v in r), size)
+    if k < 2 or k > MAX_KEY_LETTERS:
+        return best
+    for perm in itertools.permutations(range(k)):
+        if perm == tuple(range(k)):
+            continue
+        new = [-1] * size
+        new[0] = 0
+        order = [0]
+        for x in order:  # grows while it is read: a breadth-first search
+            row = rows[x]
+            for a in perm:
+                y = row[a]
+                if new[y] < 0:
+                    new[y] = len(order)
+                    order.append(y)
+        key = _packed((new[rows[x][a]] for x in order for a in perm), size)
+        if key < best:
+            best = key
+    return best
 
 
 def _alphabet(k: int) -> list[str]:
@@ -139,13 +238,29 @@ def _set_closures() -> tuple:
 
 _CACHE: dict[bytes, tuple[bool | None, ...]] = {}
 
+KEY_CLOSURE_BOUND = 4096
+"""Monoids up to this many elements are keyed from :func:`cayley_graph` before any
+:class:`~langclass.core.algebra.monoid.TransitionMonoid` is built (a cache hit then builds none);
+a larger one is enumerated by :func:`~langclass.core.algebra.monoid.transition_monoid` under the
+default limits."""
+
 
 def _profile_of_table(table: tuple[int, ...], mask: int, n: int, k: int, keys: tuple[str, ...]) -> tuple[bool | None, ...]:
     """The answers of the acceptance-independent ``keys`` for a table (with any minimal ``mask``),
-    cached by the transition monoid's right Cayley graph."""
+    cached by the transition monoid's right Cayley graph up to renaming the letters (:func:`cayley_key`)."""
     from langclass.core.algebra.monoid import transition_monoid
     from langclass.core.automata.automaton import DFA
 
+    graph = cayley_graph(table, n, k, KEY_CLOSURE_BOUND)  # the table is minimal for mask, all states reachable
+    ck = None
+    if graph is not None:
+        flat = _packed((v for row in graph for v in row), len(graph))  # as numbered: a hit needs no renumbering
+        if (hit := _CACHE.get(flat)) is not None and len(hit) == len(keys):
+            return hit
+        ck = cayley_key(graph)
+        if (hit := _CACHE.get(ck)) is not None and len(hit) == len(keys):
+            _CACHE[flat] = hit
+            return hit
     rows = [list(table[q * k:(q + 1) * k]) for q in range(n)]
     dfa = DFA.from_table(_alphabet(k), rows, 0, [q for q in range(n) if mask >> q & 1])
     try:
@@ -153,14 +268,17 @@ def _profile_of_table(table: tuple[int, ...], mask: int, n: int, k: int, keys: t
     except LimitExceeded:
         m = classify(dfa, keys)
         return tuple(m[key] for key in keys)
-    ck = monoid.right.tobytes()
-    if (hit := _CACHE.get(ck)) is not None and len(hit) == len(keys):
-        return hit
+    if ck is None:
+        ck = cayley_key(monoid.right.tolist())
+        if (hit := _CACHE.get(ck)) is not None and len(hit) == len(keys):
+            return hit
     m = classify(dfa, keys, monoid=monoid)
     prof = tuple(m[key] for key in keys)
     if len(_CACHE) >= MAX_CAYLEY_CACHE:
         _CACHE.clear()
     _CACHE[ck] = prof
+    if graph is not None:
+        _CACHE[flat] = prof  # both keys are Cayley graphs of this morphism (up to renaming the letters)
     return prof
 
 
