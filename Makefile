@@ -3,7 +3,8 @@
 #   make test    virtual environment + install + the test suite without the slow tier, in parallel
 #                (pytest-xdist, PYTEST_JOBS workers; about 6 minutes on a quiet 2-core machine)
 #   make test-slow  the slow tier (tests marked slow: full-size examples, Ray clusters, long
-#                property runs): in parallel without Ray, then the Ray tests in one process; .ci/run runs both
+#                property runs, the TransformerLens export): installs the `interop` extra, then runs
+#                in parallel without Ray, then the Ray tests in one process; .ci/run runs both
 #
 # The install step is the same one the Dockerfile runs. torch is pinned to its CPU build through
 # constraints.txt (a plain `pip install torch` would pull a multi-GB CUDA build). An existing .venv is
@@ -21,8 +22,9 @@ CONSTRAINTS ?= constraints.txt
 
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.langclass-install.stamp
+INTEROP_STAMP := $(VENV)/.langclass-interop.stamp
 
-.PHONY: serve test test-slow install migrate bench-api container-check clean-db help
+.PHONY: serve test test-slow install install-interop migrate bench-api container-check clean-db help
 
 help:
 	@echo "make serve    start the API on http://$(HOST):$(PORT) (SQLite ./langclass.db by default)"
@@ -41,6 +43,14 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) Makefile | $(BIN)/python
 
 install: $(STAMP)
 
+# The slow tier also checks the TransformerLens export (extra `interop`, transformer_lens and its
+# dependencies: about 2.5 minutes and 0.5 GB more), so it installs that extra once.
+$(INTEROP_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -c constraints.txt -e '.[$(EXTRAS),interop]'
+	@touch $(INTEROP_STAMP)
+
+install-interop: $(INTEROP_STAMP)
+
 migrate: install
 	$(BIN)/langclass db upgrade
 
@@ -50,7 +60,7 @@ serve: migrate
 test: install
 	$(BIN)/python -m pytest -m "not slow" -n $(PYTEST_JOBS) $(PYTEST_ARGS)
 
-test-slow: install
+test-slow: install-interop
 	$(BIN)/python -m pytest -m "slow and not ray" -n $(PYTEST_JOBS) $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m "slow and ray" $(PYTEST_ARGS)
 

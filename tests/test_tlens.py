@@ -20,8 +20,9 @@ TOL = {"float32": 1e-5, "float64": 1e-12}
 
 @pytest.fixture
 def tl():
-    """transformer_lens (the ``interop`` extra, not in CI's extras: docs/models.md); the refusal
-    tests below need no fixture, since refusals are decided before TransformerLens is imported."""
+    """transformer_lens (the ``interop`` extra: ``make test-slow`` installs it, and the tests that use
+    it are in the slow tier, so CI runs them; docs/models.md); the refusal tests need no fixture,
+    since refusals are decided before TransformerLens is imported."""
     return pytest.importorskip("transformer_lens")
 
 
@@ -42,6 +43,7 @@ EXACT = {  # the causal setting's families (learned/absolute positions, rotary, 
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(EXACT))
 def test_export_matches_on_every_word(name, tl):
     model = _rec(**EXACT[name])
@@ -57,6 +59,7 @@ def test_export_matches_on_every_word(name, tl):
     assert bool((pattern[:, upper] == 0).all()) == (name != "bidirectional-nope")
 
 
+@pytest.mark.slow
 def test_causal_setting_framing_bos_word_readout_last(tl):
     """The causal setting's portable form (``BOS w``, no EOS, readout at the last position, as the
     causal training setting exports it): the empty word is BOS alone, read at BOS."""
@@ -73,6 +76,7 @@ def test_causal_setting_framing_bos_word_readout_last(tl):
     assert model.encode([""])[0].tolist() == [[1]]
 
 
+@pytest.mark.slow
 def test_saved_folder_round_trip(tmp_path, tl):
     model = _rec(encoding={"name": "rope"})
     save_model(model, tmp_path / "m")
@@ -120,6 +124,7 @@ def test_constructed_models_are_refused_with_their_reasons():
     assert [r.split(" (")[0] for r in tlens.tlens_refusals(crasp)] == ["pair_norm"]
 
 
+@pytest.mark.slow
 def test_limits(tl):
     model = _rec(encoding={"name": "nope"})
     with pytest.raises(LimitExceeded):
@@ -135,6 +140,7 @@ def test_limits(tl):
         tlens.check_export(model, ht, max_length=-1)
 
 
+@pytest.mark.slow
 def test_cli_exports_and_refuses(tmp_path, tl):
     from typer.testing import CliRunner
     from langclass.app.cli.commands import app
@@ -151,6 +157,7 @@ def test_cli_exports_and_refuses(tmp_path, tl):
     assert res.exit_code == 2 and "strict masks" in res.output and not (tmp_path / "tl2").exists()
 
 
+@pytest.mark.slow
 def test_docs_example_runs(tl):
     from pathlib import Path
 
