@@ -258,3 +258,13 @@ def test_state_prediction_prediction_needs_every_state_language_in_crasp():
     body = ExperimentRequest(kind="train", encodings=["nope"], setting="causal", task="state_prediction")
     assert build_train_spec(body, {"dfa": LANG_JSON, "analysis": {}})["prediction"]["sufficient"] == ["nope"]
     assert build_train_spec(body, {"dfa": ends_ab.to_canonical_dict(), "analysis": {}})["prediction"]["sufficient"] == []
+
+
+def test_portable_export_refuses_state_heads_and_learned_tables(tmp_path):
+    from langclass.models.portable.export import save_model
+
+    with pytest.raises(InputError) as err:
+        save_model(Recognizer(_causal_config(outputs=3)), tmp_path / "a", {"kind": "test"})
+    assert err.value.field == "model"
+    with pytest.raises(InputError):
+        save_model(Recognizer(_causal_config(encoding={"name": "learned", "max_positions": 8})), tmp_path / "b", {"kind": "test"})
