@@ -276,7 +276,7 @@ FIXED_LIMITS = {
     "max_star_free_nodes", "max_block_words", "max_marks", "certified_length_work", "lt_commutativity_work", "ltt_identity_work",
     "multiplication_table_entries", "max_nonstrict_i_variables", "orbit_work", "marked_work", "local_da_work",
     "replay_levels_max", "replay_work", "replay_table_entries", "replay_group_order",
-    "max_sample_languages", "max_sweep_runs", "max_lengths", "crasp_work",
+    "max_sample_languages", "max_sweep_runs", "max_lengths", "crasp_work", "max_positions",
 }
 
 

@@ -258,3 +258,41 @@ def test_state_prediction_prediction_needs_every_state_language_in_crasp():
     body = ExperimentRequest(kind="train", encodings=["nope"], setting="causal", task="state_prediction")
     assert build_train_spec(body, {"dfa": LANG_JSON, "analysis": {}})["prediction"]["sufficient"] == ["nope"]
     assert build_train_spec(body, {"dfa": ends_ab.to_canonical_dict(), "analysis": {}})["prediction"]["sufficient"] == []
+
+
+def test_portable_export_refuses_state_heads_and_learned_tables(tmp_path):
+    from langclass.models.portable.export import save_model
+
+    with pytest.raises(InputError) as err:
+        save_model(Recognizer(_causal_config(outputs=3)), tmp_path / "a", {"kind": "test"})
+    assert err.value.field == "model"
+    with pytest.raises(InputError):
+        save_model(Recognizer(_causal_config(encoding={"name": "learned", "max_positions": 8})), tmp_path / "b", {"kind": "test"})
+
+
+def test_sweep_both_runs_each_setting_into_its_own_directory(tmp_path, monkeypatch):
+    import langclass.app.usecases.sweep as usecase
+    from langclass.models.experiments.sweep_report import aggregate
+
+    calls = []
+
+    def fake_run(states, alphabet, per_cell, seed, out_dir, *, setting, progress=None, write=True, **kw):
+        calls.append((setting, str(out_dir), sorted(kw)))
+        cells, names, _keys = PARTITIONS[setting]
+        encs = ["nope", "rope"]
+        return {"states": states, "alphabet": alphabet, "profile": "cpu", "setting": setting, "cells": dict(names),
+                "encodings": encs, "aggregate": aggregate([], list(cells), encs), "contradictions": [], "runs": 2, "wall_s": 1.0}
+
+    monkeypatch.setattr(usecase, "run", fake_run)
+    both = usecase.run_settings(3, 2, 1, 0, tmp_path, setting="both", encodings=["nope"])
+    assert [c[0] for c in calls] == ["strict", "causal"]
+    assert calls[0][1] == str(tmp_path / "strict") and calls[1][1] == str(tmp_path / "causal")
+    assert "encodings" in calls[0][2] and "encodings" not in calls[1][2]  # the strict catalogue is not the causal one
+    assert both["setting"] == "both" and both["runs"] == 4
+    for name in ("sweep.json", "sweep.md", "sweep-strict.png", "sweep-causal.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    md = (tmp_path / "sweep.md").read_text()
+    assert "# Strict setting" in md and "# Causal setting" in md and "C-RASP" in md
+    with pytest.raises(InputError) as err:
+        usecase.run_settings(3, 2, 1, 0, tmp_path, setting="sideways")
+    assert err.value.field == "setting"

@@ -64,6 +64,9 @@ VARIANTS = {  # Recognizer options the experiment grid does not use (random weig
     "no-norm-log-scale-float64": dict(norm="none", length_scale="log", dtype="float64", encoding={"name": "rope", "rotary_dim": 4}),
     "pj-bias-per-layer-gelu": dict(activation="gelu", mask="none", encoding={"name": "pj_bias", "layers": 2}),
     "pj-rotary-roots": dict(encoding={"name": "pj_rotary", "order": 2, "roots": [[1, 3], [1, 4]]}, d_model=16, n_heads=2),
+    # the causal training setting (docs/training.md): non-strict mask, BOS w without EOS, readout at the last position
+    "causal-rope-readout-last": dict(mask="nonstrict", readout="last", encoding={"name": "rope"}),
+    "causal-alibi-readout-last": dict(mask="nonstrict", readout="last", encoding={"name": "alibi"}),
 }
 
 
@@ -107,7 +110,7 @@ def _original_logits(model, words: list[str]) -> list[float]:
                 for i, v in zip(sel, vals):
                     out[i] = v
             continue
-        b = vocab.batch(chunk)
+        b = vocab.batch(chunk, eos=getattr(getattr(model, "config", None), "readout", "eos") == "eos")
         logits = model.decide(b.ids, b.valid, b.eos_index) if kind == "FormulaTransformer" else model.forward_batch(b)
         for i, v in zip(idx, logits.double().tolist()):
             out[i] = v

@@ -262,12 +262,15 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
         "language": language["dfa"],
         "encodings": encodings,
         "profile": body.profile or "quick",
-        "prediction": {"sufficient": sufficient, "per_encoding": reasons, "language_period": period, "setting": setting,
+        "prediction": {"sufficient": sufficient, "per_encoding": reasons, "language_period": period,
                        "source": (f"{_COUNTING_SRC}; {_FORMAL}" if setting == "causal"
                                   else "Disentangling the Expressivity of RoPE, §2.2, Thm 3.1, Thm 3.2, Cor. 4.1")},
-        "setting": setting,
-        "task": task,
     }
+    # only when not the defaults: a strict recognition spec stays what it was (a sweep resumes from its records)
+    if setting != "strict":
+        spec["setting"] = spec["prediction"]["setting"] = setting
+    if task != "recognition":
+        spec["task"] = task
     if body.seeds is not None:
         spec["seeds"] = list(body.seeds)
     if body.learning_rates is not None:

@@ -76,7 +76,8 @@ CAUSAL_SWEEP_PROFILES: dict[str, dict[str, Any]] = {
     # 2 heads, 2 layers), batch 32, at most 200 steps, every third test length 41..100, 16 strings per
     # length, 3 languages per cell. Measured with `nice` on the shared 2-core machine (load average ~7):
     # 32.5 s for a^*b^* with the 4 encodings (the quick profile's 300 steps, batch 64, d_model 32 took
-    # 91.7 s), so the 9 non-empty causal cells of N = 3, K = 2 (≤ 27 languages) take about 15 minutes.
+    # 91.7 s); the whole causal sweep of N = 3, K = 2 (9 non-empty cells, 27 languages, 108 runs) took
+    # 675 s, 10-31 s per language (docs/sweep.md).
     "cpu": {"base": "quick", "seeds": [0], "learning_rates": [1e-3], "per_cell": 3,
             "overrides": {"max_steps": 200, "patience": 50, "batch_size": 32, "d_model": 16, "n_heads": 2, "d_ff": 32,
                           "train_lengths": {"range": [1, 40]}, "test_lengths": {"range": [41, 100], "step": 3},
