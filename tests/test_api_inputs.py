@@ -277,6 +277,7 @@ FIXED_LIMITS = {
     "multiplication_table_entries", "max_nonstrict_i_variables", "orbit_work", "marked_work", "local_da_work",
     "replay_levels_max", "replay_work", "replay_table_entries", "replay_group_order",
     "max_sample_languages", "max_sweep_runs", "max_lengths", "crasp_work", "max_positions",
+    "n_ctx", "tlens_max_n_ctx", "tlens_max_check_words",
 }
 
 

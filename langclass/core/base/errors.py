@@ -113,6 +113,14 @@ class UnsupportedError(InputError):
 # --- limit errors (naming the limit) ----------------------------------------
 
 
+class TLensUnsupported(UnsupportedError):
+    """A model uses something TransformerLens' ``HookedTransformer`` cannot represent exactly
+    (docs/models.md, "TransformerLens export"); ``extra["reasons"]`` lists every reason."""
+
+    code = "tlens-unsupported"
+    title = "Not representable in TransformerLens"
+
+
 class LimitExceeded(LangclassError):
     """An expensive step hit a configured limit.
 

@@ -47,7 +47,7 @@ from typing import Any
 
 import torch
 
-from langclass.core.base.errors import InputError, LimitExceeded, UnsupportedError
+from langclass.core.base.errors import InputError, LimitExceeded, TLensUnsupported, UnsupportedError
 from langclass.models.portable import runner as R
 
 __all__ = ["TLensUnsupported", "tlens_refusals", "to_hooked_transformer", "hooked_logits", "check_export",
@@ -60,15 +60,6 @@ MAX_N_CTX = 65_536
 """Largest context (tokens) an export allocates; ``W_pos`` holds ``n_ctx × d_model`` numbers."""
 MAX_CHECK_WORDS = 200_000
 """Most words :func:`check_export` compares (all words to ``max_length`` plus the random ones)."""
-
-
-class TLensUnsupported(UnsupportedError):
-    """The model uses something TransformerLens' ``HookedTransformer`` cannot represent exactly.
-
-    ``extra["reasons"]`` lists every reason (one sentence each)."""
-
-    code = "tlens-unsupported"
-    title = "Not representable in TransformerLens"
 
 
 def _model_of(model: Any) -> R.PortableTransformer:
