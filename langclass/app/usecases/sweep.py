@@ -24,25 +24,56 @@ from typing import Any
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError
 
-__all__ = ["train_spec_for", "draw", "run", "write_outputs", "markdown_report", "heatmap_figure", "heatmap_png", "MAX_PER_CELL",
+__all__ = ["train_spec_for", "cell_encodings", "encodings_of", "draw", "run", "write_outputs", "markdown_report", "heatmap_figure", "heatmap_png", "MAX_PER_CELL",
            "load_census_run", "check_census_run", "stored_run_languages", "census_run_summary", "sweep_test_lengths"]
 
 MAX_PER_CELL = 1000
 """Most languages per cell a sweep takes (field ``per_cell``)."""
 
 
-def train_spec_for(encodings: Sequence[str]) -> Callable[[DFA], dict[str, Any]]:
-    """``dfa → spec`` of a train job on that language with ``encodings`` (the prediction path of the train job)."""
+def train_spec_for(encodings: Sequence[str] | None) -> Callable[[DFA], dict[str, Any]]:
+    """``dfa → spec`` of a train job on that language with ``encodings`` (the prediction path of the
+    train job); ``None``: the encodings of the language's cell
+    (:data:`~langclass.models.experiments.sweep.SWEEP_CELL_ENCODINGS`)."""
     from langclass.core.classification.analysis import analyze
 
     from .experiments import ExperimentRequest, build_train_spec
 
     def spec_for(dfa: DFA) -> dict[str, Any]:
         analysis = analyze(dfa).to_dict()
-        body = ExperimentRequest(kind="train", encodings=list(encodings))
+        encs = list(encodings) if encodings else cell_encodings(analysis)
+        body = ExperimentRequest(kind="train", encodings=encs)
         return build_train_spec(body, {"dfa": dfa.to_canonical_dict(), "analysis": analysis})
 
     return spec_for
+
+
+def cell_encodings(analysis: Mapping[str, Any]) -> list[str]:
+    """The encodings a sweep trains by default on a language (its cell's
+    :data:`~langclass.models.experiments.sweep.SWEEP_CELL_ENCODINGS`; the ``beyond`` list when an undecided
+    class leaves the cell open)."""
+    from langclass.core.census.sample import CELL_KEYS, cell_of
+    from langclass.models.experiments.sweep import SWEEP_CELL_ENCODINGS
+
+    classes = analysis.get("classes") or {}
+    profile = {k: (classes.get(k) or {}).get("member") for k in CELL_KEYS}
+    cell = cell_of(profile)
+    return list(SWEEP_CELL_ENCODINGS.get(cell or "beyond", SWEEP_CELL_ENCODINGS["beyond"]))
+
+
+def encodings_of(records: Sequence[Mapping[str, Any]], default: Sequence[str] | None) -> list[str]:
+    """Every encoding the records hold, in order of first appearance (a per-cell sweep trains
+    different encodings in different cells); ``default`` when there are no records."""
+    out: dict[str, None] = {}
+    for r in records:
+        out.update(dict.fromkeys(r.get("encodings") or {}))
+    if out:
+        return list(out)
+    if default:
+        return list(default)
+    from langclass.models.experiments.sweep import SWEEP_CELL_ENCODINGS
+
+    return list(dict.fromkeys(e for encs in SWEEP_CELL_ENCODINGS.values() for e in encs))
 
 
 def draw(states: int, alphabet: int, per_cell: int, seed: int, test_lengths: Sequence[int], *,
@@ -194,15 +225,15 @@ def run(states: int, alphabet: int, per_cell: int, seed: int, out_dir: str | Pat
         SweepCancelled: ``should_cancel()`` turned True (the finished languages stay in ``out_dir``).
     """
     from langclass.core.census.sample import CELL_NAMES, CELLS
-    from langclass.models.experiments.sweep import SWEEP_ENCODINGS, run_sweep
+    from langclass.models.experiments.sweep import run_sweep
     from langclass.models.experiments.sweep_report import aggregate, contradictions
 
-    encs = list(encodings or SWEEP_ENCODINGS)
+    encs = list(encodings) if encodings else None  # None: each cell's SWEEP_CELL_ENCODINGS
     langs, summary = draw(states, alphabet, per_cell, seed, _test_lengths(profile, overrides), census_run=census_run)
     res = run_sweep(langs, train_spec_for(encs), out_dir, profile=profile, seeds=seeds, overrides=overrides,
                     runner=runner, limits=limits, progress=progress, should_cancel=should_cancel,
                     language_progress=language_progress)
-    labels = list(res["records"][0]["encodings"]) if res["records"] else encs
+    labels = encodings_of(res["records"], encs)
     agg = aggregate(res["records"], list(CELLS), labels)
     out = {"states": states, "alphabet": alphabet, "per_cell": per_cell, "seed": seed, "profile": profile,
            "census_run": census_run_summary(census_run),

@@ -28,12 +28,13 @@ from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from langclass.core.base.errors import LimitExceeded
 from langclass.models.training.specs import TrainOverrides, _Integral  # integral numbers: 2 and 2.0, never true or "2"
-from langclass.models.experiments.sweep import SWEEP_ENCODINGS
+from langclass.models.experiments.sweep import SWEEP_CELL_ENCODINGS, SWEEP_ENCODINGS, SWEEP_TRAINED_MODELS
 
 __all__ = ["SweepRequest", "build_sweep_spec", "run_sweep_job", "sweep_report", "census_run_spec", "cell_bounds"]
 
-SweepEncoding = Literal[SWEEP_ENCODINGS]  # type: ignore[valid-type]
-"""One of the catalogue encodings a sweep trains (:data:`~langclass.models.experiments.sweep.SWEEP_ENCODINGS`)."""
+SweepEncoding = Literal[SWEEP_ENCODINGS + SWEEP_TRAINED_MODELS]  # type: ignore[valid-type]
+"""One of the encodings a sweep trains (:data:`~langclass.models.experiments.sweep.SWEEP_ENCODINGS` and
+:data:`~langclass.models.experiments.sweep.SWEEP_TRAINED_MODELS`)."""
 
 
 class SweepRequest(BaseModel):
@@ -56,8 +57,9 @@ class SweepRequest(BaseModel):
     per_cell: Annotated[int, Field(ge=1, le=1000), _Integral, Strict()] = Field(10, description="languages drawn per cell of the lattice")
     profile: Literal["cpu", "paper"] = Field("cpu", description="cpu (2-core CPU, about an hour for N=3, 10 per cell) or paper (App. E.2, GPU)")
     seed: Annotated[int, Field(ge=0, le=2**31 - 1), _Integral, Strict()] = Field(0, description="seed of the draw")
-    encodings: list[SweepEncoding] | None = Field(None, min_length=1, max_length=6,
-                                                  description="catalogue encodings to train (default all six)")
+    encodings: list[SweepEncoding] | None = Field(None, min_length=1, max_length=len(SWEEP_ENCODINGS + SWEEP_TRAINED_MODELS),
+                                                  description="encodings to train in every cell (default: per cell, the predicted "
+                                                              "model and one or two baselines, SWEEP_CELL_ENCODINGS)")
     overrides: TrainOverrides | None = Field(None, description="experiment settings to change (max_steps, test_lengths, …), as --overrides")
     census_run: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[^\x00]*$",
                                    description="id of a stored census run (GET /v1/census) to sample from instead of enumerating")
@@ -143,9 +145,11 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
         check_census_size(states, alphabet, max_languages=MAX_SAMPLE_LANGUAGES)
     overrides = body.overrides.model_dump(mode="json", exclude_none=True) if body.overrides is not None else None
     sweep_test_lengths(body.profile, overrides)
-    encodings = list(dict.fromkeys(body.encodings)) if body.encodings else list(SWEEP_ENCODINGS)
-    one = sweep_spec(train_spec_for(encodings)(_representative(alphabet)), body.profile, overrides=overrides)
-    per_language = check_sweep([one], limits=limits)
+    encodings = list(dict.fromkeys(body.encodings)) if body.encodings else None  # None: per cell
+    per_language = 0
+    for encs in ([encodings] if encodings else list(dict.fromkeys(SWEEP_CELL_ENCODINGS.values()))):
+        one = sweep_spec(train_spec_for(encs)(_representative(alphabet)), body.profile, overrides=overrides)
+        per_language = max(per_language, check_sweep([one], limits=limits))
     if census_run is not None and run_profile_counts is not None:
         sizes = cell_bounds(run_profile_counts, list(census_run.class_keys), states)
         most = sum(min(body.per_cell, n) for n in sizes.values())
@@ -166,8 +170,10 @@ def _partial(exc: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     from langclass.core.census.sample import CELL_NAMES, CELLS
     from langclass.models.experiments.sweep_report import aggregate, contradictions
 
+    from .sweep import encodings_of
+
     records = list(exc.partial.get("records") or [])
-    labels = list(records[0]["encodings"]) if records else list(spec["encodings"])
+    labels = encodings_of(records, spec.get("encodings"))
     return {**{k: spec.get(k) for k in ("states", "alphabet", "per_cell", "seed", "profile")},
             "census_run": _summary(spec.get("census_run")), "cells": {c: CELL_NAMES[c] for c in CELLS}, "encodings": labels,
             "aggregate": aggregate(records, list(CELLS), labels), "contradictions": contradictions(records),

@@ -295,10 +295,12 @@ def _normalize(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMITS) 
 
 # ------------------------------------------------------------------------------ models
 def _model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any]) -> Any:
+    from langclass.core.precision.encoding_families import attention_of
     from langclass.models.nn.recognizer import RecognizerConfig
 
     if "name" in enc.params:
         raise InputError("encoding params must not contain 'name'", field="encodings.params.name")
+    attention, family = attention_of(enc.name)  # hard_<family>: unique hard attention, strict, rightmost ties
     try:
         return RecognizerConfig(
             alphabet=tuple(dfa.alphabet),
@@ -306,11 +308,12 @@ def _model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any]) -> A
             n_heads=settings["n_heads"],
             n_layers=settings["n_layers"],
             d_ff=settings["d_ff"],
-            attention="soft",
+            attention=attention,
+            tie="rightmost",
             mask="strict",
             norm="pre",
             length_scale=settings.get("length_scale", "none"),
-            encoding={"name": enc.name, **enc.params},
+            encoding={"name": family, **enc.params},
         )
     except TypeError as exc:  # an unknown keyword for the encoding family
         raise InputError(f"encoding {enc.name!r}: bad parameters {enc.params}: {exc}", field="encodings.params") from exc

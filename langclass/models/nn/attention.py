@@ -34,7 +34,7 @@ from torch import nn
 
 from langclass.models.nn.encodings import NoPE, PositionalEncoding
 
-__all__ = ["MASKS", "ATTENTIONS", "TIES", "IMPLS", "LENGTH_SCALES", "length_factor", "visibility", "stable_softmax", "hard_attention_weights", "MultiHeadAttention",
+__all__ = ["MASKS", "ATTENTIONS", "TIES", "IMPLS", "LENGTH_SCALES", "length_factor", "visibility", "stable_softmax", "hard_attention_weights", "straight_through_hard", "MultiHeadAttention",
            "AttentionTrace", "KVCache"]
 
 MASKS = ("strict", "nonstrict", "none")
@@ -148,6 +148,32 @@ def hard_attention_weights(scores: torch.Tensor, visible: torch.Tensor, tie: str
     has_key = visible.any(dim=-1, keepdim=True)
     onehot = (idx == choice) & has_key
     return onehot.to(scores.dtype)
+
+
+def straight_through_hard(scores: torch.Tensor, visible: torch.Tensor, tie: str = "rightmost") -> torch.Tensor:
+    """Unique hard attention whose forward value is exactly :func:`hard_attention_weights` and whose
+    gradient, where one is needed, is the softmax's (the straight-through estimator).
+
+    Forward: ``hard + (soft − soft.detach())``; ``soft − soft.detach()`` is x − x = +0 exactly in IEEE
+    arithmetic, so the returned weights equal the one-hot weights bit for bit (the model that is
+    evaluated is the exact hard-attention model of *Masked Hard-Attention Transformers Recognize
+    Exactly the Star-Free Languages*, §6.1). Backward: ∂w/∂scores = ∂softmax(scores)/∂scores (the
+    masked stable softmax, :func:`stable_softmax`), a dense non-zero gradient where argmax has none
+    (Bengio, Léonard & Courville 2013, *Estimating or Propagating Gradients Through Stochastic
+    Neurons*). Without autograd (no grad mode, or scores that need no gradient) only the hard weights
+    are computed.
+
+    Args:
+        scores: ``[..., T_q, T_k]``; visible: bool, broadcastable; tie: ``"leftmost"`` or ``"rightmost"``.
+
+    Returns:
+        weights ``[..., T_q, T_k]`` in ``scores``' dtype, one-hot per row with a visible key, 0 elsewhere.
+    """
+    hard = hard_attention_weights(scores, visible, tie)
+    if not (torch.is_grad_enabled() and scores.requires_grad):
+        return hard
+    soft = stable_softmax(scores, visible)
+    return hard + (soft - soft.detach())
 
 
 @dataclass
@@ -301,7 +327,7 @@ class MultiHeadAttention(nn.Module):
         if self.attention == "soft":
             w = stable_softmax(scores, vis)
         else:
-            w = hard_attention_weights(scores, vis, self.tie)
+            w = straight_through_hard(scores, vis, self.tie)
         heads = torch.matmul(w.to(v.dtype), v)  # [B, H, T, d_head]
         out = self.out_proj(heads.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head))  # [B, T, d_model]
         if return_trace:

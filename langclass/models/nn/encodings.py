@@ -589,3 +589,4 @@ def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None =
 from langclass.models.nn import pj as _pj  # noqa: E402,F401  (registers pj_bias)
 from langclass.models.nn import pj_rotary as _pj_rotary  # noqa: E402,F401  (registers pj_rotary)
 from langclass.models.nn import encoding_marks as _marks  # noqa: E402,F401  (registers mod_onehot)
+from langclass.models.nn import recency as _recency  # noqa: E402,F401  (registers recency)

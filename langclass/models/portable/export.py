@@ -89,6 +89,13 @@ def _encoding(enc: Any, *, layer_rows: slice | None = None, n_lags: int, name: s
         return out
     if fam == "alibi":
         return {**base, "kind": "bias", "form": "alibi", "n_heads": enc.n_heads, "slopes": _floats(enc.slope_t)}
+    if fam in ("recency", "recency_periodic"):
+        if enc.rope is not None:
+            raise InputError(f"encoding family {fam!r} with periodic RoPE (periods) has no portable form: a portable layer's "
+                             "encoding is either rotary or a bias, not both", field="encoding")
+        with torch.no_grad():  # the learned slopes, frozen: the same bias −s_h·|i − j| as an ALiBi table
+            slopes = enc.slopes()
+        return {**base, "kind": "bias", "form": "alibi", "n_heads": enc.n_heads, "slopes": _floats(slopes)}
     if fam == "pj_bias":
         with torch.no_grad():
             table = enc.kernel(n_lags)[layer_rows if layer_rows is not None else slice(None)]
