@@ -39,8 +39,8 @@ def test_default_cap_reaches_f_large():
 
 def test_slopes_stay_within_the_bounds_after_steps():
     enc = make_encoding("recency", n_heads=4, d_head=8, heads=3)
-    opt = torch.optim.Adam(enc.parameters(), lr=2.0)
     for sign, steps in ((-1.0, 3), (1.0, 40)):  # push towards the cap, then hard towards 0
+        opt = torch.optim.Adam(enc.parameters(), lr=2.0)
         for _ in range(steps):
             opt.zero_grad()
             (sign * enc.slopes().sum()).backward()
