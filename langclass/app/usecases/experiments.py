@@ -104,9 +104,16 @@ def _member(analysis: Mapping[str, Any], key: str) -> bool | None:
 
 
 def predicted_sufficient(name: str, params: Mapping[str, Any], analysis: Mapping[str, Any]) -> tuple[bool | None, str]:
-    """Whether the theory says soft attention with this encoding recognizes the language at every length.
+    """Whether the theory says the model with this encoding recognizes the language at every length.
 
     * NoPE: exactly LTL[P] (*Disentangling the Expressivity of RoPE*, §2.2).
+    * ``recency`` (trainable recency heads beside NoPE heads): LTL[P,Y]; ``recency_periodic`` (or
+      ``recency`` with ``periods``): LTL[P,Y,MOD] when a period is a multiple of the language's least
+      m (the recency construction of docs/recency.md with Thm 3.1 / Lemma 3.2).
+    * ``hard_nope`` (unique hard attention, strict mask, rightmost ties): exactly the star-free
+      languages; ``hard_mod_onehot`` (marks i mod ``period``): FO[<,MOD_period], sufficient when the
+      period is a multiple of the least modulus m (*Masked Hard-Attention Transformers Recognize
+      Exactly the Star-Free Languages*, Thm 17, Thm 19, Cor 20).
     * periodic RoPE / periodic sinusoidal PE: exactly LTL[P,MOD] (Thm 3.1, 3.2); a language of
       period k needs MOD_k atoms, which a pair of period m gives when k divides m, so some
       ``periods`` entry must be a multiple of k.
