@@ -24,6 +24,9 @@ Families (``make_encoding(name, **params)``):
   head's pairs are unrotated (rotary_dim = 2⌊d_head/4⌋), which keeps the LTL[P] computation of NoPE.
 * ``alibi`` — linear recency bias −s_h·|i − j| added to head h's scores (ALiBi; the affine sector of
   *PJ-RoPE*, §4 and App. B.3).
+* ``recency``, ``recency_periodic`` — ALiBi-type recency heads with a learnable slope
+  s_h = s_max·sigmoid(θ_h) beside NoPE heads (slope 0), the second with periodic RoPE tables; the
+  recency construction of docs/recency.md made trainable, defined in :mod:`langclass.models.nn.recency`.
 * ``pj_bias``, ``pj_rotary`` — the learnable Fourier–jet–affine kernel and the exact jet feature
   transform of *PJ-RoPE: A Fourier–Jet–Affine Position Space for Relative Attention*, defined in
   :mod:`langclass.models.nn.pj` and registered here through :func:`register_family`.

@@ -37,9 +37,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from langclass.core.precision.encoding_families import EncodingFamily
 from langclass.core.precision.floats import f_large
-from langclass.models.nn.encoding_base import COMPUTE_DTYPES, PositionalEncoding, _as_float, _as_int, _check_positions, _err, register_family
-from langclass.models.nn.encodings import PeriodicRoPE
+from langclass.models.nn.encoding_base import (ENCODING_FAMILIES, COMPUTE_DTYPES, PositionalEncoding, _as_float, _as_int,
+                                               _check_positions, _err, register_family)
 
 __all__ = ["Recency", "RecencyPeriodic", "default_slope_max", "SCORE_DTYPE_OF"]
 
@@ -100,9 +101,11 @@ class Recency(PositionalEncoding):
         cdt = COMPUTE_DTYPES[compute_dtype]
         theta = math.log(init / (self.slope_max - init))  # logit(init / s_max)
         self.theta = nn.Parameter(torch.full((self.heads,), theta, dtype=cdt))  # [heads]
-        self.rope: PeriodicRoPE | None = None
-        if periods is not None:
-            self.rope = PeriodicRoPE(self.d_head, periods=periods, steps=steps, rotary_dim=rotary_dim, pair_layout=pair_layout,
+        self.rope: PositionalEncoding | None = None
+        if periods is not None:  # periodic RoPE through the registry (encodings.py registers it and imports this module)
+            periodic_rope = ENCODING_FAMILIES[EncodingFamily.ROPE_PERIODIC.value]
+            self.kind = "rotary_bias"  # type: ignore[misc]  # both hooks act: rotate() and score_bias()
+            self.rope = periodic_rope(self.d_head, periods=periods, steps=steps, rotary_dim=rotary_dim, pair_layout=pair_layout,
                                      position_origin=position_origin, compute_dtype=compute_dtype)
         elif rotary_dim is not None:
             raise _err("rotary_dim is a periodic-RoPE parameter: give periods too", "rotary_dim")

@@ -170,6 +170,9 @@ def _recognizer(model: Any, n_lags: int) -> tuple[dict, dict]:
     cfg = model.config
     tensors: dict[str, torch.Tensor] = {"embed.weight": model.embedding.weight.detach()}
     enc = model.encoding
+    if enc.kind not in ("none", "absolute", "rotary", "bias"):  # e.g. recency heads with periodic RoPE
+        _encoding(enc, n_lags=n_lags, name="", tensors=tensors)  # raises the family's own refusal
+        raise InputError(f"encoding family {enc.family!r} ({enc.kind}) has no portable form", field="encoding")
     absolute = _encoding(enc, n_lags=n_lags, name="", tensors=tensors) if enc.kind == "absolute" else None
     encs: list = []
     per_layer = enc.family == "pj_bias" and getattr(enc, "layers", 1) > 1
