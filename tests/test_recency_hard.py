@@ -13,7 +13,7 @@ from langclass.core.base.errors import InputError
 from langclass.core.classification.analysis import analyze
 from langclass.core.precision.encoding_choice import encoding_catalogue
 from langclass.core.precision.encoding_families import attention_of
-from langclass.models.nn.attention import MultiHeadAttention, hard_attention_weights, straight_through_hard, visibility
+from langclass.models.nn.attention import MultiHeadAttention, grid_scores, hard_attention_weights, straight_through_hard, visibility
 from langclass.models.nn.encodings import make_encoding
 from langclass.models.nn.recency import default_slope_max
 from langclass.models.nn.recognizer import Recognizer, RecognizerConfig
@@ -97,6 +97,23 @@ def test_straight_through_forward_is_exactly_hard_and_its_gradient_is_not_zero()
     assert scores.grad is not None and scores.grad.abs().sum().item() > 0
 
 
+def test_the_score_grid_makes_near_ties_ties_and_keeps_the_forward_hard():
+    scores = torch.tensor([[[0.0, 0.0, 0.0], [2.2, 0.0, 0.0], [2.3, 1.9, 0.0]]], requires_grad=True)  # [1, 3, 3]
+    vis = visibility(3, "strict", None)[0]
+    w = straight_through_hard(scores, vis, "rightmost", grid=1.0)
+    assert torch.equal(w.detach(), hard_attention_weights(grid_scores(scores.detach(), 1.0), vis, "rightmost"))
+    assert w[0, 2].tolist() == [0.0, 1.0, 0.0]  # 2.3 and 1.9 both round to 2: the rightmost wins
+    assert straight_through_hard(scores, vis, "rightmost")[0, 2].tolist() == [1.0, 0.0, 0.0]  # exact scores: 2.3
+    w.sum().backward()
+    assert scores.grad is not None
+    cfg = RecognizerConfig(alphabet=("a", "b"), d_model=8, n_heads=2, n_layers=1, attention="hard", score_grid=1.0)
+    assert RecognizerConfig.from_dict(cfg.to_dict()).score_grid == 1.0
+    assert "score_grid" not in RecognizerConfig(alphabet=("a", "b")).to_dict()  # digests of older models unchanged
+    with pytest.raises(InputError) as err:
+        RecognizerConfig(alphabet=("a", "b"), score_grid=1.0)  # soft attention: no grid
+    assert err.value.field == "model.score_grid"
+
+
 def test_a_hard_recognizer_trains_through_the_estimator_and_evaluates_hard():
     cfg = RecognizerConfig(alphabet=("a", "b"), d_model=8, n_heads=2, n_layers=1, attention="hard")
     m = Recognizer(cfg)
@@ -124,6 +141,7 @@ def test_specs_accept_the_new_models_and_name_bad_fields():
                                                           {"name": "hard_mod_onehot", "params": {"period": 2}}]})
     cfgs = norm["model_configs"]
     assert cfgs["hard_nope"].attention == "hard" and cfgs["hard_nope"].tie == "rightmost" and cfgs["hard_nope"].mask == "strict"
+    assert cfgs["hard_nope"].score_grid == 1.0 and cfgs["recency"].score_grid is None
     assert cfgs["recency"].attention == "soft" and cfgs["recency"].encoding["name"] == "recency"
     for bad, field in ((["hard_rope"], "encodings[0]"),
                        ([{"name": "recency", "params": {"slope_init": 1000.0}}], "encodings[0].params.slope_init")):
@@ -203,3 +221,7 @@ def test_portable_export_of_recency_and_refusal_with_rope(tmp_path):
     with pytest.raises(InputError) as err:
         export_model(p, tmp_path / "recp")
     assert err.value.field == "encoding"
+    h = Recognizer(RecognizerConfig(alphabet=("a", "b"), d_model=8, n_heads=2, n_layers=1, attention="hard", score_grid=1.0))
+    with pytest.raises(InputError) as err:
+        export_model(h, tmp_path / "hard")
+    assert err.value.field == "model.score_grid"

@@ -111,6 +111,12 @@ __all__ = [
     "code_version",
 ]
 
+HARD_SCORE_GRID = 1.0
+"""Trained hard-attention models (``hard_<family>``) choose on scores rounded to integers
+(``RecognizerConfig.score_grid``): with exact float scores the ties the constructions need (a NoPE
+head whose keys all tie attends to the previous position) are a measure-zero set training never
+reaches; measured in docs/training.md."""
+
 MAX_RUNS = DEFAULT_JOB_LIMITS.max_runs
 """Default most runs (encodings × seeds × learning rates) in one experiment (limit ``max_runs``)."""
 
@@ -310,6 +316,7 @@ def _model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any]) -> A
             d_ff=settings["d_ff"],
             attention=attention,
             tie="rightmost",
+            score_grid=HARD_SCORE_GRID if attention == "hard" else None,
             mask="strict",
             norm="pre",
             length_scale=settings.get("length_scale", "none"),

@@ -168,6 +168,9 @@ def _brasp(model: Any, n_lags: int) -> tuple[dict, dict]:
 
 def _recognizer(model: Any, n_lags: int) -> tuple[dict, dict]:
     cfg = model.config
+    if getattr(cfg, "score_grid", None) is not None:
+        raise InputError("a recognizer whose hard attention rounds its scores (score_grid, a trained hard-attention model) "
+                         "has no portable form: the portable runner compares exact scores", field="model.score_grid")
     tensors: dict[str, torch.Tensor] = {"embed.weight": model.embedding.weight.detach()}
     enc = model.encoding
     if enc.kind not in ("none", "absolute", "rotary", "bias"):  # e.g. recency heads with periodic RoPE
