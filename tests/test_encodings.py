@@ -61,7 +61,7 @@ def test_family_kinds_touch_only_their_hook():
         biased = enc.score_bias(pos) is not None
         assert (emb_changed, rot_changed, biased) == {
             "none": (False, False, False), "absolute": (True, False, False),
-            "rotary": (False, True, False), "bias": (False, False, True)}[enc.kind], name
+            "rotary": (False, True, False), "bias": (False, False, True), "rotary_bias": (False, True, True)}[enc.kind], name
 
 
 def test_factory_errors_are_typed():

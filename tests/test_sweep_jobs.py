@@ -13,8 +13,13 @@ import pytest
 
 from conftest import _empty_all_tables, make_settings
 
+from langclass.models.experiments.sweep import SWEEP_CELL_ENCODINGS
+
 TINY = {"max_steps": 2, "eval_per_length": 2, "test_lengths": {"range": [41, 44]}, "train_lengths": {"range": [1, 8]}}
 SMALL = {"states": 2, "alphabet": 2, "per_cell": 1, "seed": 0, "overrides": TINY}
+
+_MOST_PER_CELL = max(len(v) for v in SWEEP_CELL_ENCODINGS.values())
+"""Runs of one language at most (one seed, one rate): the default trains each cell's own encodings."""
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +62,7 @@ def test_post_sweep_is_queued_without_a_language_and_listed(make_client: Any, mi
     assert r.headers["location"] == f"/v1/sweeps/{job['id']}"
     assert job["kind"] == "sweep" and job["status"] == "queued" and job["language_id"] is None
     assert "language" not in job["links"] and job["links"]["heatmap"] == f"/v1/sweeps/{job['id']}/heatmap.png"
-    assert job["spec"]["states"] == 2 and job["spec"]["census_run"] is None and job["spec"]["runs_bound"] == 7 * 6
+    assert job["spec"]["states"] == 2 and job["spec"]["census_run"] is None and job["spec"]["runs_bound"] == 7 * _MOST_PER_CELL
     assert job["report"] is None
     assert [j["id"] for j in client.get("/v1/sweeps").json()["items"]] == [job["id"]]
     # the generic job endpoints and pages cope with a job that has no language
@@ -122,7 +127,7 @@ def test_census_run_unknown_404_and_misfit_422(make_client: Any, migrated_url: s
     spec = r.json()["spec"]
     assert (spec["states"], spec["alphabet"], spec["census_run"]["id"]) == (2, 2, run_id)
     # the bound uses the run's cell sizes (≤ 2 states over 2 letters: no language in y_mod or sf)
-    assert spec["runs_bound"] == 5 * 6
+    assert spec["runs_bound"] == 5 * _MOST_PER_CELL
     # the served spec names the data file, never the server path (the stored spec keeps it for the worker)
     assert "data_path" not in spec["census_run"] and spec["census_run"]["data_file"] == f"{run_id}.npz"
     assert str(tmp_path) not in r.text and str(tmp_path) not in client.get(r.headers["location"]).text

@@ -24,6 +24,8 @@ __all__ = [
     "predicted_sufficient",
     "predicted_sufficient_causal",
     "predict",
+    "y_mod_period",
+    "least_modulus",
     "build_train_spec",
     "validate_train_spec",
     "build_construct_spec",
@@ -109,9 +111,16 @@ def _member(analysis: Mapping[str, Any], key: str) -> bool | None:
 
 
 def predicted_sufficient(name: str, params: Mapping[str, Any], analysis: Mapping[str, Any]) -> tuple[bool | None, str]:
-    """Whether the theory says soft attention with this encoding recognizes the language at every length.
+    """Whether the theory says the model with this encoding recognizes the language at every length.
 
     * NoPE: exactly LTL[P] (*Disentangling the Expressivity of RoPE*, §2.2).
+    * ``recency`` (trainable recency heads beside NoPE heads): LTL[P,Y]; ``recency_periodic`` (or
+      ``recency`` with ``periods``): LTL[P,Y,MOD] when a period is a multiple of the language's least
+      m (the recency construction of docs/recency.md with Thm 3.1 / Lemma 3.2).
+    * ``hard_nope`` (unique hard attention, strict mask, rightmost ties): exactly the star-free
+      languages; ``hard_mod_onehot`` (marks i mod ``period``): FO[<,MOD_period], sufficient when the
+      period is a multiple of the least modulus m (*Masked Hard-Attention Transformers Recognize
+      Exactly the Star-Free Languages*, Thm 17, Thm 19, Cor 20).
     * periodic RoPE / periodic sinusoidal PE: exactly LTL[P,MOD] (Thm 3.1, 3.2); a language of
       period k needs MOD_k atoms, which a pair of period m gives when k divides m, so some
       ``periods`` entry must be a multiple of k.
@@ -137,6 +146,10 @@ def predicted_sufficient(name: str, params: Mapping[str, Any], analysis: Mapping
         ok = any(isinstance(m, int) and m % k == 0 for m in plist) or k == 1
         return ok, (f"periodic encodings recognize LTL[P,MOD] (Thm 3.1/3.2); period k = {k} "
                     + ("divides a table period" if ok else f"divides none of the periods {plist}"))
+    if name in ("recency", "recency_periodic"):
+        return _recency_sufficient(name, params, analysis)
+    if name in ("hard_nope", "hard_mod_onehot"):
+        return _hard_sufficient(name, params, analysis)
     return False, "no length-independent guarantee for this encoding (Cor. 4.1)"
 
 
@@ -215,6 +228,96 @@ def predict(name: str, params: Mapping[str, Any], analysis: Mapping[str, Any], s
     if setting == "causal":
         return predicted_sufficient_causal(name, params, analysis)
     return predicted_sufficient(name, params, analysis)
+_RECENCY_SOURCE = ("recency construction (docs/recency.md): heads with slope ≥ f_large put weight exactly 1 on i − 1 at every "
+                   "length, heads with slope 0 are NoPE heads")
+_HARD_SOURCE = "Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages"
+
+
+def _int_or_none(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 1 else None
+
+
+def y_mod_period(analysis: Mapping[str, Any]) -> int | None:
+    """The least m of an LTL[P,Y,MOD] language (1 inside LTL[P,Y], the LTL[P,MOD] period k inside
+    LTL[P,MOD]); None when not a member or not known."""
+    if _member(analysis, "ltl_p_y_mod") is not True:
+        return None
+    if _member(analysis, "ltl_p_y") is True:
+        return 1
+    info = (analysis.get("classes") or {}).get("ltl_p_y_mod") or {}
+    m = _int_or_none(info.get("period")) if isinstance(info, Mapping) else None
+    soft = (analysis.get("encodings") or {}).get("soft") or {}
+    if m is None and isinstance(soft, Mapping) and soft.get("class") == "ltl_p_y_mod":
+        m = _int_or_none((soft.get("parameters") or {}).get("period"))
+    return m if m is not None else _period(analysis)
+
+
+def least_modulus(analysis: Mapping[str, Any]) -> int | None:
+    """The least m with L ∈ FO[<,MOD_m] as the classification's hard answer names it (1 for star-free
+    languages); None when not in FO[<,MOD] or not known."""
+    if _member(analysis, "star_free") is True:
+        return 1
+    if _member(analysis, "fo_mod") is not True:
+        return None
+    hard = (analysis.get("encodings") or {}).get("hard") or {}
+    params = hard.get("parameters") or {} if isinstance(hard, Mapping) else {}
+    return _int_or_none(params.get("modulus")) or _int_or_none(params.get("period"))
+
+
+def _periods_list(params: Mapping[str, Any], key: str, default: int) -> list[Any]:
+    v = params.get(key, default)
+    return v if isinstance(v, list) else [v]
+
+
+def _recency_sufficient(name: str, params: Mapping[str, Any], analysis: Mapping[str, Any]) -> tuple[bool | None, str]:
+    """Trainable recency heads (``recency``; with periodic RoPE ``recency_periodic`` or ``recency`` with
+    ``periods``): LTL[P,Y] at all lengths, with periodic RoPE of a period divisible by the least m
+    LTL[P,Y,MOD] (*Disentangling the Expressivity of RoPE*, Thm 3.1 / Lemma 3.2, with the recency proof)."""
+    if params.get("heads") == 0:
+        return predicted_sufficient("nope", {}, analysis)
+    periodic = name == "recency_periodic" or params.get("periods") is not None
+    if not periodic:
+        in_y = _member(analysis, "ltl_p_y")
+        if in_y is None:
+            return None, "LTL[P,Y] membership undecided"
+        return in_y, (f"recency heads (learnable slope, bounded so that s ≥ f_large is reachable) beside NoPE heads simulate "
+                      f"LTL[P,Y] at every length — {_RECENCY_SOURCE}" + ("" if in_y else "; the language is not in LTL[P,Y]"))
+    in_ym = _member(analysis, "ltl_p_y_mod")
+    if in_ym is None:
+        return None, "LTL[P,Y,MOD] membership undecided"
+    if not in_ym:
+        return False, "the language is not in LTL[P,Y,MOD] (periodic RoPE + recency heads recognize exactly its languages)"
+    m = y_mod_period(analysis)
+    plist = _periods_list(params, "periods", 2)
+    if m is None:
+        return None, "the least period m of LTL[P,Y,MOD] is not known"
+    ok = m == 1 or any(isinstance(p, int) and p % m == 0 for p in plist)
+    return ok, (f"periodic RoPE (MOD atoms, Disentangling the Expressivity of RoPE, Thm 3.1 / Lemma 3.2) + recency heads (Y) "
+                f"recognize LTL[P,Y,MOD] at every length — {_RECENCY_SOURCE}; least period m = {m} "
+                + ("divides a table period" if ok else f"divides none of the periods {plist}"))
+
+
+def _hard_sufficient(name: str, params: Mapping[str, Any], analysis: Mapping[str, Any]) -> tuple[bool | None, str]:
+    """Unique hard attention, strict future mask, rightmost ties: NoPE = star-free (Thm 17); one-hot
+    marks i mod m = FO[<,MOD_m] (Thm 19; Cor 20 for FO[<,MOD] = regular ∩ AC⁰)."""
+    sf = _member(analysis, "star_free")
+    if name == "hard_nope":
+        if sf is None:
+            return None, "star-freeness undecided"
+        return sf, (f"{_HARD_SOURCE}, Thm 17: future-masked rightmost unique hard attention without PE recognizes exactly "
+                    "the star-free languages" + ("" if sf else "; the language is not star-free"))
+    fm = _member(analysis, "fo_mod")
+    if fm is None:
+        return None, "FO[<,MOD] membership undecided"
+    if not fm:
+        return False, f"the language is not in FO[<,MOD] ({_HARD_SOURCE}, Cor 20: not in AC⁰)"
+    m = least_modulus(analysis)
+    if m is None:
+        return None, "the least modulus m with L ∈ FO[<,MOD_m] is not known"
+    period = params.get("period", 2)
+    ok = m == 1 or (isinstance(period, int) and period % m == 0)
+    return ok, (f"{_HARD_SOURCE}, Thm 19 (finite-image marks i mod m give the predicates MOD_m^r) and Cor 20; least modulus "
+                f"m = {m} " + ("divides the marks' period" if ok else f"does not divide the period {period}"))
 
 
 def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> dict[str, Any]:
@@ -252,6 +355,12 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
         if choice.name in PERIODIC_FAMILIES and "periods" not in params and period is not None:
             params["periods"] = period
             defaults[f"encodings[{i}].params.periods"] = period
+        elif choice.name == "recency_periodic" and "periods" not in params and (m := y_mod_period(analysis)) is not None:
+            params["periods"] = m  # the least m of LTL[P,Y,MOD]
+            defaults[f"encodings[{i}].params.periods"] = m
+        elif choice.name == "hard_mod_onehot" and "period" not in params and (m := least_modulus(analysis)) is not None:
+            params["period"] = m  # the least modulus of FO[<,MOD_m]
+            defaults[f"encodings[{i}].params.period"] = m
         label = choice.label or EncodingSpec(name=choice.name, params=params).resolved_label()
         encodings.append({"name": choice.name, "params": params, "label": label})
         ok, why = predict(choice.name, params, analysis, setting)
@@ -264,7 +373,9 @@ def build_train_spec(body: ExperimentRequest, language: Mapping[str, Any]) -> di
         "profile": body.profile or "quick",
         "prediction": {"sufficient": sufficient, "per_encoding": reasons, "language_period": period,
                        "source": (f"{_COUNTING_SRC}; {_FORMAL}" if setting == "causal"
-                                  else "Disentangling the Expressivity of RoPE, §2.2, Thm 3.1, Thm 3.2, Cor. 4.1")},
+                                  else "Disentangling the Expressivity of RoPE, §2.2, Thm 3.1, Thm 3.2, Cor. 4.1; recency heads: "
+                                       "docs/recency.md; hard attention: Masked Hard-Attention Transformers Recognize Exactly "
+                                       "the Star-Free Languages, Thm 17, Thm 19, Cor 20")},
     }
     # only when not the defaults: a strict recognition spec stays what it was (a sweep resumes from its records)
     if setting != "strict":

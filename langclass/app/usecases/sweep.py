@@ -28,7 +28,8 @@ from typing import Any
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError
 
-__all__ = ["SWEEP_SETTINGS", "train_spec_for", "draw", "run", "run_settings", "write_both", "markdown_both", "write_outputs", "markdown_report", "heatmap_figure", "heatmap_png", "MAX_PER_CELL",
+__all__ = ["SWEEP_SETTINGS", "train_spec_for", "cell_encodings", "encodings_of", "draw", "run", "run_settings", "write_both",
+           "markdown_both", "write_outputs", "markdown_report", "heatmap_figure", "heatmap_png", "MAX_PER_CELL",
            "load_census_run", "check_census_run", "stored_run_languages", "census_run_summary", "sweep_test_lengths"]
 
 MAX_PER_CELL = 1000
@@ -43,9 +44,12 @@ def _check_setting(setting: str, allowed: Sequence[str] = ("strict", "causal")) 
         raise InputError(f"setting must be one of {', '.join(allowed)}, got {setting!r}", field="setting")
 
 
-def train_spec_for(encodings: Sequence[str], setting: str = "strict", *, task: str | None = None) -> Callable[[DFA], dict[str, Any]]:
+def train_spec_for(encodings: Sequence[str] | None, setting: str = "strict", *,
+                   task: str | None = None) -> Callable[[DFA], dict[str, Any]]:
     """``dfa → spec`` of a train job on that language with ``encodings`` in ``setting`` on ``task``
     (the train job's default, recognition, when None) — the prediction path of the train job.
+    ``encodings=None``: the encodings of the language's strict cell
+    (:data:`~langclass.models.experiments.sweep.SWEEP_CELL_ENCODINGS`).
 
     Raises:
         InputError: an unknown setting; (from the returned function) a task the setting cannot train."""
@@ -57,10 +61,39 @@ def train_spec_for(encodings: Sequence[str], setting: str = "strict", *, task: s
 
     def spec_for(dfa: DFA) -> dict[str, Any]:
         analysis = analyze(dfa).to_dict()
-        body = ExperimentRequest(kind="train", encodings=list(encodings), setting=setting, task=task)
+        encs = list(encodings) if encodings else cell_encodings(analysis)
+        body = ExperimentRequest(kind="train", encodings=encs, setting=setting, task=task)
         return build_train_spec(body, {"dfa": dfa.to_canonical_dict(), "analysis": analysis})
 
     return spec_for
+
+
+def cell_encodings(analysis: Mapping[str, Any]) -> list[str]:
+    """The encodings a sweep trains by default on a language (its cell's
+    :data:`~langclass.models.experiments.sweep.SWEEP_CELL_ENCODINGS`; the ``beyond`` list when an undecided
+    class leaves the cell open)."""
+    from langclass.core.census.sample import CELL_KEYS, cell_of
+    from langclass.models.experiments.sweep import SWEEP_CELL_ENCODINGS
+
+    classes = analysis.get("classes") or {}
+    profile = {k: (classes.get(k) or {}).get("member") for k in CELL_KEYS}
+    cell = cell_of(profile)
+    return list(SWEEP_CELL_ENCODINGS.get(cell or "beyond", SWEEP_CELL_ENCODINGS["beyond"]))
+
+
+def encodings_of(records: Sequence[Mapping[str, Any]], default: Sequence[str] | None) -> list[str]:
+    """Every encoding the records hold, in order of first appearance (a per-cell sweep trains
+    different encodings in different cells); ``default`` when there are no records."""
+    out: dict[str, None] = {}
+    for r in records:
+        out.update(dict.fromkeys(r.get("encodings") or {}))
+    if out:
+        return list(out)
+    if default:
+        return list(default)
+    from langclass.models.experiments.sweep import SWEEP_CELL_ENCODINGS
+
+    return list(dict.fromkeys(e for encs in SWEEP_CELL_ENCODINGS.values() for e in encs))
 
 
 def draw(states: int, alphabet: int, per_cell: int, seed: int, test_lengths: Sequence[int], *,
@@ -222,7 +255,7 @@ def run(states: int, alphabet: int, per_cell: int, seed: int, out_dir: str | Pat
         SweepCancelled: ``should_cancel()`` turned True (the finished languages stay in ``out_dir``).
     """
     from langclass.core.census.sample import PARTITIONS
-    from langclass.models.experiments.sweep import CAUSAL_SWEEP_ENCODINGS, SWEEP_ENCODINGS, run_sweep, sweep_profiles
+    from langclass.models.experiments.sweep import CAUSAL_SWEEP_ENCODINGS, run_sweep, sweep_profiles
     from langclass.models.experiments.sweep_report import aggregate, contradictions
 
     _check_setting(setting)
@@ -230,13 +263,14 @@ def run(states: int, alphabet: int, per_cell: int, seed: int, out_dir: str | Pat
     cap = sweep_profiles(setting).get(profile, {}).get("per_cell")
     if cap is not None:
         per_cell = min(per_cell, cap)
-    encs = list(encodings or (CAUSAL_SWEEP_ENCODINGS if setting == "causal" else SWEEP_ENCODINGS))
+    # strict: None = each cell's SWEEP_CELL_ENCODINGS; causal: the causal catalogue
+    encs = list(encodings) if encodings else (list(CAUSAL_SWEEP_ENCODINGS) if setting == "causal" else None)
     langs, summary = draw(states, alphabet, per_cell, seed, _test_lengths(profile, overrides, setting), census_run=census_run,
                           setting=setting)
     res = run_sweep(langs, train_spec_for(encs, setting), out_dir, profile=profile, seeds=seeds, overrides=overrides,
                     runner=runner, limits=limits, progress=progress, should_cancel=should_cancel,
                     language_progress=language_progress)
-    labels = list(res["records"][0]["encodings"]) if res["records"] else encs
+    labels = encodings_of(res["records"], encs)
     agg = aggregate(res["records"], list(cells), labels)
     out = {"states": states, "alphabet": alphabet, "per_cell": per_cell, "seed": seed, "profile": profile, "setting": setting,
            "census_run": census_run_summary(census_run),

@@ -28,13 +28,17 @@ from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from langclass.core.base.errors import InputError, LimitExceeded
 from langclass.models.training.specs import TrainOverrides, _Integral  # integral numbers: 2 and 2.0, never true or "2"
-from langclass.models.experiments.sweep import CAUSAL_SWEEP_ENCODINGS, SWEEP_ENCODINGS
+from langclass.models.experiments.sweep import CAUSAL_SWEEP_ENCODINGS, SWEEP_CELL_ENCODINGS, SWEEP_ENCODINGS, SWEEP_TRAINED_MODELS
 
 __all__ = ["SweepRequest", "build_sweep_spec", "run_sweep_job", "sweep_report", "census_run_spec", "cell_bounds"]
 
-SweepEncoding = Literal[tuple(dict.fromkeys(SWEEP_ENCODINGS + CAUSAL_SWEEP_ENCODINGS))]  # type: ignore[valid-type]
-"""One of the catalogue encodings a sweep trains (:data:`~langclass.models.experiments.sweep.SWEEP_ENCODINGS`, or
-:data:`~langclass.models.experiments.sweep.CAUSAL_SWEEP_ENCODINGS` in the causal setting)."""
+STRICT_SWEEP_CATALOGUE: tuple[str, ...] = SWEEP_ENCODINGS + SWEEP_TRAINED_MODELS
+"""What a strict sweep may train: the soft catalogue and the product's other predicted models."""
+
+SweepEncoding = Literal[tuple(dict.fromkeys(STRICT_SWEEP_CATALOGUE + CAUSAL_SWEEP_ENCODINGS))]  # type: ignore[valid-type]
+"""One of the encodings a sweep trains (:data:`~langclass.models.experiments.sweep.SWEEP_ENCODINGS` and
+:data:`~langclass.models.experiments.sweep.SWEEP_TRAINED_MODELS` in the strict setting,
+:data:`~langclass.models.experiments.sweep.CAUSAL_SWEEP_ENCODINGS` in the causal one)."""
 
 
 class SweepRequest(BaseModel):
@@ -57,9 +61,10 @@ class SweepRequest(BaseModel):
     per_cell: Annotated[int, Field(ge=1, le=1000), _Integral, Strict()] = Field(10, description="languages drawn per cell of the lattice")
     profile: Literal["cpu", "paper"] = Field("cpu", description="cpu (2-core CPU, about an hour for N=3, 10 per cell) or paper (App. E.2, GPU)")
     seed: Annotated[int, Field(ge=0, le=2**31 - 1), _Integral, Strict()] = Field(0, description="seed of the draw")
-    encodings: list[SweepEncoding] | None = Field(None, min_length=1, max_length=7,
-                                                  description="catalogue encodings to train (default: the setting's: the six of the "
-                                                              "strict setting, or nope, learned, rope, alibi in the causal one; a "
+    encodings: list[SweepEncoding] | None = Field(None, min_length=1, max_length=len(STRICT_SWEEP_CATALOGUE),
+                                                  description="encodings to train in every cell (default: the setting's: per strict "
+                                                              "cell the predicted model and one or two baselines, "
+                                                              "SWEEP_CELL_ENCODINGS; nope, learned, rope, alibi in the causal one; a "
                                                               "suite: nope and learned)")
     setting: Literal["strict", "causal"] | None = Field(None, description="strict (default; strict mask, BOS w EOS, readout at EOS; the seven "
                                                         "cells) or causal (non-strict mask, BOS w, readout at the last position; the cells "
@@ -155,7 +160,7 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
         raise InputError("limit, only and task need suite", field="suite")
     setting = body.setting or "strict"
     cells, _names, keys = PARTITIONS[setting]
-    catalogue = CAUSAL_SWEEP_ENCODINGS if setting == "causal" else SWEEP_ENCODINGS
+    catalogue = CAUSAL_SWEEP_ENCODINGS if setting == "causal" else STRICT_SWEEP_CATALOGUE
     for i, e in enumerate(body.encodings or ()):
         if e not in catalogue:
             raise InputError(f"encodings[{i}]: {e!r} is not an encoding of the {setting} setting's sweep "
@@ -170,9 +175,13 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
         check_census_size(states, alphabet, max_languages=MAX_SAMPLE_LANGUAGES)
     overrides = body.overrides.model_dump(mode="json", exclude_none=True) if body.overrides is not None else None
     sweep_test_lengths(body.profile, overrides, setting)
-    encodings = list(dict.fromkeys(body.encodings)) if body.encodings else list(catalogue)
-    one = sweep_spec(train_spec_for(encodings, setting)(_representative(alphabet)), body.profile, overrides=overrides)
-    per_language = check_sweep([one], limits=limits)
+    encodings = list(dict.fromkeys(body.encodings)) if body.encodings else None  # None: the setting's default
+    if encodings is None and setting == "causal":
+        encodings = list(catalogue)
+    per_language = 0
+    for encs in ([encodings] if encodings else list(dict.fromkeys(SWEEP_CELL_ENCODINGS.values()))):
+        one = sweep_spec(train_spec_for(list(encs), setting)(_representative(alphabet)), body.profile, overrides=overrides)
+        per_language = max(per_language, check_sweep([one], limits=limits))
     cap = sweep_profiles(setting)[body.profile].get("per_cell")
     per_cell = min(body.per_cell, cap) if cap is not None else body.per_cell
     if census_run is not None and run_profile_counts is not None:
@@ -229,10 +238,12 @@ def _partial(exc: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     from langclass.core.census.sample import PARTITIONS
     from langclass.models.experiments.sweep_report import aggregate, contradictions
 
+    from .sweep import encodings_of
+
     setting = spec.get("setting", "strict")
     cells, names, _keys = PARTITIONS[setting]
     records = list(exc.partial.get("records") or [])
-    labels = list(records[0]["encodings"]) if records else list(spec["encodings"])
+    labels = encodings_of(records, spec.get("encodings"))
     return {**{k: spec.get(k) for k in ("states", "alphabet", "per_cell", "seed", "profile")}, "setting": setting,
             "census_run": _summary(spec.get("census_run")), "cells": {c: names[c] for c in cells}, "encodings": labels,
             "aggregate": aggregate(records, list(cells), labels), "contradictions": contradictions(records),

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping
 
-from .encoding_families import EncodingFamily
+from .encoding_families import HARD_FAMILIES, HARD_PREFIX, EncodingFamily
 
 __all__ = [
     "SETTINGS",
@@ -62,6 +62,7 @@ __all__ = [
 _NOPE, _ROPE, _ROPE_PERIODIC = EncodingFamily.NOPE.value, EncodingFamily.ROPE.value, EncodingFamily.ROPE_PERIODIC.value
 _SINUSOIDAL_PERIODIC, _ALIBI = EncodingFamily.SINUSOIDAL_PERIODIC.value, EncodingFamily.ALIBI.value
 _MOD_ONEHOT = EncodingFamily.MOD_ONEHOT.value
+_RECENCY_TRAINED, _RECENCY_PERIODIC = EncodingFamily.RECENCY.value, EncodingFamily.RECENCY_PERIODIC.value
 
 _RoPE = "Disentangling the Expressivity of RoPE"
 _HARD = "Masked Hard-Attention Transformers Recognize Exactly the Star-Free Languages"
@@ -156,7 +157,7 @@ def _build(encoding: str | None, parameters: Mapping[str, Any]) -> dict[str, Any
         return {"name": encoding, "parts": [_build(part, parameters) for part in encoding.split("+")]}
     if encoding == _MOD_ONEHOT:
         return {"name": _MOD_ONEHOT, "period": int(parameters.get("period") or parameters.get("modulus") or 1)}
-    if encoding in (_ROPE_PERIODIC, _SINUSOIDAL_PERIODIC):
+    if encoding in (_ROPE_PERIODIC, _SINUSOIDAL_PERIODIC, _RECENCY_PERIODIC):
         return {"name": encoding, "periods": int(parameters.get("period") or parameters.get("modulus") or 1)}
     if encoding == _ROPE:  # base 10 000: the first pair turns by θ_1 = base^0 = 1 rad = g
         return {"name": _ROPE, "base": 10_000.0}
@@ -385,11 +386,13 @@ def encoding_catalogue() -> list[dict[str, Any]]:
     for ``GET /v1/encodings``). Every entry names its ``family`` (``soft``, ``hard``, ``causal``: the
     families of :func:`choose_encodings`), ``setting`` (:data:`SETTINGS`), ``mask`` and ``precision``
     (:data:`PRECISION`), so the causal NoPE entry (C-RASP, non-strict mask, counting precision) is not
-    read as the fixed-precision one (LTL[P], strict mask)."""
+    read as the fixed-precision one (LTL[P], strict mask); ``train`` names the train-spec encoding
+    that trains the entry's model (:func:`_train`)."""
     out = []
     for e in _CATALOGUE:
         fam = "causal" if e["class"] == "crasp" else e["attention"]
-        out.append(dict(e, family=fam, setting=SETTINGS[fam], precision=PRECISION[fam], build=_build(e["encoding"], {"period": 2})))
+        out.append(dict(e, family=fam, setting=SETTINGS[fam], precision=PRECISION[fam], build=_build(e["encoding"], {"period": 2}),
+                        train=_train(e)))
     return out
 
 
@@ -399,6 +402,33 @@ PRECISION = {
     "causal": "counting: O(log n) bits at length n (exact while the counts i/n are representable)",
 }
 """The numeric precision each family's answers assume (``precision`` of every catalogue entry)."""
+
+
+def _train(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The train-spec encoding (``{"name", "params"}``, docs/training.md) that trains a model of a catalogue
+    entry, or None when training does not reach it (a non-strict mask outside C-RASP); the C-RASP
+    entry trains NoPE with ``"setting": "causal"`` (docs/training.md, the causal setting); soft
+    attention under the strict mask trains the family itself — the recency constructions (``alibi``
+    with slope ≥ f_large, ``rope_periodic+alibi``) train as ``recency`` / ``recency_periodic``, whose
+    slopes are learned — and unique hard attention with rightmost ties under the strict mask trains
+    ``hard_<family>`` (NoPE, or marks i mod m)."""
+    enc, attention = entry["encoding"], entry.get("attention")
+    if entry.get("class") == "crasp":  # the causal setting's NoPE (non-strict mask, BOS w, readout at the last position)
+        return {"name": enc, "params": {}, "setting": "causal"}
+    if entry.get("mask") != "strict" or entry.get("setting") is not None:
+        return None
+    if attention == "soft" and enc == _ALIBI:  # the recency construction: its slopes are learned by ``recency``
+        return {"name": _RECENCY_TRAINED, "params": {}}
+    if attention == "soft" and enc == f"{_ROPE_PERIODIC}+{_ALIBI}":
+        return {"name": _RECENCY_PERIODIC, "params": {"periods": 2}}
+    if "+" in enc:
+        return None
+    params = {"periods": 2} if enc in (_ROPE_PERIODIC, _SINUSOIDAL_PERIODIC, _RECENCY_PERIODIC) else {}
+    if attention == "soft":
+        return {"name": enc, "params": params}
+    if attention == "hard" and entry.get("tie") == "rightmost" and enc in {f.value for f in HARD_FAMILIES}:
+        return {"name": HARD_PREFIX + enc, "params": {"period": 2} if enc == _MOD_ONEHOT else {}}
+    return None
 
 
 _CATALOGUE: list[dict[str, Any]] = [
@@ -434,6 +464,18 @@ _CATALOGUE: list[dict[str, Any]] = [
         {"encoding": _ALIBI, "attention": "soft", "mask": "strict", "class": "ltl_p_y", "captures": "LTL[P,Y] at all lengths",
          "parameters": ["slope s ≥ f_large(dtype) on the Y heads, 0 on the P heads"], "length_guarantee": "all lengths",
          "source": _RECENCY},
+        {"encoding": _RECENCY_TRAINED, "attention": "soft", "mask": "strict", "class": "ltl_p_y",
+         "captures": "LTL[P,Y] at all lengths, trainable",
+         "parameters": ["heads: how many heads carry a learnable slope s_h = s_max·sigmoid(θ_h) (the others are NoPE heads)",
+                        "slope_max s_max = 2·2^⌈log₂ f_large⌉ (256 in float32), so s ≥ f_large is reachable",
+                        "slope_init (default 8)"],
+         "length_guarantee": "all lengths once the Y heads' slopes reach f_large(dtype)", "source": _RECENCY},
+        {"encoding": _RECENCY_PERIODIC, "attention": "soft", "mask": "strict", "class": "ltl_p_y_mod",
+         "captures": "LTL[P,Y,MOD] at all lengths, trainable",
+         "parameters": ["period m (periodic RoPE table, i mod m) for the MOD atoms",
+                        "heads, slope_max, slope_init as for recency"],
+         "length_guarantee": "all lengths once the Y heads' slopes reach f_large(dtype)",
+         "source": f"{_RoPE}, Thm 3.1 and Lemma 3.2, with the {_RECENCY}"},
         {"encoding": f"{_ROPE_PERIODIC}+{_ALIBI}", "attention": "soft", "mask": "strict", "class": "ltl_p_y_mod",
          "captures": "LTL[P,Y,MOD] at all lengths",
          "parameters": ["period m (rotation table, i mod m) for the MOD atoms",

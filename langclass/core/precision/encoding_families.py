@@ -20,7 +20,7 @@ from enum import StrEnum
 
 from langclass.core.base.errors import InputError
 
-__all__ = ["EncodingFamily", "COMPOSITE_SEPARATOR", "families_of"]
+__all__ = ["EncodingFamily", "COMPOSITE_SEPARATOR", "families_of", "HARD_PREFIX", "HARD_FAMILIES", "attention_of"]
 
 
 class EncodingFamily(StrEnum):
@@ -40,6 +40,11 @@ class EncodingFamily(StrEnum):
     """Linear recency bias −s_h·|i − j| on the scores."""
     LEARNED = "learned"
     """Learned absolute positions: one trained embedding row per position (a table of fixed size)."""
+    RECENCY = "recency"
+    """Learnable recency heads: −s_h·|i − j| with s_h = s_max·sigmoid(θ_h) on some heads, 0 on the rest
+    (the recency construction of docs/recency.md made trainable; optional periodic RoPE tables)."""
+    RECENCY_PERIODIC = "recency_periodic"
+    """``recency`` with periodic RoPE tables (i mod m) on every head: the LTL[P,Y,MOD] model, trainable."""
     MOD_ONEHOT = "mod_onehot"
     """Absolute one-hot marks e_(i mod m) (finite image; the predicates MOD_m^r of Thm 19)."""
     PJ_BIAS = "pj_bias"
@@ -67,3 +72,31 @@ def families_of(name: str) -> tuple[EncodingFamily, ...]:
             raise InputError(f"unknown positional encoding {part!r}; expected one of "
                              f"{', '.join(f.value for f in EncodingFamily)}", field="encoding") from None
     return tuple(out)
+
+
+HARD_PREFIX = "hard_"
+"""A trained model's encoding name ``hard_<family>`` (``hard_nope``, ``hard_mod_onehot``) means unique
+hard attention (strict future mask, rightmost ties, the models of *Masked Hard-Attention Transformers
+Recognize Exactly the Star-Free Languages*, Thm 17 and Thm 19) with the positional encoding
+``<family>``; a bare family name means soft attention. One name per model keeps results, sweep
+tables and heat maps keyed by one string."""
+
+HARD_FAMILIES: tuple[EncodingFamily, ...] = (EncodingFamily.NOPE, EncodingFamily.MOD_ONEHOT)
+"""The families a hard-attention model can be trained with (the theorems' NoPE and finite-image marks)."""
+
+
+def attention_of(name: str) -> tuple[str, str]:
+    """``(attention, family)`` of a trained model's encoding name: ``"hard_nope"`` → ``("hard", "nope")``,
+    ``"rope"`` → ``("soft", "rope")``.
+
+    Raises:
+        InputError: ``hard_<x>`` with x not in :data:`HARD_FAMILIES` (``field="encoding"``).
+    """
+    name = str(name)
+    if not name.startswith(HARD_PREFIX):
+        return "soft", name
+    family = name[len(HARD_PREFIX):]
+    if family not in {f.value for f in HARD_FAMILIES}:
+        raise InputError(f"unknown hard-attention model {name!r}; expected one of "
+                         f"{', '.join(HARD_PREFIX + f.value for f in HARD_FAMILIES)}", field="encoding")
+    return "hard", family

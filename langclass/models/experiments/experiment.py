@@ -123,6 +123,12 @@ __all__ = [
     "code_version",
 ]
 
+HARD_SCORE_GRID = 1.0
+"""Trained hard-attention models (``hard_<family>``) choose on scores rounded to integers
+(``RecognizerConfig.score_grid``): with exact float scores the ties the constructions need (a NoPE
+head whose keys all tie attends to the previous position) are a measure-zero set training never
+reaches; measured in docs/training.md."""
+
 MAX_RUNS = DEFAULT_JOB_LIMITS.max_runs
 """Default most runs (encodings × seeds × learning rates) in one experiment (limit ``max_runs``)."""
 
@@ -311,7 +317,9 @@ def _normalize(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMITS) 
 def _model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any], setting: str = "strict",
                   task: str = "recognition") -> Any:
     """The recognizer of one grid encoding in ``setting`` (mask and readout; see the module doc) for
-    ``task`` (``outputs`` = the minimal DFA's states for state prediction)."""
+    ``task`` (``outputs`` = the minimal DFA's states for state prediction); ``hard_<family>`` names
+    unique hard attention (strict mask, rightmost ties, scores rounded to :data:`HARD_SCORE_GRID`)."""
+    from langclass.core.precision.encoding_families import attention_of
     from langclass.models.nn.recognizer import RecognizerConfig
 
     if "name" in enc.params:
@@ -319,6 +327,7 @@ def _model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any], sett
     params = dict(enc.params)
     if enc.name == "learned" and "max_positions" not in params:  # a row for every position the run will see
         params["max_positions"] = max(max(settings["train_lengths"]), max(settings["test_lengths"])) + 2
+    attention, family = attention_of(enc.name)  # hard_<family>: unique hard attention, strict, rightmost ties
     try:
         return RecognizerConfig(
             alphabet=tuple(dfa.alphabet),
@@ -326,13 +335,15 @@ def _model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any], sett
             n_heads=settings["n_heads"],
             n_layers=settings["n_layers"],
             d_ff=settings["d_ff"],
-            attention="soft",
+            attention=attention,
+            tie="rightmost",
+            score_grid=HARD_SCORE_GRID if attention == "hard" else None,
             mask="nonstrict" if setting == "causal" else "strict",
             readout="last" if setting == "causal" else "eos",
             outputs=dfa.num_states if task == "state_prediction" else 1,
             norm="pre",
             length_scale=settings.get("length_scale", "none"),
-            encoding={"name": enc.name, **params},
+            encoding={"name": family, **params},
         )
     except TypeError as exc:  # an unknown keyword for the encoding family
         raise InputError(f"encoding {enc.name!r}: bad parameters {enc.params}: {exc}", field="encodings.params") from exc

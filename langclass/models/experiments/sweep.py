@@ -31,11 +31,33 @@ from typing import Any
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError, LimitExceeded
 
-__all__ = ["SWEEP_ENCODINGS", "SWEEP_PROFILES", "SUITE_SWEEP_PROFILES", "CAUSAL_SWEEP_ENCODINGS", "CAUSAL_SWEEP_PROFILES", "sweep_profiles", "MAX_SWEEP_RUNS", "SweepLanguage", "SweepCancelled", "sweep_spec", "check_sweep",
+__all__ = ["SWEEP_ENCODINGS", "SWEEP_TRAINED_MODELS", "SWEEP_CELL_ENCODINGS", "SWEEP_PROFILES", "SUITE_SWEEP_PROFILES",
+           "CAUSAL_SWEEP_ENCODINGS", "CAUSAL_SWEEP_PROFILES", "sweep_profiles", "MAX_SWEEP_RUNS", "SweepLanguage", "SweepCancelled",
+           "sweep_spec", "check_sweep",
            "language_record", "run_language", "run_sweep"]
 
 SWEEP_ENCODINGS: tuple[str, ...] = ("nope", "sinusoidal", "sinusoidal_periodic", "rope", "rope_periodic", "alibi")
-"""The catalogue encodings of *Disentangling the Expressivity of RoPE* every language is trained with."""
+"""The catalogue encodings of *Disentangling the Expressivity of RoPE* (``--encoding`` chooses among
+these and :data:`SWEEP_TRAINED_MODELS`; without it each cell trains :data:`SWEEP_CELL_ENCODINGS`)."""
+
+SWEEP_TRAINED_MODELS: tuple[str, ...] = ("recency", "recency_periodic", "hard_nope", "hard_mod_onehot")
+"""The models the product predicts beyond the soft catalogue: trainable recency heads (LTL[P,Y]),
+with periodic RoPE (LTL[P,Y,MOD]), unique hard attention with NoPE (star-free) and with marks i mod m
+(FO[<,MOD])."""
+
+SWEEP_CELL_ENCODINGS: dict[str, tuple[str, ...]] = {
+    "ltl_p": ("nope", "rope"),
+    "mod": ("rope_periodic", "nope"),
+    "y": ("recency", "nope", "rope"),
+    "y_mod": ("recency_periodic", "rope_periodic"),
+    "sf": ("hard_nope", "nope"),
+    "fo_mod": ("hard_mod_onehot", "rope_periodic"),
+    "beyond": ("nope", "rope_periodic"),
+}
+"""Cell → what a sweep trains there by default: first the model the product predicts sufficient in
+that cell (none in ``beyond``), then one or two baselines — the soft encoding that is predicted in the
+cell below, and conventional RoPE where the classifier's soft answer names it (LTL[P,Y]). Training
+only these keeps the CPU profile within its time budget (docs/sweep.md)."""
 
 SWEEP_PROFILES: dict[str, dict[str, Any]] = {
     # 2-core CPU: at most ~45 s per language (6 encodings trained together; measured 27 s per language at

@@ -34,7 +34,7 @@ from torch import nn
 
 from langclass.models.nn.encodings import NoPE, PositionalEncoding
 
-__all__ = ["MASKS", "ATTENTIONS", "TIES", "IMPLS", "LENGTH_SCALES", "length_factor", "visibility", "stable_softmax", "hard_attention_weights", "MultiHeadAttention",
+__all__ = ["MASKS", "ATTENTIONS", "TIES", "IMPLS", "LENGTH_SCALES", "length_factor", "visibility", "stable_softmax", "hard_attention_weights", "straight_through_hard", "grid_scores", "MultiHeadAttention",
            "AttentionTrace", "KVCache"]
 
 MASKS = ("strict", "nonstrict", "none")
@@ -150,6 +150,49 @@ def hard_attention_weights(scores: torch.Tensor, visible: torch.Tensor, tie: str
     return onehot.to(scores.dtype)
 
 
+def grid_scores(scores: torch.Tensor, grid: float | None) -> torch.Tensor:
+    """``scores`` rounded to the nearest multiple of 1/``grid`` (round half to even), or ``scores``
+    itself when ``grid`` is None: the fixed-resolution scores a trained hard-attention model compares
+    (docs/training.md: ties among keys become reachable by training)."""
+    if grid is None:
+        return scores
+    return torch.round(scores * grid) / grid
+
+
+def straight_through_hard(scores: torch.Tensor, visible: torch.Tensor, tie: str = "rightmost",
+                          grid: float | None = None) -> torch.Tensor:
+    """Unique hard attention whose forward value is exactly :func:`hard_attention_weights` and whose
+    gradient, where one is needed, is the softmax's (the straight-through estimator).
+
+    Forward: ``hard + (soft − soft.detach())``; ``soft − soft.detach()`` is x − x = +0 exactly in IEEE
+    arithmetic, so the returned weights equal the one-hot weights bit for bit (the model that is
+    evaluated is the exact hard-attention model of *Masked Hard-Attention Transformers Recognize
+    Exactly the Star-Free Languages*, §6.1). Backward: ∂w/∂scores = ∂softmax(scores)/∂scores (the
+    masked stable softmax, :func:`stable_softmax`), a dense non-zero gradient where argmax has none
+    (Bengio, Léonard & Courville 2013, *Estimating or Propagating Gradients Through Stochastic
+    Neurons*). Without autograd (no grad mode, or scores that need no gradient) only the hard weights
+    are computed.
+
+    With ``grid`` the hard choice is made on :func:`grid_scores` (scores rounded to multiples of
+    1/grid), so keys whose scores differ by less than the resolution tie and the tie rule decides —
+    the fixed-precision comparison of the theorems, where exact ties (all keys of a NoPE head tied
+    gives the previous position, Y) are a set of positive measure that training can reach; the
+    softmax of the unrounded scores still gives the gradient.
+
+    Args:
+        scores: ``[..., T_q, T_k]``; visible: bool, broadcastable; tie: ``"leftmost"`` or ``"rightmost"``;
+        grid: None (exact scores) or the resolution's inverse (> 0).
+
+    Returns:
+        weights ``[..., T_q, T_k]`` in ``scores``' dtype, one-hot per row with a visible key, 0 elsewhere.
+    """
+    hard = hard_attention_weights(grid_scores(scores.detach(), grid) if grid is not None else scores, visible, tie)
+    if not (torch.is_grad_enabled() and scores.requires_grad):
+        return hard
+    soft = stable_softmax(scores, visible)
+    return hard + (soft - soft.detach())
+
+
 @dataclass
 class AttentionTrace:
     """What one attention call computed, for verification of exact constructions.
@@ -225,8 +268,11 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, d_head: int | None = None, attention: str = "soft", tie: str = "rightmost",
                  mask: str = "strict", score_scale: float | None = None, bias: bool = True, impl: str = "exact",
-                 length_scale: str = "none") -> None:
+                 length_scale: str = "none", score_grid: float | None = None) -> None:
         super().__init__()
+        if score_grid is not None and not (isinstance(score_grid, (int, float)) and math.isfinite(score_grid) and score_grid > 0):
+            raise ValueError(f"score_grid must be a positive number or None, got {score_grid!r}")
+        self.score_grid = None if score_grid is None else float(score_grid)
         if length_scale not in LENGTH_SCALES:
             raise ValueError(f"unknown length_scale {length_scale!r}; expected one of {LENGTH_SCALES}")
         self.length_scale = length_scale
@@ -301,7 +347,7 @@ class MultiHeadAttention(nn.Module):
         if self.attention == "soft":
             w = stable_softmax(scores, vis)
         else:
-            w = hard_attention_weights(scores, vis, self.tie)
+            w = straight_through_hard(scores, vis, self.tie, self.score_grid)
         heads = torch.matmul(w.to(v.dtype), v)  # [B, H, T, d_head]
         out = self.out_proj(heads.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head))  # [B, T, d_model]
         if return_trace:
@@ -377,7 +423,7 @@ class MultiHeadAttention(nn.Module):
         if self.attention == "soft":
             w = stable_softmax(scores, vis)
         else:
-            w = hard_attention_weights(scores, vis, self.tie)
+            w = hard_attention_weights(grid_scores(scores, self.score_grid), vis, self.tie)
         heads = torch.matmul(w.to(cache.v.dtype), cache.v)  # [B, H, T, d_head]
         return self.out_proj(heads.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head)), cache
 

@@ -104,7 +104,7 @@ class PositionalEncoding(nn.Module):
     """
 
     family: ClassVar[str] = "base"
-    kind: ClassVar[str] = "none"  # none | absolute | rotary | bias
+    kind: ClassVar[str] = "none"  # none | absolute | rotary | bias | rotary_bias (recency heads with periodic RoPE)
 
     def __init__(self, position_origin: int = 0, compute_dtype: str = "float32") -> None:
         super().__init__()

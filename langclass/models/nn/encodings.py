@@ -26,6 +26,9 @@ Families (``make_encoding(name, **params)``):
   *PJ-RoPE*, §4 and App. B.3).
 * ``learned`` — learned absolute positions: a trainable row per position added to the embedding,
   a table of fixed size (:mod:`langclass.models.nn.encoding_learned`).
+* ``recency``, ``recency_periodic`` — ALiBi-type recency heads with a learnable slope
+  s_h = s_max·sigmoid(θ_h) beside NoPE heads (slope 0), the second with periodic RoPE tables; the
+  recency construction of docs/recency.md made trainable, defined in :mod:`langclass.models.nn.recency`.
 * ``pj_bias``, ``pj_rotary`` — the learnable Fourier–jet–affine kernel and the exact jet feature
   transform of *PJ-RoPE: A Fourier–Jet–Affine Position Space for Relative Attention*, defined in
   :mod:`langclass.models.nn.pj` and registered here through :func:`register_family`.
@@ -592,3 +595,4 @@ from langclass.models.nn import pj as _pj  # noqa: E402,F401  (registers pj_bias
 from langclass.models.nn import pj_rotary as _pj_rotary  # noqa: E402,F401  (registers pj_rotary)
 from langclass.models.nn import encoding_marks as _marks  # noqa: E402,F401  (registers mod_onehot)
 from langclass.models.nn import encoding_learned as _learned  # noqa: E402,F401  (registers learned)
+from langclass.models.nn import recency as _recency  # noqa: E402,F401  (registers recency)

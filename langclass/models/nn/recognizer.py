@@ -77,6 +77,10 @@ class RecognizerConfig:
         activation: ``"relu"`` or ``"gelu"``.
         dropout: dropout probability on sub-layer outputs (training only).
         layer_norm_eps: LayerNorm epsilon.
+        score_grid: hard attention only: None (default, exact scores) or G > 0 — the hard choice is
+            made on the scores rounded to multiples of 1/G (:func:`~langclass.models.nn.attention.grid_scores`;
+            trained hard-attention models use G = 1, docs/training.md). Left out of :meth:`to_dict`
+            when None.
         attention_impl: ``"exact"`` (default; materialized scores, the theorem semantics bit for
             bit) or ``"sdpa"`` (soft attention through PyTorch's fused scaled-dot-product attention —
             same function up to floating-point reassociation, much faster; for training/evaluation).
@@ -113,6 +117,7 @@ class RecognizerConfig:
     attention_impl: str = "exact"
     readout: str = "eos"
     outputs: int = 1
+    score_grid: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "alphabet", tuple(self.alphabet))
@@ -139,6 +144,9 @@ class RecognizerConfig:
         object.__setattr__(self, "encoding", dict(self.encoding))
         if not (0.0 <= float(self.dropout) < 1.0):
             raise _cfg_err(f"dropout must be in [0, 1), got {self.dropout!r}", "dropout")
+        if self.score_grid is not None and (self.attention != "hard" or isinstance(self.score_grid, bool)
+                                            or not isinstance(self.score_grid, (int, float)) or not 0 < self.score_grid < float("inf")):
+            raise _cfg_err("score_grid is a positive number, for hard attention only", "score_grid")
         if self.score_scale is not None and not isinstance(self.score_scale, (int, float)):
             raise _cfg_err("score_scale must be a number or null", "score_scale")
         self.build_encoding()  # validates the encoding parameters
@@ -175,7 +183,7 @@ class RecognizerConfig:
         d = asdict(self)
         d["alphabet"] = list(self.alphabet)
         d["encoding"] = json.loads(canonical_json(dict(self.encoding)))
-        for key, default in (("length_scale", "none"), ("readout", "eos"), ("outputs", 1)):
+        for key, default in (("length_scale", "none"), ("readout", "eos"), ("outputs", 1), ("score_grid", None)):
             if d[key] == default:  # the default: keeps the digests of models made before the option
                 del d[key]
         return d
@@ -222,7 +230,7 @@ class Block(nn.Module):
         super().__init__()
         self.norm = cfg.norm
         self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.attention, cfg.tie, cfg.mask,
-                                       cfg.score_scale, cfg.bias, cfg.attention_impl, cfg.length_scale)
+                                       cfg.score_scale, cfg.bias, cfg.attention_impl, cfg.length_scale, cfg.score_grid)
         self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.activation, cfg.bias)
         if cfg.norm != "none":
             self.ln1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)

@@ -89,6 +89,13 @@ def _encoding(enc: Any, *, layer_rows: slice | None = None, n_lags: int, name: s
         return out
     if fam == "alibi":
         return {**base, "kind": "bias", "form": "alibi", "n_heads": enc.n_heads, "slopes": _floats(enc.slope_t)}
+    if fam in ("recency", "recency_periodic"):
+        if enc.rope is not None:
+            raise InputError(f"encoding family {fam!r} with periodic RoPE (periods) has no portable form: a portable layer's "
+                             "encoding is either rotary or a bias, not both", field="encoding")
+        with torch.no_grad():  # the learned slopes, frozen: the same bias −s_h·|i − j| as an ALiBi table
+            slopes = enc.slopes()
+        return {**base, "kind": "bias", "form": "alibi", "n_heads": enc.n_heads, "slopes": _floats(slopes)}
     if fam == "pj_bias":
         with torch.no_grad():
             table = enc.kernel(n_lags)[layer_rows if layer_rows is not None else slice(None)]
@@ -164,8 +171,14 @@ def _recognizer(model: Any, n_lags: int) -> tuple[dict, dict]:
     if getattr(cfg, "outputs", 1) != 1:
         raise InputError(f"a model with {cfg.outputs} outputs (a state-prediction head) has no portable form: "
                          "the portable format carries one accept logit", field="model")
+    if getattr(cfg, "score_grid", None) is not None:
+        raise InputError("a recognizer whose hard attention rounds its scores (score_grid, a trained hard-attention model) "
+                         "has no portable form: the portable runner compares exact scores", field="model.score_grid")
     tensors: dict[str, torch.Tensor] = {"embed.weight": model.embedding.weight.detach()}
     enc = model.encoding
+    if enc.kind not in ("none", "absolute", "rotary", "bias"):  # e.g. recency heads with periodic RoPE
+        _encoding(enc, n_lags=n_lags, name="", tensors=tensors)  # raises the family's own refusal
+        raise InputError(f"encoding family {enc.family!r} ({enc.kind}) has no portable form", field="encoding")
     absolute = _encoding(enc, n_lags=n_lags, name="", tensors=tensors) if enc.kind == "absolute" else None
     encs: list = []
     per_layer = enc.family == "pj_bias" and getattr(enc, "layers", 1) > 1
