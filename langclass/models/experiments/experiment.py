@@ -110,6 +110,8 @@ from langclass.models.training.evaluate import build_test_sets, evaluate_lengths
 from langclass.models.training.train import (TrainConfig, TrainingCancelled, configure_threads, make_predict, make_state_check,
                                              resolve_device, train_recognizer)
 from langclass.models.experiments.experiment_report import GridEncoding, format_results, summarize, verdict  # format_results: re-exported
+from langclass.models.experiments.model_config import model_config as _model_config
+from langclass.models.experiments.model_config import model_manifest as _manifest
 from langclass.models.training.train_batched import MAX_GROUP_RUNS, batch_key, evaluate_group, train_group
 
 __all__ = [
@@ -122,12 +124,6 @@ __all__ = [
     "MAX_TEST_LENGTH",
     "code_version",
 ]
-
-HARD_SCORE_GRID = 1.0
-"""Trained hard-attention models (``hard_<family>``) choose on scores rounded to integers
-(``RecognizerConfig.score_grid``): with exact float scores the ties the constructions need (a NoPE
-head whose keys all tie attends to the previous position) are a measure-zero set training never
-reaches; measured in docs/training.md."""
 
 MAX_RUNS = DEFAULT_JOB_LIMITS.max_runs
 """Default most runs (encodings × seeds × learning rates) in one experiment (limit ``max_runs``)."""
@@ -311,51 +307,6 @@ def _normalize(spec: Mapping[str, Any], limits: JobLimits = DEFAULT_JOB_LIMITS) 
         "setting": parsed.setting,
         "task": parsed.task,
     }
-
-
-# ------------------------------------------------------------------------------ models
-def _model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any], setting: str = "strict",
-                  task: str = "recognition") -> Any:
-    """The recognizer of one grid encoding in ``setting`` (mask and readout; see the module doc) for
-    ``task`` (``outputs`` = the minimal DFA's states for state prediction); ``hard_<family>`` names
-    unique hard attention (strict mask, rightmost ties, scores rounded to :data:`HARD_SCORE_GRID`)."""
-    from langclass.core.precision.encoding_families import attention_of
-    from langclass.models.nn.recognizer import RecognizerConfig
-
-    if "name" in enc.params:
-        raise InputError("encoding params must not contain 'name'", field="encodings.params.name")
-    params = dict(enc.params)
-    if enc.name == "learned" and "max_positions" not in params:  # a row for every position the run will see
-        params["max_positions"] = max(max(settings["train_lengths"]), max(settings["test_lengths"])) + 2
-    attention, family = attention_of(enc.name)  # hard_<family>: unique hard attention, strict, rightmost ties
-    try:
-        return RecognizerConfig(
-            alphabet=tuple(dfa.alphabet),
-            d_model=settings["d_model"],
-            n_heads=settings["n_heads"],
-            n_layers=settings["n_layers"],
-            d_ff=settings["d_ff"],
-            attention=attention,
-            tie="rightmost",
-            score_grid=HARD_SCORE_GRID if attention == "hard" else None,
-            mask="nonstrict" if setting == "causal" else "strict",
-            readout="last" if setting == "causal" else "eos",
-            outputs=dfa.num_states if task == "state_prediction" else 1,
-            norm="pre",
-            length_scale=settings.get("length_scale", "none"),
-            encoding={"name": family, **params},
-        )
-    except TypeError as exc:  # an unknown keyword for the encoding family
-        raise InputError(f"encoding {enc.name!r}: bad parameters {enc.params}: {exc}", field="encodings.params") from exc
-
-
-def _manifest(model: Any) -> tuple[dict[str, Any], str, str]:
-    """The encoding's manifest and SHA-256 digest (*Transformer System M3.4*, §0x01A, "rotary call manifest") and the
-    recognizer's architecture digest."""
-    manifest = json.loads(json.dumps(model.encoding.manifest(), default=str))
-    return manifest, model.encoding.digest(), model.digest()
-
-
 
 
 # ------------------------------------------------------------------------------ entry point
