@@ -60,9 +60,11 @@ cell below, and conventional RoPE where the classifier's soft answer names it (L
 only these keeps the CPU profile within its time budget (docs/sweep.md)."""
 
 SWEEP_PROFILES: dict[str, dict[str, Any]] = {
-    # 2-core CPU: at most ~45 s per language (6 encodings trained together; measured 27 s per language at
-    # 400 steps, N = 3, K = 2, per_cell = 1, docs/sweep.md), so 70 languages take 45-55 minutes.
-    "cpu": {"base": "quick", "seeds": [0], "learning_rates": [1e-3],
+    # 2-core CPU, the strict half of `langclass sweep --setting both`: each cell's SWEEP_CELL_ENCODINGS (2-3
+    # models), at most 4 languages per cell. Measured with `nice` on the shared 2-core machine (load ~7):
+    # 48-66 s per language (N = 3, K = 2, per_cell = 1: 7 languages in 462 s), so the 28 languages of
+    # 4 per cell take 22-31 minutes; with the causal half (~11 minutes) the whole sweep fits the hour.
+    "cpu": {"base": "quick", "seeds": [0], "learning_rates": [1e-3], "per_cell": 4,
             "overrides": {"max_steps": 700, "patience": 200, "train_lengths": {"range": [1, 40]},
                           "test_lengths": {"range": [41, 100]}, "eval_per_length": 64}},
     # Disentangling the Expressivity of RoPE, App. E.2 (the experiment's "paper" profile), for a GPU.
