@@ -89,13 +89,17 @@ def _encoding(enc: Any, *, layer_rows: slice | None = None, n_lags: int, name: s
         return out
     if fam == "alibi":
         return {**base, "kind": "bias", "form": "alibi", "n_heads": enc.n_heads, "slopes": _floats(enc.slope_t)}
+    if fam == "learned":  # the trained rows themselves (a parameter of the model), one per position
+        tensors[name] = enc.table.detach().contiguous()
+        return {**base, "kind": "absolute", "form": "learned_table", "d_model": enc.d_model, "table_dtype": enc.compute_dtype,
+                "max_positions": enc.max_positions, "tensor": name}
     if fam in ("recency", "recency_periodic"):
-        if enc.rope is not None:
-            raise InputError(f"encoding family {fam!r} with periodic RoPE (periods) has no portable form: a portable layer's "
-                             "encoding is either rotary or a bias, not both", field="encoding")
         with torch.no_grad():  # the learned slopes, frozen: the same bias −s_h·|i − j| as an ALiBi table
-            slopes = enc.slopes()
-        return {**base, "kind": "bias", "form": "alibi", "n_heads": enc.n_heads, "slopes": _floats(slopes)}
+            slopes = _floats(enc.slopes())
+        if enc.rope is not None:  # periodic RoPE tables and the slopes on the same heads: rotate, then add the bias
+            return {**_encoding(enc.rope, n_lags=n_lags, name=name, tensors=tensors), "family": fam, "n_heads": enc.n_heads,
+                    "slopes": slopes}
+        return {**base, "kind": "bias", "form": "alibi", "n_heads": enc.n_heads, "slopes": slopes}
     if fam == "pj_bias":
         with torch.no_grad():
             table = enc.kernel(n_lags)[layer_rows if layer_rows is not None else slice(None)]
@@ -171,18 +175,14 @@ def _recognizer(model: Any, n_lags: int) -> tuple[dict, dict]:
     if getattr(cfg, "outputs", 1) != 1:
         raise InputError(f"a model with {cfg.outputs} outputs (a state-prediction head) has no portable form: "
                          "the portable format carries one accept logit", field="model")
-    if getattr(cfg, "score_grid", None) is not None:
-        raise InputError("a recognizer whose hard attention rounds its scores (score_grid, a trained hard-attention model) "
-                         "has no portable form: the portable runner compares exact scores", field="model.score_grid")
     tensors: dict[str, torch.Tensor] = {"embed.weight": model.embedding.weight.detach()}
     enc = model.encoding
-    if enc.kind not in ("none", "absolute", "rotary", "bias"):  # e.g. recency heads with periodic RoPE
-        _encoding(enc, n_lags=n_lags, name="", tensors=tensors)  # raises the family's own refusal
+    if enc.kind not in ("none", "absolute", "rotary", "bias", "rotary_bias"):
         raise InputError(f"encoding family {enc.family!r} ({enc.kind}) has no portable form", field="encoding")
-    absolute = _encoding(enc, n_lags=n_lags, name="", tensors=tensors) if enc.kind == "absolute" else None
+    absolute = _encoding(enc, n_lags=n_lags, name="absolute_encoding.table", tensors=tensors) if enc.kind == "absolute" else None
     encs: list = []
     per_layer = enc.family == "pj_bias" and getattr(enc, "layers", 1) > 1
-    if enc.kind in ("rotary", "bias") and not per_layer:
+    if enc.kind in ("rotary", "bias", "rotary_bias") and not per_layer:
         encs.append(_encoding(enc, n_lags=n_lags, name="encodings.0.table", tensors=tensors))
     layers = []
     for l, block in enumerate(model.layers):
@@ -200,6 +200,8 @@ def _recognizer(model: Any, n_lags: int) -> tuple[dict, dict]:
         att = {"encoding": e, "score_scale": attn.score_scale, "length_scale": attn.length_scale, "bias": cfg.bias,
                "heads": [{"attention": kind, "mask": _SOFT_MASKS[attn.mask], "tie": attn.tie if kind == "hard_unique" else None,
                           "d_qk": attn.d_head, "d_v": attn.d_head} for _ in range(attn.n_heads)]}
+        if getattr(attn, "score_grid", None) is not None:  # trained hard attention: the choice on scores rounded to 1/grid
+            att["score_grid"] = attn.score_grid
         if cfg.norm != "none":
             _linear(tensors, f"layers.{l}.ln1", block.ln1)
             _linear(tensors, f"layers.{l}.ln2", block.ln2)

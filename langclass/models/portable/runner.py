@@ -116,13 +116,15 @@ class Encoding:
         self.family = _get(spec, "family", path, str)
         self.origin = _get(spec, "position_origin", path, int, lo=0, hi=10 ** 9)
         self.cdt = DTYPES[_get(spec, "compute_dtype", path, str, choices=("float32", "float64"))]
-        self.path = path
-        self.tensors: dict = {}
+        self.path, self.tensors, self.tensor_name, self.slopes = path, {}, None, None
         if self.kind == "absolute":
             self.d_model = _get(spec, "d_model", path, int, lo=1, hi=2 ** 20)
-            self.form = _get(spec, "form", path, str, choices=("sinusoidal", "periodic_tables"))
+            self.form = _get(spec, "form", path, str, choices=("sinusoidal", "periodic_tables", "learned_table"))
             self.table_dtype = DTYPES[_get(spec, "table_dtype", path, str, choices=("float32", "float64"))]
-            if self.form == "sinusoidal":
+            if self.form == "learned_table":  # one row per position: rows [max_positions, d_model], in table_dtype
+                self.n_rows, self.tensor_name = _get(spec, "max_positions", path, int, lo=1, hi=10 ** 6), _get(spec, "tensor", path, str)
+                tensors_wanted[self.tensor_name] = ((self.n_rows, self.d_model), _get(spec, "table_dtype", path, str))
+            elif self.form == "sinusoidal":
                 self.dim = _get(spec, "dim", path, int, lo=0, hi=self.d_model)
                 self.inv_freq = torch.tensor(_floats(spec.get("inv_freq"), path + ".inv_freq", self.dim // 2), dtype=self.cdt)
             else:
@@ -151,8 +153,7 @@ class Encoding:
                 raise _bad(path + ".rotary_dim", "must be even")
             n = self.rotary_dim // 2
             if "inv_freq" in spec:
-                self.inv_freq = torch.tensor(_floats(spec["inv_freq"], path + ".inv_freq", n), dtype=self.cdt)
-                self.tables = None
+                self.inv_freq, self.tables = torch.tensor(_floats(spec["inv_freq"], path + ".inv_freq", n), dtype=self.cdt), None
             else:
                 periods = _get(spec, "periods", path, list)
                 if len(periods) != n or any(isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 10 ** 6 for m in periods):
@@ -160,21 +161,21 @@ class Encoding:
                 cos, sin = _get(spec, "cos_table", path, list), _get(spec, "sin_table", path, list)
                 if len(cos) != n or len(sin) != n:
                     raise _bad(path + ".cos_table", f"needs one row per rotary pair ({n})")
-                mmax = max(periods) if periods else 1
-                ct = torch.zeros(n, mmax, dtype=torch.float64)
-                st = torch.zeros(n, mmax, dtype=torch.float64)
+                ct, st = (torch.zeros(n, max(periods, default=1), dtype=torch.float64) for _ in "cs")
                 for d, m in enumerate(periods):
-                    ct[d, :m] = torch.tensor(_floats(cos[d], f"{path}.cos_table[{d}]", m), dtype=torch.float64)
-                    st[d, :m] = torch.tensor(_floats(sin[d], f"{path}.sin_table[{d}]", m), dtype=torch.float64)
+                    for tab, rows, name in ((ct, cos, "cos_table"), (st, sin, "sin_table")):
+                        tab[d, :m] = torch.tensor(_floats(rows[d], f"{path}.{name}[{d}]", m), dtype=torch.float64)
                 self.tables = (ct.to(self.cdt), st.to(self.cdt), torch.tensor(periods, dtype=torch.long))
-            jet = spec.get("jet")
             self.jet = None
-            if jet is not None:
+            if (jet := spec.get("jet")) is not None:
                 order = _get(jet, "order", path + ".jet", int, lo=1, hi=8)
                 eps = _get(jet, "epsilon", path + ".jet", float)
                 if self.rotary_dim % (2 * order) or self.layout != "interleaved":
                     raise _bad(path + ".jet", "needs rotary_dim a multiple of 2·order and the interleaved layout")
                 self.jet = (order, eps)
+            if spec.get("slopes") is not None:  # learned recency slopes beside the rotation (recency_periodic)
+                self.n_heads = _get(spec, "n_heads", path, int, lo=1, hi=4096)
+                self.slopes = torch.tensor(_floats(spec["slopes"], path + ".slopes", self.n_heads), dtype=self.cdt)
         elif self.kind == "bias":
             self.form = _get(spec, "form", path, str, choices=("alibi", "lag_table"))
             self.n_heads = _get(spec, "n_heads", path, int, lo=1, hi=4096)
@@ -196,6 +197,10 @@ class Encoding:
             pe = torch.zeros(*pos.shape, self.d_model, dtype=self.cdt, device=pos.device)
             pe[..., 0:self.dim:2] = torch.sin(phase.double()).to(self.cdt)
             pe[..., 1:self.dim:2] = torch.cos(phase.double()).to(self.cdt)
+        elif self.form == "learned_table":
+            if pos.numel() and int(pos.max()) >= self.n_rows:
+                raise LimitError(f"{self.path}: this model's learned table has rows for positions below {self.n_rows} only")
+            return x + self.tensors["table"][pos].to(x.dtype)
         else:
             pe = torch.zeros(*pos.shape, self.d_model, dtype=self.table_dtype, device=pos.device)
             for m, ch, tab in self.components:
@@ -216,8 +221,7 @@ class Encoding:
         if R == 0:
             return x
         out = self.cdt if (self.out_rule == "compute_if_half" and x.dtype in (torch.float16, torch.bfloat16)) else x.dtype
-        cos, sin = self._cos_sin(pos)
-        cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)  # [B, 1, T, R/2]
+        cos, sin = (t.unsqueeze(-3) for t in self._cos_sin(pos))  # [B, 1, T, R/2]
         y = x[..., :R].to(self.cdt)
         if self.jet is not None and self.jet[0] > 1 and self.jet[1] != 0.0:
             m, eps = self.jet
@@ -245,10 +249,10 @@ class Encoding:
         return self._apply(q, pos, "q"), self._apply(k, pos, "k")
 
     def score_bias(self, pos: torch.Tensor):
-        if self.kind != "bias":
+        if self.kind != "bias" and self.slopes is None:
             return None
         lag = pos[..., :, None] - pos[..., None, :]  # [1, T, T]
-        if self.form == "alibi":
+        if self.slopes is not None:  # ALiBi, or recency slopes of a rotary encoding
             return -self.slopes.to(pos.device)[:, None, None] * lag.abs().to(self.slopes.dtype).unsqueeze(-3)
         if int(lag.max()) >= self.n_lags:
             raise LimitError(f"{self.path}: this model's lag table covers sequences of at most {self.n_lags} tokens")
@@ -265,7 +269,7 @@ def _visible(T: int, mask: str, valid: torch.Tensor) -> torch.Tensor:
     return vis[None, None] & valid[:, None, None, :]  # [B, 1, T, T]
 
 
-def _weights(scores: torch.Tensor, vis: torch.Tensor, attention: str, tie: str | None) -> torch.Tensor:
+def _weights(scores: torch.Tensor, vis: torch.Tensor, attention: str, tie: str | None, grid: float | None = None) -> torch.Tensor:
     has_key = vis.any(dim=-1, keepdim=True)
     if attention == "soft":
         w = torch.softmax(scores.masked_fill(~(vis | ~has_key), float("-inf")), dim=-1)
@@ -274,6 +278,7 @@ def _weights(scores: torch.Tensor, vis: torch.Tensor, attention: str, tie: str |
         v = torch.broadcast_to(vis, scores.shape).to(torch.promote_types(scores.dtype, torch.float32))  # as softmax
         return (v / v.sum(dim=-1, keepdim=True).clamp(min=1)).to(scores.dtype)
     vis = torch.broadcast_to(vis, scores.shape)
+    scores = scores if grid is None else torch.round(scores * grid) / grid  # hard choice on scores rounded to 1/grid
     masked = torch.where(vis, scores, torch.tensor(float("-inf"), dtype=scores.dtype, device=scores.device))
     best = (masked == masked.amax(dim=-1, keepdim=True)) & vis
     T = scores.shape[-1]
@@ -313,17 +318,15 @@ class PortableTransformer(nn.Module):
     def _attention(self, l: int, att: dict, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
         enc = self.spec["encodings"][att["encoding"]] if att["encoding"] is not None else None
-        if enc is not None and enc.kind == "bias" and enc.form == "lag_table":
-            enc.tensors["table"] = self.t(enc.tensor_name)  # the parameter, wherever the module was moved
+        if enc is not None:  # a lag table: the parameter, wherever the module was moved
+            enc.tensors["table"] = self.t(enc.tensor_name or "")
         p = f"layers.{l}.attn."
         q, k, v = (F.linear(x, self.t(p + n + ".weight"), self.t(p + n + ".bias")) for n in "qkv")
         heads = att["heads"]
         pos = enc.positions(T, x.device) if enc is not None else torch.arange(T, device=x.device).unsqueeze(0)
         kinds = {(h["attention"], h["mask"], h["tie"], h["d_qk"], h["d_v"]) for h in heads}
         groups = [list(range(len(heads)))] if len(kinds) == 1 else [[h] for h in range(len(heads))]
-        qs = torch.split(q, [h["d_qk"] for h in heads], dim=-1)
-        ks = torch.split(k, [h["d_qk"] for h in heads], dim=-1)
-        vs = torch.split(v, [h["d_v"] for h in heads], dim=-1)
+        qs, ks, vs = (torch.split(t, [h[d] for h in heads], dim=-1) for t, d in ((q, "d_qk"), (k, "d_qk"), (v, "d_v")))
         outs = []
         for g in groups:
             hd = heads[g[0]]
@@ -351,7 +354,7 @@ class PortableTransformer(nn.Module):
             if att["length_scale"] == "log":
                 n = vis.sum(dim=-1, keepdim=True).clamp(min=1)
                 scores = scores * torch.log(n.to(torch.float32)).to(scores.dtype)
-            w = _weights(scores, vis, hd["attention"], hd["tie"])
+            w = _weights(scores, vis, hd["attention"], hd["tie"], att["score_grid"])
             outs.append(torch.matmul(w.to(vh.dtype), vh).transpose(1, 2).reshape(B, T, -1))
         return F.linear(torch.cat(outs, dim=-1) if len(outs) > 1 else outs[0], self.t(p + "o.weight"), self.t(p + "o.bias"))
 
@@ -360,8 +363,7 @@ class PortableTransformer(nn.Module):
 
     def _ffn(self, l: int, ff: dict, x: torch.Tensor) -> torch.Tensor:
         p = f"layers.{l}.ffn."
-        h = F.linear(x, self.t(p + "fc1.weight"), self.t(p + "fc1.bias"))
-        h = F.relu(h) if ff["activation"] == "relu" else F.gelu(h)
+        h = (F.relu if ff["activation"] == "relu" else F.gelu)(F.linear(x, self.t(p + "fc1.weight"), self.t(p + "fc1.bias")))
         return F.linear(h, self.t(p + "fc2.weight"), self.t(p + "fc2.bias"))
 
     def hidden(self, ids: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -371,6 +373,7 @@ class PortableTransformer(nn.Module):
         x = F.embedding(ids, self.t("embed.weight"))
         absolute = s["absolute"]
         if absolute is not None:
+            absolute.tensors["table"] = self.t(absolute.tensor_name or "")  # a learned table
             x = absolute.embed(x, absolute.positions(T, ids.device))
         norm = s["norm"]
         for l, layer in enumerate(s["layers"]):
@@ -492,32 +495,24 @@ def _check_config(c) -> dict:
                                "d_qk": _get(hd, "d_qk", ph, int, lo=0, hi=2 ** 16), "d_v": _get(hd, "d_v", ph, int, lo=1, hi=2 ** 16)})
             if enc is not None and enc.kind == "rotary" and any(h["d_qk"] != enc.d_head for h in parsed):
                 raise _bad(pa, "a rotary encoding needs every head's d_qk equal to its d_head")
-            if enc is not None and enc.kind == "bias" and enc.n_heads != len(parsed):
+            if enc is not None and (enc.kind == "bias" or enc.slopes is not None) and enc.n_heads != len(parsed):
                 raise _bad(pa, "a bias encoding needs one kernel per head")
             bias = _get(att, "bias", pa, bool)
             qk, dv = sum(h["d_qk"] for h in parsed), sum(h["d_v"] for h in parsed)
-            for n, rows in (("q", qk), ("k", qk), ("v", dv)):
-                want[f"layers.{l}.attn.{n}.weight"] = ((rows, D), dtype)
-                if bias:
-                    want[f"layers.{l}.attn.{n}.bias"] = ((rows,), dtype)
-            want[f"layers.{l}.attn.o.weight"] = ((D, dv), dtype)
-            if bias:
-                want[f"layers.{l}.attn.o.bias"] = ((D,), dtype)
+            want.update({f"layers.{l}.attn.{n}.{w}": ((r, c) if w == "weight" else (r,), dtype)
+                         for n, r, c in (("q", qk, D), ("k", qk, D), ("v", dv, D), ("o", D, dv)) for w in ("weight", "bias")[:1 + bias]})
             att = {"encoding": e, "heads": parsed, "score_scale": _get(att, "score_scale", pa, float),
-                   "length_scale": _get(att, "length_scale", pa, str, choices=("none", "log"))}
+                   "length_scale": _get(att, "length_scale", pa, str, choices=("none", "log")),
+                   "score_grid": _get(att, "score_grid", pa, float, optional=True, lo=2.0 ** -100, hi=2.0 ** 100)}
         if ff is not None:
             pf = p + ".ffn"
             H = _get(ff, "d_ff", pf, int, lo=1, hi=2 ** 24)
             bias = _get(ff, "bias", pf, bool)
-            want[f"layers.{l}.ffn.fc1.weight"] = ((H, D), dtype)
-            want[f"layers.{l}.ffn.fc2.weight"] = ((D, H), dtype)
-            if bias:
-                want[f"layers.{l}.ffn.fc1.bias"] = ((H,), dtype)
-                want[f"layers.{l}.ffn.fc2.bias"] = ((D,), dtype)
+            want.update({f"layers.{l}.ffn.{n}.{w}": ((r, c) if w == "weight" else (r,), dtype)
+                         for n, r, c in (("fc1", H, D), ("fc2", D, H)) for w in ("weight", "bias")[:1 + bias]})
             ff = {"activation": _get(ff, "activation", pf, str, choices=("relu", "gelu"))}
         if norm != "none":
-            for n in ("ln1", "ln2"):
-                want[f"layers.{l}.{n}.weight"] = want[f"layers.{l}.{n}.bias"] = ((D,), dtype)
+            want.update({f"layers.{l}.{n}.{w}": ((D,), dtype) for n in ("ln1", "ln2") for w in ("weight", "bias")})
         if (pn := _get(layer, "pair_norm", p, dict, optional=True)) is not None:  # x ← pair_norm(x + attn(x))
             cs, eps_p = _get(pn, "coords", p + ".pair_norm", list), _get(pn, "epsilon", p + ".pair_norm", float, lo=0.0, hi=1.0)
             if norm != "none" or att is None or not cs or any(type(c) is not int or not 0 <= c < D - 1 for c in cs) \
