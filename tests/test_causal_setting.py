@@ -260,14 +260,17 @@ def test_state_prediction_prediction_needs_every_state_language_in_crasp():
     assert build_train_spec(body, {"dfa": ends_ab.to_canonical_dict(), "analysis": {}})["prediction"]["sufficient"] == []
 
 
-def test_portable_export_refuses_state_heads_and_learned_tables(tmp_path):
+def test_portable_export_refuses_state_heads_and_exports_learned_tables(tmp_path):
     from langclass.models.portable.export import save_model
+    from langclass.models.portable.load import load_model
 
     with pytest.raises(InputError) as err:
         save_model(Recognizer(_causal_config(outputs=3)), tmp_path / "a", {"kind": "test"})
-    assert err.value.field == "model"
-    with pytest.raises(InputError):
-        save_model(Recognizer(_causal_config(encoding={"name": "learned", "max_positions": 8})), tmp_path / "b", {"kind": "test"})
+    assert err.value.field == "model" and "state-prediction" in err.value.detail
+    m = Recognizer(_causal_config(encoding={"name": "learned", "max_positions": 8})).eval()
+    save_model(m, tmp_path / "b", {"kind": "test"})  # the rows travel as a tensor (tests/test_portable_trained.py: bit for bit)
+    words = ["", "a", "ab", "babba", "abbaab"]
+    assert torch.equal(load_model(tmp_path / "b").logits(words).float(), m.logits_for(words).float())
 
 
 def test_sweep_both_runs_each_setting_into_its_own_directory(tmp_path, monkeypatch):

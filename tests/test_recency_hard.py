@@ -5,6 +5,8 @@ per cell, the catalogue and the portable export."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -207,21 +209,19 @@ def test_catalogue_names_the_trainable_models():
     assert trains[("nope", "hard", "nonstrict")] is None
 
 
-def test_portable_export_of_recency_and_refusal_with_rope(tmp_path):
+def test_portable_export_of_recency_periodic_rope_and_score_grid(tmp_path):
     from langclass.models.portable.export import save_model as export_model
     from langclass.models.portable.load import load_model
 
-    m = Recognizer(RecognizerConfig(alphabet=("a", "b"), d_model=8, n_heads=2, n_layers=1, encoding={"name": "recency"}))
-    export_model(m, tmp_path / "rec")
-    loaded = load_model(tmp_path / "rec")  # the runner of the saved folder
     words = ["", "ab", "babba", "aaab"]
-    assert torch.allclose(loaded.logits(words).double(), m.logits_for(words).double(), atol=1e-5)
-    p = Recognizer(RecognizerConfig(alphabet=("a", "b"), d_model=16, n_heads=2, n_layers=1,
-                                    encoding={"name": "recency_periodic", "periods": 2}))
-    with pytest.raises(InputError) as err:
-        export_model(p, tmp_path / "recp")
-    assert err.value.field == "encoding"
-    h = Recognizer(RecognizerConfig(alphabet=("a", "b"), d_model=8, n_heads=2, n_layers=1, attention="hard", score_grid=1.0))
-    with pytest.raises(InputError) as err:
-        export_model(h, tmp_path / "hard")
-    assert err.value.field == "model.score_grid"
+    for name, cfg in {"rec": dict(d_model=8, encoding={"name": "recency"}),
+                      "recp": dict(d_model=16, encoding={"name": "recency_periodic", "periods": 2}),
+                      "hard": dict(d_model=8, attention="hard", score_grid=1.0)}.items():
+        m = Recognizer(RecognizerConfig(alphabet=("a", "b"), n_heads=2, n_layers=1, **cfg)).eval()
+        export_model(m, tmp_path / name)
+        loaded = load_model(tmp_path / name)  # the runner of the saved folder; bit for bit: tests/test_portable_trained.py
+        assert torch.allclose(loaded.logits(words).double(), m.logits_for(words).double(), atol=1e-5)
+    config = json.loads((tmp_path / "recp" / "config.json").read_text())
+    enc = config["encodings"][0]
+    assert enc["family"] == "recency_periodic" and enc["kind"] == "rotary" and len(enc["slopes"]) == 2 and enc["periods"]
+    assert json.loads((tmp_path / "hard" / "config.json").read_text())["layers"][0]["attention"]["score_grid"] == 1.0

@@ -530,6 +530,8 @@ def _check_config(c) -> dict:
     want["readout.weight"] = ((1, D), dtype)
     if _get(ro, "bias", "readout", bool):
         want["readout.bias"] = ((1,), dtype)
+    if clash := sorted(set(wanted_enc) & set(want)):
+        raise _bad("encodings", f"name the model's own tensors {clash[:5]} as tables")
     want.update(wanted_enc)
     return {"dtype": dtype, "letters": tuple(letters), "framing": framing, "first_letter": first, "bos": bos, "eos": eos,
             "encodings": encs, "absolute": absolute, "layers": layers, "norm": norm, "eps": eps, "final_norm": final_norm,

@@ -15,7 +15,9 @@ from a base, or its own ALiBi slopes), one activation and one score scale. The m
 * score scale: TL divides by ``attn_scale``: ``use_attn_scale=False`` for scale 1, else
   ``attn_scale = 1/score_scale`` (exact when 1/score_scale is a power of two, e.g. d_head 4, 16, 64);
 * positions: absolute encodings (sinusoidal, and the learned table of the causal setting) become
-  the first ``n_ctx`` rows of ``W_pos`` (``position_origin`` applied), NoPE a zero ``W_pos``;
+  the first ``n_ctx`` rows of ``W_pos`` (``position_origin`` applied; a learned table's rows are
+  copied, so 0 + row is the row exactly, and ``n_ctx`` is cut to the rows the table has: the
+  original refuses longer inputs too), NoPE a zero ``W_pos``;
   conventional RoPE ``rotary`` with ``rotary_base`` read off ``inv_freq`` and
   ``rotary_adjacent_pairs`` = interleaved, its ``rotary_sin``/``rotary_cos`` buffers overwritten
   by the runner's own tables (phase in the compute dtype, cos/sin in float64); ALiBi ``alibi``
@@ -144,6 +146,9 @@ def tlens_refusals(model: Any) -> list[str]:
                 why.append("an absolute and a rotary encoding together")
             if enc.tables is not None:
                 why.append("periodic tables (periodic RoPE T(i mod m)): TransformerLens' rotary is θ·i from a base")
+            if enc.slopes is not None:
+                why.append("a rotary encoding with recency score biases (recency_periodic): TransformerLens has one "
+                           "positional_embedding_type per model")
             elif enc.jet is not None:
                 why.append("the PJ-rotary jet (exp(±ε i N) before the rotation)")
             elif _rotary_base(enc.inv_freq, enc.rotary_dim) is None:
@@ -189,7 +194,9 @@ def to_hooked_transformer(model: Any, *, n_ctx: int = 1024, device: str | torch.
     Args:
         model: a portable model (:func:`langclass.load_model`) or a langclass model
             (``FormulaTransformer``, ``BraspTransformer``, ``CountingTransformer``, ``Recognizer``).
-        n_ctx: the context length in tokens (BOS and EOS included), 2 … :data:`MAX_N_CTX`.
+        n_ctx: the context length in tokens (BOS and EOS included), 2 … :data:`MAX_N_CTX`; for a
+            learned position table at most its rows (``max_positions − position_origin``; a longer
+            ``n_ctx`` is cut to that, since the original model has no row beyond it either).
         device: where the HookedTransformer lives.
 
     Returns:
@@ -212,6 +219,10 @@ def to_hooked_transformer(model: Any, *, n_ctx: int = 1024, device: str | torch.
         raise _refuse(why)
     HookedTransformer, HookedTransformerConfig = _transformer_lens()
     s = m.spec
+    absolute = s["absolute"]
+    if absolute is not None and absolute.form == "learned_table":
+        absolute.tensors["table"] = m.t(absolute.tensor_name)
+        n_ctx = max(1, min(n_ctx, absolute.n_rows - absolute.origin))
     dtype = R.DTYPES[s["dtype"]]
     D = int(m.t("embed.weight").shape[1])
     V = int(m.t("embed.weight").shape[0])
@@ -246,7 +257,6 @@ def to_hooked_transformer(model: Any, *, n_ctx: int = 1024, device: str | torch.
     sd = {k: torch.zeros_like(v) if k in params else v.clone() for k, v in ht.state_dict().items()}
     sd["embed.W_E"] = m.t("embed.weight").detach().clone()
     if pos_type == "standard":
-        absolute = s["absolute"]
         if absolute is not None:
             zero = torch.zeros(1, n_ctx, D, dtype=dtype)
             sd["pos_embed.W_pos"] = absolute.embed(zero, absolute.positions(n_ctx))[0].to(dtype)
