@@ -40,6 +40,7 @@ EXACT = {  # the causal setting's families (learned/absolute positions, rotary, 
                                                   encoding={"name": "rope", "pair_layout": "interleaved", "rotary_dim": 4}),
     "alibi": dict(encoding={"name": "alibi"}),
     "bidirectional-nope": dict(mask="none", encoding={"name": "nope"}),
+    "learned-causal": dict(readout="last", encoding={"name": "learned", "max_positions": 80}),
 }
 
 
@@ -91,6 +92,19 @@ def test_saved_folder_round_trip(tmp_path, tl):
     assert cfg["positional_embedding_type"] == "rotary" and cfg["attention_dir"] == "causal" and cfg["d_vocab_out"] == 1
 
 
+@pytest.mark.slow
+def test_learned_table_rows_are_w_pos_exactly(tmp_path, tl):
+    """A learned absolute table (the causal setting's ``learned``) becomes W_pos row for row, bit for bit,
+    and n_ctx is cut to the rows the table has (the original refuses longer inputs as well)."""
+    model = _rec(4, readout="last", encoding={"name": "learned", "max_positions": 50, "init_std": 0.5})
+    save_model(model, tmp_path / "m")
+    loaded = load_model(tmp_path / "m")
+    ht = tlens.to_hooked_transformer(loaded, n_ctx=1024)
+    assert ht.cfg.n_ctx == 50 and torch.equal(ht.pos_embed.W_pos.detach(), model.encoding.table.detach())
+    check = tlens.check_export(loaded, ht, max_length=8, random_words=5, random_max_length=48, seed=3)
+    assert check["decisions_equal"] and check["max_abs_diff"] <= TOL["float32"]
+
+
 REFUSED = {
     "strict masks": dict(mask="strict", encoding={"name": "nope"}),
     "unique hard attention": dict(attention="hard", encoding={"name": "nope"}),
@@ -99,6 +113,7 @@ REFUSED = {
     "post-norm": dict(norm="post", encoding={"name": "nope"}),
     "log-length score scaling": dict(length_scale="log", encoding={"name": "nope"}),
     "lag-table score biases": dict(encoding={"name": "pj_bias", "n_freqs": 1}),
+    "a rotary encoding with recency score biases": dict(encoding={"name": "recency_periodic", "periods": 2}),
     "ALiBi without a causal mask": dict(mask="none", encoding={"name": "alibi"}),
 }
 

@@ -146,13 +146,13 @@ def tlens_refusals(model: Any) -> list[str]:
                 why.append("an absolute and a rotary encoding together")
             if enc.tables is not None:
                 why.append("periodic tables (periodic RoPE T(i mod m)): TransformerLens' rotary is θ·i from a base")
-            if enc.slopes is not None:
-                why.append("a rotary encoding with recency score biases (recency_periodic): TransformerLens has one "
-                           "positional_embedding_type per model")
             elif enc.jet is not None:
                 why.append("the PJ-rotary jet (exp(±ε i N) before the rotation)")
             elif _rotary_base(enc.inv_freq, enc.rotary_dim) is None:
                 why.append("a custom rotary schedule (inv_freq not β^(−2k/rotary_dim) for any base β)")
+            if enc.slopes is not None:
+                why.append("a rotary encoding with recency score biases (recency_periodic): TransformerLens has one "
+                           "positional_embedding_type per model")
             if enc.origin != 0:
                 why.append("rotary positions that start at a position_origin other than 0")
             if enc.scores_fp32 and s["dtype"] in ("float16", "bfloat16"):
