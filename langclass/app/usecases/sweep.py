@@ -315,7 +315,7 @@ def heatmap_figure(out: Mapping[str, Any]) -> Any:
     causal = out.get("setting") == "causal"
     ax.set_title(f"share of languages with N* = longest tested length ({out.get('setting', 'strict')} setting, {out['profile']} profile, "
                  f"≤{out['states']} states, {out['alphabet']} letters)\nred outline: predicted sufficient "
-                 + ("(causal: NoPE on C-RASP)" if causal else "(soft attention)"), fontsize=9)
+                 + ("(causal: NoPE on C-RASP)" if causal else "(strict: soft, recency or unique hard attention)"), fontsize=9)
     fig.colorbar(im, ax=ax, label="share")
     return fig
 

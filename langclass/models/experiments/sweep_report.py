@@ -128,7 +128,7 @@ def markdown_table(agg: Mapping[str, Any], cell_names: Mapping[str, str], encodi
         lines.append(f"| {cell_names.get(cell, cell)} | {c['tested']}{nt} | " + " | ".join(squares) + " |")
     lines.append("")
     what = ("causal setting: non-strict mask, BOS w, readout at the last position" if setting == "causal"
-            else "soft attention")
+            else "strict setting: soft attention, recency heads or unique hard attention, as the encoding names")
     lines.append(f"k/n: languages of the cell whose best run has N* = the longest tested length; * = predicted sufficient ({what}).")
     return "\n".join(lines)
 
