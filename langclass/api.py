@@ -407,7 +407,7 @@ def load_model(directory: str, *, max_parameters: int | None = None) -> Any:
     return _load(directory, max_parameters=max_parameters or MAX_PARAMETERS)
 
 
-def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: int = 10, profile: str = "cpu", seed: int = 0,
+def sweep(states: int | None = None, alphabet: int | None = None, *, per_cell: int | None = None, profile: str = "cpu", seed: int = 0,
           out: str = "sweep", overrides: Mapping[str, Any] | None = None, ray: str | None = None,
           census_run: str | None = None, database_url: str | None = None, setting: str | None = None,
           suite: str | None = None, task: str = "recognition", limit: int | None = None,

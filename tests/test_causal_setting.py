@@ -237,9 +237,11 @@ def test_sweep_job_setting():
     from langclass.app.usecases.sweep_jobs import SweepRequest, build_sweep_spec
     from langclass.models.experiments.sweep import CAUSAL_SWEEP_ENCODINGS
 
-    spec = build_sweep_spec(SweepRequest(setting="causal", per_cell=10))
+    spec = build_sweep_spec(SweepRequest(setting="causal"))
     assert spec["setting"] == "causal" and spec["encodings"] == list(CAUSAL_SWEEP_ENCODINGS)
-    assert spec["runs_bound"] == len(CAUSAL_CELLS) * 3 * 4  # the cpu profile draws at most 3 per causal cell
+    assert spec["per_cell"] == 3 and spec["runs_bound"] == len(CAUSAL_CELLS) * 3 * 4  # the cpu profile's 3 per causal cell
+    explicit = build_sweep_spec(SweepRequest(setting="causal", per_cell=10))  # a number given is taken as given
+    assert explicit["per_cell"] == 10 and explicit["runs_bound"] == len(CAUSAL_CELLS) * 10 * 4
     with pytest.raises(InputError) as err:
         build_sweep_spec(SweepRequest(setting="causal", encodings=["nope", "rope_periodic"]))
     assert err.value.field == "encodings[1]"

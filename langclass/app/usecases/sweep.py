@@ -33,6 +33,8 @@ __all__ = ["SWEEP_SETTINGS", "train_spec_for", "cell_encodings", "encodings_of",
            "load_census_run", "check_census_run", "stored_run_languages", "census_run_summary", "sweep_test_lengths"]
 
 MAX_PER_CELL = 1000
+DEFAULT_PER_CELL = 10
+"""Languages per cell when neither the caller nor the profile names a number."""
 """Most languages per cell a sweep takes (field ``per_cell``)."""
 
 SWEEP_SETTINGS = ("strict", "causal", "both")
@@ -229,7 +231,7 @@ def _test_lengths(profile: str, overrides: Mapping[str, Any] | None, setting: st
     return expand_lengths(parsed, "overrides.test_lengths")
 
 
-def run(states: int, alphabet: int, per_cell: int, seed: int, out_dir: str | Path, *, profile: str = "cpu",
+def run(states: int, alphabet: int, per_cell: int | None, seed: int, out_dir: str | Path, *, profile: str = "cpu",
         encodings: Sequence[str] | None = None, seeds: Sequence[int] | None = None, overrides: Mapping[str, Any] | None = None,
         runner: Any = None, limits: Any = None, progress: Any = None, census_run: Any = None, write: bool = True,
         should_cancel: Callable[[], bool] | None = None, language_progress: Any = None, setting: str = "strict") -> dict[str, Any]:
@@ -238,7 +240,8 @@ def run(states: int, alphabet: int, per_cell: int, seed: int, out_dir: str | Pat
     Args:
         setting: ``"strict"`` (default) or ``"causal"`` — the cells, encodings, profile and prediction
             of that training setting (module doc); for both see :func:`run_settings`. The causal
-            profile may cap ``per_cell`` (:data:`~langclass.models.experiments.sweep.CAUSAL_SWEEP_PROFILES`;
+            ``per_cell=None`` takes the profile's number (``per_cell`` of :data:`~langclass.models.experiments.sweep.SWEEP_PROFILES`
+            / :data:`~langclass.models.experiments.sweep.CAUSAL_SWEEP_PROFILES`, else :data:`DEFAULT_PER_CELL`);
             ``per_cell`` in the result is the number used).
         census_run: a stored census run to sample from (:func:`draw`); recorded as ``census_run``
             (:func:`census_run_summary`; null when the census was enumerated).
@@ -260,9 +263,8 @@ def run(states: int, alphabet: int, per_cell: int, seed: int, out_dir: str | Pat
 
     _check_setting(setting)
     cells, names, _keys = PARTITIONS[setting]
-    cap = sweep_profiles(setting).get(profile, {}).get("per_cell")
-    if cap is not None:
-        per_cell = min(per_cell, cap)
+    if per_cell is None:  # the profile's number (an explicit per_cell is taken as given)
+        per_cell = sweep_profiles(setting).get(profile, {}).get("per_cell") or DEFAULT_PER_CELL
     # strict: None = each cell's SWEEP_CELL_ENCODINGS; causal: the causal catalogue
     encs = list(encodings) if encodings else (list(CAUSAL_SWEEP_ENCODINGS) if setting == "causal" else None)
     langs, summary = draw(states, alphabet, per_cell, seed, _test_lengths(profile, overrides, setting), census_run=census_run,
@@ -369,7 +371,7 @@ def write_outputs(out: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path
     return paths
 
 
-def run_settings(states: int, alphabet: int, per_cell: int, seed: int, out_dir: str | Path, *, setting: str = "strict",
+def run_settings(states: int, alphabet: int, per_cell: int | None, seed: int, out_dir: str | Path, *, setting: str = "strict",
                  progress: Any = None, write: bool = True, **kw: Any) -> dict[str, Any]:
     """:func:`run` for ``setting`` ``"strict"`` or ``"causal"`` (into ``out_dir``), or for ``"both"``:
     the strict sweep into ``out_dir/strict``, the causal one into ``out_dir/causal`` (each resumable

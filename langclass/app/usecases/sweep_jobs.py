@@ -58,7 +58,7 @@ class SweepRequest(BaseModel):
     )
     states: Annotated[int, Field(ge=1, le=5), _Integral, Strict()] | None = Field(None, description="N: at most this many states in the minimal DFA (default 3, or the census run's N)")
     alphabet: Annotated[int, Field(ge=1, le=4), _Integral, Strict()] | None = Field(None, description="K: letters a, b, … (default 2, or the census run's K)")
-    per_cell: Annotated[int, Field(ge=1, le=1000), _Integral, Strict()] = Field(10, description="languages drawn per cell of the lattice")
+    per_cell: Annotated[int, Field(ge=1, le=1000), _Integral, Strict()] | None = Field(None, description="languages drawn per cell of the lattice (default: the profile's — 4 strict, 3 causal at cpu — else 10)")
     profile: Literal["cpu", "paper"] = Field("cpu", description="cpu (2-core CPU, about an hour for N=3, 10 per cell) or paper (App. E.2, GPU)")
     seed: Annotated[int, Field(ge=0, le=2**31 - 1), _Integral, Strict()] = Field(0, description="seed of the draw")
     encodings: list[SweepEncoding] | None = Field(None, min_length=1, max_length=len(STRICT_SWEEP_CATALOGUE),
@@ -152,7 +152,7 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
     from langclass.core.census.sample import MAX_SAMPLE_LANGUAGES, PARTITIONS, check_census_size
     from langclass.models.experiments.sweep import MAX_SWEEP_RUNS, check_sweep, sweep_profiles, sweep_spec
 
-    from .sweep import check_census_run, sweep_test_lengths, train_spec_for
+    from .sweep import DEFAULT_PER_CELL, check_census_run, sweep_test_lengths, train_spec_for
 
     if body.suite is not None:
         return _suite_spec(body, limits)
@@ -182,8 +182,8 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
     for encs in ([encodings] if encodings else list(dict.fromkeys(SWEEP_CELL_ENCODINGS.values()))):
         one = sweep_spec(train_spec_for(list(encs), setting)(_representative(alphabet)), body.profile, overrides=overrides)
         per_language = max(per_language, check_sweep([one], limits=limits))
-    cap = sweep_profiles(setting)[body.profile].get("per_cell")
-    per_cell = min(body.per_cell, cap) if cap is not None else body.per_cell
+    per_cell = body.per_cell if body.per_cell is not None else (sweep_profiles(setting)[body.profile].get("per_cell")
+                                                                 or DEFAULT_PER_CELL)
     if census_run is not None and run_profile_counts is not None:
         sizes = cell_bounds(run_profile_counts, list(census_run.class_keys), states, setting)
         most = sum(min(per_cell, n) for n in sizes.values())
@@ -193,7 +193,7 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
         raise LimitExceeded("max_sweep_runs", MAX_SWEEP_RUNS,
                             f"the sweep could train {most * per_language:,} runs ({most:,} languages × {per_language} runs), more than "
                             f"max_sweep_runs = {MAX_SWEEP_RUNS:,}", field="per_cell")
-    return {"states": states, "alphabet": alphabet, "per_cell": body.per_cell, "seed": body.seed, "profile": body.profile,
+    return {"states": states, "alphabet": alphabet, "per_cell": per_cell, "seed": body.seed, "profile": body.profile,
             "setting": setting, "encodings": encodings, "overrides": overrides,
             "census_run": census_run_spec(census_run) if census_run is not None else None,
             "runs_bound": most * per_language}
@@ -204,7 +204,7 @@ def _suite_spec(body: SweepRequest, limits: Any) -> dict[str, Any]:
 
     Raises:
         InputError: unknown suite, names not in it, a sweep-only field given (``census_run``,
-            ``states``, ``alphabet``). LimitExceeded: ``max_sweep_runs``, or a job limit of one language's experiment.
+            ``states``, ``alphabet``, ``per_cell``). LimitExceeded: ``max_sweep_runs``, or a job limit of one language's experiment.
     """
     from langclass.core.base.errors import InputError
     from langclass.models.experiments.sweep import MAX_SWEEP_RUNS, check_sweep, sweep_spec
@@ -214,7 +214,7 @@ def _suite_spec(body: SweepRequest, limits: Any) -> dict[str, Any]:
     from .suite import SUITE_ENCODINGS, SUITE_SWEEP_PROFILES, select_languages
     from .sweep import sweep_test_lengths, train_spec_for
 
-    for name in ("census_run", "states", "alphabet"):  # the census sweep's fields
+    for name in ("census_run", "states", "alphabet", "per_cell"):  # the census sweep's fields
         if getattr(body, name) is not None:
             raise InputError(f"{name} does not apply to a suite sweep", field=name)
     langs = select_languages(body.suite, only=body.only, limit=body.limit)
