@@ -93,14 +93,13 @@ def sweep(
         row = load_census_run(census_run) if census_run is not None else None
         n = states if states is not None else (row.max_states if row is not None else 3)
         k = alphabet if alphabet is not None else (row.alphabet_size if row is not None else 2)
-        result = run_settings(n, k, per_cell, seed, out, setting=setting, profile=profile, overrides=ov, runner=runner, progress=progress,
-                              census_run=row)
     except LangclassError as err:
         fail(err, as_json)
         return
-    except KeyboardInterrupt:
-        typer.echo(f"interrupted: finished languages are in {out / 'languages'}; run the same command again to resume", err=True)
-        raise typer.Exit(code=130)
+    result = _resumable(out, as_json, lambda: run_settings(n, k, per_cell, seed, out, setting=setting, profile=profile, overrides=ov,
+                                                          runner=runner, progress=progress, census_run=row))
+    if result is None:
+        return
     if as_json:
         typer.echo((out / "sweep.json").read_text(encoding="utf-8"))
     else:
@@ -109,19 +108,26 @@ def sweep(
         typer.echo(f"wrote {out / 'sweep.json'}, {files} ({result['runs']} runs, {result['wall_s']:.0f} s)")
 
 
+def _resumable(out: Path, as_json: bool, call):
+    """``call()``; a LangclassError is reported (exit 2, ``None`` returned), Ctrl-C says how to resume (exit 130)."""
+    try:
+        return call()
+    except LangclassError as err:
+        fail(err, as_json)
+        return None
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: finished languages are in {out / 'languages'}; run the same command again to resume", err=True)
+        raise typer.Exit(code=130)
+
+
 def _suite(suite: str, out: Path, profile: str, setting: str, task: str, limit, only, ov, runner, progress, as_json: bool) -> None:
     from langclass.app.usecases.suite import run_suite
     from langclass.models.experiments.suite_report import agreement_lines
 
-    try:
-        result = run_suite(suite, out, profile=profile, setting=setting, task=task, limit=limit, only=only, overrides=ov, runner=runner,
-                           progress=progress)
-    except LangclassError as err:
-        fail(err, as_json)
+    result = _resumable(out, as_json, lambda: run_suite(suite, out, profile=profile, setting=setting, task=task, limit=limit, only=only,
+                                                        overrides=ov, runner=runner, progress=progress))
+    if result is None:
         return
-    except KeyboardInterrupt:
-        typer.echo(f"interrupted: finished languages are in {out / 'languages'}; run the same command again to resume", err=True)
-        raise typer.Exit(code=130)
     if as_json:
         typer.echo((out / "suite.json").read_text(encoding="utf-8"))
         return
