@@ -383,11 +383,13 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
         return RunResult("train", run_experiment(spec))
     from langclass.models.portable.provenance import BestRuns
 
-    best, models = BestRuns(machine, prediction), {}
+    best, models, keys = BestRuns(machine, prediction), {}, {}
 
     def keep(run: dict[str, Any], model: Any) -> None:
-        if best.on_model(run, model):  # the best run of its encoding so far
-            models[run["encoding"]] = model
+        best.on_model(run, model)  # the download (none for a model the portable format cannot carry)
+        key = (run.get("longest_perfect_length") or 0, run.get("accuracy") or 0.0)
+        if run["encoding"] not in keys or key > keys[run["encoding"]]:  # the best run of its encoding so far
+            models[run["encoding"]], keys[run["encoding"]] = model, key
 
     record = run_experiment(spec, on_model=keep)
     return RunResult("train", record, models, best.folders())

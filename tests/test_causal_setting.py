@@ -301,3 +301,33 @@ def test_sweep_both_runs_each_setting_into_its_own_directory(tmp_path, monkeypat
     with pytest.raises(InputError) as err:
         usecase.run_settings(3, 2, 1, 0, tmp_path, setting="sideways")
     assert err.value.field == "setting"
+
+
+def test_state_prediction_trains_everywhere_a_model_is_kept(tmp_path):
+    """A state-prediction head has no portable form: the train job, ``--save DIR`` and
+    ``return_model=True`` still finish (the run stands; only its download is missing, with the
+    reason). Before, all three failed after training with ``invalid-spec`` / exit 2."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import langclass
+    from langclass.app.cli.commands import app
+    from langclass.app.usecases.model_jobs import run_train_job
+
+    tiny = {"max_steps": 2, "batch_size": 4, "n_layers": 1, "d_model": 8, "n_heads": 2, "d_ff": 8,
+            "train_lengths": {"range": [1, 4]}, "test_lengths": {"lengths": [5]}, "eval_per_length": 2}
+    spec = {"language": LANG_JSON, "encodings": [{"name": "nope"}], "setting": "causal", "task": "state_prediction",
+            "profile": "quick", "seeds": [0], "overrides": tiny}
+    out = run_train_job(spec)
+    assert out["runs"][0]["task"] == "state_prediction" and out.model_zip is None
+    assert "state-prediction" in out["portable_model_refused"]["enc-nope"]
+    res = CliRunner().invoke(app, ["train", "-r", "a*b*", "-a", "ab", "--setting", "causal", "--task", "state_prediction",
+                                   "-e", "nope", "--max-steps", "2", "--test-lengths", "5", "--eval-per-length", "2",
+                                   "--set", "d_model=8", "--set", "n_heads=2", "--set", "n_layers=1", "--save", str(tmp_path / "m")])
+    assert res.exit_code == 0, res.output
+    assert "not saved: enc-nope" in res.output
+    assert json.loads((tmp_path / "m" / "result.json").read_text())["runs"][0]["task"] == "state_prediction"
+    r = langclass.train("a*b*", alphabet="ab", encodings=["nope"], setting="causal", task="state_prediction",
+                        overrides=tiny, return_model=True)
+    assert r.model["nope"].config.outputs == 3 and not r.downloads  # the module, but no portable download

@@ -145,7 +145,10 @@ def test_cli_suite_limit_2_tiny(tmp_path):
 def test_cli_suite_bad_input_exits_2(tmp_path):
     for extra, field in ((["--suite", "no-such-suite"], "[suite]"), (["--suite", SUITE, "--only", "zzz"], "[only]"),
                          (["--suite", SUITE, "--setting", "weird"], "[setting]"), (["--limit", "2"], "[suite]"),
-                         (["--suite", SUITE, "--setting", "strict", "--task", "state_prediction"], "[task]")):
+                         (["--suite", SUITE, "--setting", "strict", "--task", "state_prediction"], "[task]"),
+                         # a census sample's options do not apply to a suite (they were silently ignored)
+                         (["--suite", SUITE, "--per-cell", "2", "--limit", "1"], "[per-cell]"),
+                         (["--suite", SUITE, "--states", "2", "--limit", "1"], "[states]")):
         r = CliRunner().invoke(app, ["sweep", "--out", str(tmp_path / "x"), *extra])
         assert r.exit_code == 2 and field in r.output, (extra, r.output)
     assert not (tmp_path / "x" / "languages").exists() or not list((tmp_path / "x" / "languages").iterdir())
@@ -161,6 +164,12 @@ def test_python_api_suite_only(tmp_path):
     with pytest.raises(InputError) as err:
         langclass.sweep(suite="nope", out=str(tmp_path))
     assert err.value.field == "suite"
+    from langclass.app.usecases.suite import run_suite
+
+    for setting, encodings in (("causal", ["nope", "hard_nope"]), ("strict", ["learned"])):  # as a census sweep: 422
+        with pytest.raises(InputError) as err:
+            run_suite(SUITE, tmp_path / "bad", setting=setting, encodings=encodings, limit=1, overrides=TINY)
+        assert err.value.field == f"encodings[{len(encodings) - 1}]", setting
 
 
 def test_rest_suite_422_and_queued(make_client: Any, migrated_url: str) -> None:

@@ -235,6 +235,8 @@ def _save_result(save: Path, result: dict[str, Any], best: Any) -> None:
             return
         save.mkdir(parents=True, exist_ok=True)
         (save / "result.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+        for folder, why in best.refused.items():
+            typer.echo(f"not saved: {folder}: {why}", err=True)
         for folder, files in best.folders().items():
             (save / folder).mkdir(exist_ok=True)
             for name, data in files.items():

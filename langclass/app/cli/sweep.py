@@ -36,7 +36,7 @@ def sweep(
     alphabet: Annotated[Optional[int], typer.Option("--alphabet", "-k", min=1, max=4, help="K: letters a, b, ... (default 2, or the census run's K)")] = None,
     per_cell: Annotated[int | None, typer.Option("--per-cell", "-m", min=1, max=1000,
                                                  help="languages drawn per cell (default: the profile's: 4 strict, 3 causal at cpu)")] = None,
-    profile: Annotated[str, typer.Option("--profile", help="cpu (about an hour for N=3, 10 per cell) or paper (App. E.2, GPU)")] = "cpu",
+    profile: Annotated[str, typer.Option("--profile", help="cpu (2-core CPU: both settings at N=3 in about 20 minutes) or paper (App. E.2, GPU)")] = "cpu",
     seed: Annotated[int, typer.Option("--seed", min=0, help="seed of the draw")] = 0,
     ray: Annotated[Optional[str], typer.Option("--ray", help="train on a Ray cluster, one task per language: 'auto', 'HOST:PORT' or 'local'")] = None,
     census_run: Annotated[Optional[str], typer.Option("--census-run", help="id of a stored census run (langclass census) to sample from instead of enumerating")] = None,
@@ -51,8 +51,8 @@ def sweep(
     as_json: Annotated[bool, typer.Option("--json", help="print sweep.json instead of the table")] = False,
 ) -> None:
     """Draw --per-cell languages from each cell of the lattice among the census languages of at most
-    --states states over --alphabet letters, train each with every catalogue encoding, and report per
-    cell × encoding the share whose N* reaches the longest tested length (predicted encodings marked
+    --states states over --alphabet letters, train each with its cell's predicted model and one or two
+    baselines (the causal setting: NoPE, learned, RoPE, ALiBi), and report per cell × encoding the share whose N* reaches the longest tested length (predicted encodings marked
     *) and every run that contradicts the prediction. With --census-run the sample is drawn from that
     stored run's members (LANGCLASS_DATABASE_URL) and sweep.json names the run. With --suite every
     language of that published suite is trained (NoPE and learned absolute, --setting causal by
@@ -83,6 +83,11 @@ def sweep(
             typer.echo(f"{done}/{total} languages already in {out}", err=True)
 
     if suite is not None:
+        census_only = {"--states": states, "--alphabet": alphabet, "--per-cell": per_cell, "--census-run": census_run}
+        given = [name for name, value in census_only.items() if value is not None]
+        if given:  # the census sample's options: refused, as the REST body refuses them
+            typer.echo(f"error (invalid-input) [{given[0].lstrip('-')}]: {', '.join(given)} do(es) not apply to --suite", err=True)
+            raise typer.Exit(code=2)
         _suite(suite, out, profile, setting or "causal", task or "recognition", limit, only, ov, runner, progress, as_json)
         return
     if limit is not None or only or task is not None:

@@ -65,4 +65,6 @@ def run_train_job(spec: Mapping[str, Any], *, progress: Callable[[dict], None] |
     out.model_zip = best.zip()
     if out.model_zip is not None:
         out["portable_model"] = {"models": _summaries(best.folders()), "runs": best.runs(), "bytes": len(out.model_zip)}
+    if best.refused:  # e.g. state-prediction heads: the runs stand, their downloads are named as missing
+        out["portable_model_refused"] = dict(best.refused)
     return out

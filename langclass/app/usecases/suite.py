@@ -25,6 +25,9 @@ SUITE_ENCODINGS: tuple[str, ...] = ("nope", "learned")
 """The default encodings of a suite run: NoPE (the product's causal prediction for C-RASP) and learned
 absolute positions (the suite's own GPT-2 models' encoding)."""
 
+SUITE_STRICT_ENCODINGS: tuple[str, ...] = ("nope", "rope")
+"""The suite's default encodings in the strict setting (whose sweep has no learned positions)."""
+
 SUITE_SWEEP_PROFILES: dict[str, str] = {"cpu": "suite-cpu", "paper": "suite-paper"}
 """``--profile`` of a suite run → the sweep profile (:data:`langclass.models.experiments.sweep.SWEEP_PROFILES`)."""
 
@@ -113,7 +116,10 @@ def run_suite(suite: str, out_dir: str | Path, *, profile: str = "cpu", setting:
         raise InputError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}", field="task")
     check_task(setting, task)
     langs = select_languages(suite, only=only, limit=limit)
-    encs = list(encodings or SUITE_ENCODINGS)
+    encs = list(encodings or (SUITE_ENCODINGS if setting == "causal" else SUITE_STRICT_ENCODINGS))
+    from langclass.models.experiments.sweep import check_sweep_encodings
+
+    check_sweep_encodings(setting, encs)  # as a census sweep: only the setting's encodings
     analyses = {}
     predicted: dict[str, bool | None] = {}
     sweep_langs = []

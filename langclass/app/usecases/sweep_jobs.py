@@ -28,12 +28,10 @@ from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from langclass.core.base.errors import InputError, LimitExceeded
 from langclass.models.training.specs import TrainOverrides, _Integral  # integral numbers: 2 and 2.0, never true or "2"
-from langclass.models.experiments.sweep import CAUSAL_SWEEP_ENCODINGS, SWEEP_CELL_ENCODINGS, SWEEP_ENCODINGS, SWEEP_TRAINED_MODELS
+from langclass.models.experiments.sweep import (CAUSAL_SWEEP_ENCODINGS, STRICT_SWEEP_CATALOGUE, SWEEP_CELL_ENCODINGS,
+                                               check_sweep_encodings)
 
 __all__ = ["SweepRequest", "build_sweep_spec", "run_sweep_job", "sweep_report", "census_run_spec", "cell_bounds"]
-
-STRICT_SWEEP_CATALOGUE: tuple[str, ...] = SWEEP_ENCODINGS + SWEEP_TRAINED_MODELS
-"""What a strict sweep may train: the soft catalogue and the product's other predicted models."""
 
 SweepEncoding = Literal[tuple(dict.fromkeys(STRICT_SWEEP_CATALOGUE + CAUSAL_SWEEP_ENCODINGS))]  # type: ignore[valid-type]
 """One of the encodings a sweep trains (:data:`~langclass.models.experiments.sweep.SWEEP_ENCODINGS` and
@@ -160,11 +158,7 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
         raise InputError("limit, only and task need suite", field="suite")
     setting = body.setting or "strict"
     cells, _names, keys = PARTITIONS[setting]
-    catalogue = CAUSAL_SWEEP_ENCODINGS if setting == "causal" else STRICT_SWEEP_CATALOGUE
-    for i, e in enumerate(body.encodings or ()):
-        if e not in catalogue:
-            raise InputError(f"encodings[{i}]: {e!r} is not an encoding of the {setting} setting's sweep "
-                             f"({', '.join(catalogue)})", field=f"encodings[{i}]")
+    check_sweep_encodings(setting, body.encodings or ())
     if census_run is not None:
         states = body.states if body.states is not None else int(census_run.max_states)
         alphabet = body.alphabet if body.alphabet is not None else int(census_run.alphabet_size)
@@ -177,7 +171,7 @@ def build_sweep_spec(body: SweepRequest, *, census_run: Any = None, run_profile_
     sweep_test_lengths(body.profile, overrides, setting)
     encodings = list(dict.fromkeys(body.encodings)) if body.encodings else None  # None: the setting's default
     if encodings is None and setting == "causal":
-        encodings = list(catalogue)
+        encodings = list(CAUSAL_SWEEP_ENCODINGS)
     per_language = 0
     for encs in ([encodings] if encodings else list(dict.fromkeys(SWEEP_CELL_ENCODINGS.values()))):
         one = sweep_spec(train_spec_for(list(encs), setting)(_representative(alphabet)), body.profile, overrides=overrides)
@@ -211,7 +205,7 @@ def _suite_spec(body: SweepRequest, limits: Any) -> dict[str, Any]:
 
     from langclass.models.training.specs import check_task
 
-    from .suite import SUITE_ENCODINGS, SUITE_SWEEP_PROFILES, select_languages
+    from .suite import SUITE_ENCODINGS, SUITE_STRICT_ENCODINGS, SUITE_SWEEP_PROFILES, select_languages
     from .sweep import sweep_test_lengths, train_spec_for
 
     for name in ("census_run", "states", "alphabet", "per_cell"):  # the census sweep's fields
@@ -223,7 +217,9 @@ def _suite_spec(body: SweepRequest, limits: Any) -> dict[str, Any]:
     setting, task = body.setting or "causal", body.task or "recognition"
     check_task(setting, task)
     sweep_test_lengths(profile, overrides, setting)
-    encodings = list(dict.fromkeys(body.encodings)) if body.encodings else list(SUITE_ENCODINGS)
+    encodings = (list(dict.fromkeys(body.encodings)) if body.encodings
+                 else list(SUITE_ENCODINGS if setting == "causal" else SUITE_STRICT_ENCODINGS))
+    check_sweep_encodings(setting, encodings)  # as a census sweep: only the setting's encodings (a 422 before queueing)
     widest = max(langs, key=lambda lang: len(lang.alphabet))  # the widest alphabet stands for every language's limits
     spec_for = train_spec_for(encodings, setting, task=task)
     per_language = check_sweep([sweep_spec(spec_for(widest.dfa()), profile, overrides=overrides)], limits=limits)

@@ -31,7 +31,7 @@ from typing import Any
 from langclass.core.automata.automaton import DFA
 from langclass.core.base.errors import InputError, LimitExceeded
 
-__all__ = ["SWEEP_ENCODINGS", "SWEEP_TRAINED_MODELS", "SWEEP_CELL_ENCODINGS", "SWEEP_PROFILES", "SUITE_SWEEP_PROFILES",
+__all__ = ["SWEEP_ENCODINGS", "SWEEP_TRAINED_MODELS", "STRICT_SWEEP_CATALOGUE", "check_sweep_encodings", "SWEEP_CELL_ENCODINGS", "SWEEP_PROFILES", "SUITE_SWEEP_PROFILES",
            "CAUSAL_SWEEP_ENCODINGS", "CAUSAL_SWEEP_PROFILES", "sweep_profiles", "MAX_SWEEP_RUNS", "SweepLanguage", "SweepCancelled",
            "sweep_spec", "check_sweep",
            "language_record", "run_language", "run_sweep"]
@@ -44,6 +44,22 @@ SWEEP_TRAINED_MODELS: tuple[str, ...] = ("recency", "recency_periodic", "hard_no
 """The models the product predicts beyond the soft catalogue: trainable recency heads (LTL[P,Y]),
 with periodic RoPE (LTL[P,Y,MOD]), unique hard attention with NoPE (star-free) and with marks i mod m
 (FO[<,MOD])."""
+
+STRICT_SWEEP_CATALOGUE: tuple[str, ...] = SWEEP_ENCODINGS + SWEEP_TRAINED_MODELS
+"""What a strict sweep may train: the soft catalogue and the product's other predicted models."""
+
+def check_sweep_encodings(setting: str, encodings: Sequence[str]) -> None:
+    """Every encoding is one the ``setting``'s sweep trains (:data:`CAUSAL_SWEEP_ENCODINGS` in the causal
+    setting, :data:`STRICT_SWEEP_CATALOGUE` in the strict one).
+
+    Raises:
+        InputError: the first that is not (``field="encodings[i]"``)."""
+    catalogue = CAUSAL_SWEEP_ENCODINGS if setting == "causal" else STRICT_SWEEP_CATALOGUE
+    for i, e in enumerate(encodings):
+        if e not in catalogue:
+            raise InputError(f"encodings[{i}]: {e!r} is not an encoding of the {setting} setting's sweep "
+                             f"({', '.join(catalogue)})", field=f"encodings[{i}]")
+
 
 SWEEP_CELL_ENCODINGS: dict[str, tuple[str, ...]] = {
     "ltl_p": ("nope", "rope"),

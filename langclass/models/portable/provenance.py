@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from langclass.core.base.errors import InputError
 from langclass.models.portable.export import DEFAULT_LAG_TOKENS, model_files, zip_models
 
 __all__ = ["construct_provenance", "train_provenance", "BestRuns", "construct_files", "run_folder"]
@@ -112,18 +113,24 @@ class BestRuns:
                  n_lags: int = DEFAULT_LAG_TOKENS) -> None:
         self.dfa, self.prediction, self.all_runs, self.n_lags = dfa, prediction, all_runs, n_lags
         self.best: dict[str, tuple[tuple, dict[str, bytes], dict[str, Any]]] = {}
+        self.refused: dict[str, str] = {}
         self.count = 0
 
     def on_model(self, run: Mapping[str, Any], model: Any) -> bool:
         """Keep the run's files if it is the best of its encoding so far (every run with ``all_runs``);
-        True when kept."""
+        True when kept. A model the portable format cannot carry (a state-prediction head) is not
+        kept: its folder's reason goes to :attr:`refused` and the training goes on."""
         index = self.count
         self.count += 1
         key = (run.get("longest_perfect_length") or 0, run.get("accuracy") or 0.0, -index)
         folder = run_folder(run, index if self.all_runs else None)
         if not self.all_runs and folder in self.best and self.best[folder][0] >= key:
             return False
-        files = model_files(model, train_provenance(run, self.dfa, self.prediction), n_lags=self.n_lags)
+        try:
+            files = model_files(model, train_provenance(run, self.dfa, self.prediction), n_lags=self.n_lags)
+        except InputError as err:  # no portable form: the run stands, only its download is missing
+            self.refused[folder] = err.detail
+            return False
         self.best[folder] = (key, files, {"encoding": run.get("encoding"), "seed": run.get("seed"),
                                           "learning_rate": run.get("learning_rate"), "accuracy": run.get("accuracy"),
                                           "longest_perfect_length": run.get("longest_perfect_length")})
