@@ -188,6 +188,11 @@ def test_rest_suite_422_and_queued(make_client: Any, migrated_url: str) -> None:
     assert r.status_code == 202, r.text
     spec = r.json()["spec"]
     assert spec["suite"] == SUITE and spec["limit"] == 3 and spec["setting"] == "strict" and spec["runs_bound"] == 3 * 2
+    assert "heatmap" not in r.json()["links"] and r.json()["links"]["sweep"]  # a suite has no heat map (it was a 409)
+    for body, field in (({"suite": SUITE, "encodings": ["hard_nope"]}, "encodings[0]"),  # not a causal encoding
+                        ({"suite": SUITE, "setting": "strict", "encodings": ["learned"]}, "encodings[0]")):
+        r = client.post("/v1/sweeps", json=body)
+        assert r.status_code == 422 and r.json()["field"] == field, r.text
     assert SUITE in SUITES
 
 

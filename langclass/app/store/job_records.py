@@ -78,7 +78,8 @@ def job_resource(row: JobRow) -> dict[str, Any]:
         links["language"] = f"/v1/languages/{row.language_id}"
     if row.kind == "sweep":
         links["sweep"] = f"/v1/sweeps/{row.id}"
-        links["heatmap"] = f"/v1/sweeps/{row.id}/heatmap.png"
+        if not (isinstance(row.spec, Mapping) and row.spec.get("suite")):  # a suite's report is a table, no heat map
+            links["heatmap"] = f"/v1/sweeps/{row.id}/heatmap.png"
     else:
         links["plot"] = f"/v1/jobs/{row.id}/plot.png"
     if isinstance(row.result, dict) and (row.result.get("portable_model") or {}).get("stored"):

@@ -70,7 +70,8 @@ def families_of(name: str) -> tuple[EncodingFamily, ...]:
             out.append(EncodingFamily(part))
         except ValueError:
             raise InputError(f"unknown positional encoding {part!r}; expected one of "
-                             f"{', '.join(f.value for f in EncodingFamily)}", field="encoding") from None
+                             f"{', '.join(f.value for f in EncodingFamily)} (trained hard attention: "
+                             f"{', '.join(HARD_PREFIX + f.value for f in HARD_FAMILIES)})", field="encoding") from None
     return tuple(out)
 
 

@@ -561,7 +561,8 @@ def make_encoding(name: str, *, d_model: int | None = None, d_head: int | None =
     if isinstance(name, EncodingFamily):
         name = name.value
     if name not in ENCODING_FAMILIES:
-        raise InputError(f"unknown positional encoding {name!r}; expected one of {', '.join(ENCODING_FAMILIES)}", field="encoding.name")
+        raise InputError(f"unknown positional encoding {name!r}; expected one of {', '.join(ENCODING_FAMILIES)} (trained hard "
+                         "attention: hard_nope, hard_mod_onehot)", field="encoding.name")
     cls = ENCODING_FAMILIES[name]
     context = {"d_model": d_model, "d_head": d_head, "n_heads": n_heads}
     kwargs: dict[str, Any] = {}
