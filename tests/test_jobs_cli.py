@@ -111,3 +111,18 @@ def test_worker_command_runs_queued_jobs_and_stops_on_sigterm(sqlite_url: str) -
         out, _ = proc.communicate(timeout=120)
         db.dispose()
     assert proc.returncode == 0, out.decode(errors="replace")[-2000:]
+
+
+def test_train_save_folder_must_be_new_or_empty(tmp_path: Path) -> None:
+    """``--save FOLDER`` into a folder holding another run is refused before training (the other
+    language's ``enc-*`` models sat beside the new ``result.json``), as is a folder that cannot be made."""
+    used = tmp_path / "m"
+    (used / "enc-nope").mkdir(parents=True)
+    res = CliRunner().invoke(app, ["train", "--regex", "(ab)*", "--alphabet", "ab", "-e", "nope", *TINY_ARGS, "--save", str(used)])
+    assert res.exit_code == 2 and "[save]" in res.output and "not an empty folder" in res.output
+    assert not (used / "result.json").exists()
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    res = CliRunner().invoke(app, ["train", "--regex", "(ab)*", "--alphabet", "ab", "-e", "nope", *TINY_ARGS,
+                                   "--save", str(blocker / "sub")])
+    assert res.exit_code == 2 and "[save]" in res.output and "cannot create" in res.output

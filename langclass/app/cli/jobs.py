@@ -205,6 +205,7 @@ def train(
 
     runner, best = None, None
     if save is not None and save.suffix.lower() != ".json":
+        _check_save_folder(save)  # before training: a stale or unwritable folder is refused, not found out at the end
         import functools
 
         from langclass.models.experiments.experiment import run_experiment
@@ -225,6 +226,20 @@ def train(
         typer.echo(format_results(result))
     if cancelled:
         raise typer.Exit(code=130)
+
+
+def _check_save_folder(save: Path) -> None:
+    """``--save FOLDER`` must be new or empty (another language's ``enc-*`` models would sit beside this
+    one's) and creatable; else exit 2 naming ``save``."""
+    try:
+        if save.exists() and (not save.is_dir() or any(save.iterdir())):
+            typer.echo(f"error (invalid-input) [save]: {save} exists and is not an empty folder; choose a new one "
+                       "(the models of another run would sit beside this one's)", err=True)
+            raise typer.Exit(code=2)
+        save.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        typer.echo(f"error (invalid-input) [save]: cannot create {save}: {exc.strerror or exc}", err=True)
+        raise typer.Exit(code=2) from None
 
 
 def _save_result(save: Path, result: dict[str, Any], best: Any) -> None:
