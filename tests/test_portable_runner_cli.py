@@ -39,3 +39,16 @@ def test_no_words_prints_usage(folder, capsys, stdin):
     assert R.main(["runner", folder], stdin=stdin) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "usage: python langclass_runner.py MODEL_DIR" in captured.err
+
+
+def test_a_train_downloads_top_folder_names_its_models(tmp_path, capsys):
+    """The top folder of a train download holds one model per ``enc-*`` folder: the runner names
+    them instead of a bare 'No such file … config.json'."""
+    torch.manual_seed(0)
+    for label in ("enc-nope", "enc-rope"):
+        save_model(Recognizer(RecognizerConfig(alphabet=("a", "b"), d_model=8, n_heads=2, n_layers=1,
+                                               encoding={"name": label[4:]})), tmp_path / label)
+    assert R.main(["runner", str(tmp_path), "ab"]) == 2
+    err = capsys.readouterr().err
+    assert "one model per folder" in err and "enc-nope, enc-rope" in err
+    assert R.main(["runner", str(tmp_path / "enc-rope"), "ab"]) == 0

@@ -585,8 +585,11 @@ def load(directory: str, *, max_parameters: int = MAX_PARAMETERS, verify_digests
 
     Raises:
         ConfigError, WeightsError, DigestError, LimitError (all :class:`ModelFileError`): what is wrong.
-        FileNotFoundError: a file is missing.
+        FileNotFoundError: a file is missing (in a train download's top folder: names its models).
     """
+    if os.path.isdir(directory) and not os.path.exists(os.path.join(directory, CONFIG_FILE)) and (subs := sorted(
+            d for d in os.listdir(directory) if os.path.isfile(os.path.join(directory, d, CONFIG_FILE)))):
+        raise FileNotFoundError(f"{directory} holds one model per folder; run one of: {', '.join(subs)}")
     text, _ = _sha256(os.path.join(directory, CONFIG_FILE), MAX_CONFIG_BYTES)
 
     def no_constant(name):
