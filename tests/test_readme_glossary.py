@@ -112,7 +112,7 @@ def test_reading_convention_examples_hold() -> None:
                             "ratio classify / healthz throughput, repeated: median 0.62", "T8 closure",
                             "`--help` 2.9 s of imports"]),
     ("docs/training.md", ["wall 377.0 s → 111.8 s (speedup 3.37×)", "peak RSS 349 MiB", "pj_bias"]),
-    ("docs/container.md", ["PASS  23 checks in 833 s", "make container-check"]),
+    ("docs/container.md", ["PASS  23 checks in 1052 s", "make container-check"]),
     ("docs/cli.md", ["3,762,374 languages", "| LTL[P,MOD] \\ LTL[P] | 4 |", "**Batch.**"]),
     ("docs/constructions.md", ["58 models built, 58\nexact", "| Tomita 3 `0*((11)+0+\\|1(11)*(00)+)*1*`"]),
     ("docs/api.md", ["## Errors", "Malformed HTTP", "light lane", "## Access"]),
