@@ -20,7 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langclass.core.algebra.lattice import CLASS_KEYS
@@ -80,6 +80,12 @@ def csv_row(row: Mapping[str, Any]) -> str:
 def csv_rows(rows: Iterable[Mapping[str, Any]]) -> str:
     """Header and rows as one CSV text."""
     return csv_header() + "".join(csv_row(r) for r in rows)
+
+
+def csv_table(fields: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> str:
+    """``fields`` as the header, then one line per row (its cells neutralized by :func:`csv_cell`;
+    every field must be a key), CRLF line ends: the sweep's and the suite's ``.csv``."""
+    return _line(fields) + "".join(_line(csv_cell(row[f]) for f in fields) for row in rows)
 
 
 def source_text(source: Mapping[str, Any] | None) -> str | None:

@@ -10,8 +10,6 @@ per language × encoding) and ``suite.md`` (the agreement counts and the per-lan
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -168,17 +166,12 @@ def write_suite_outputs(out: Mapping[str, Any], out_dir: str | Path) -> dict[str
     and the per-language table); returns their paths."""
     from langclass.models.experiments.suite_report import SUITE_CSV_FIELDS, markdown_suite, suite_csv_rows
 
-    from .export_csv import csv_cell
+    from .export_csv import csv_table
 
     d = Path(out_dir)
     paths = {k: d / f"suite.{k}" for k in ("json", "csv", "md")}
     paths["json"].write_text(json.dumps(out, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\r\n")
-    w.writerow(SUITE_CSV_FIELDS)
-    for row in suite_csv_rows(out["rows"]):
-        w.writerow([csv_cell(row[f]) for f in SUITE_CSV_FIELDS])
-    paths["csv"].write_text(buf.getvalue(), encoding="utf-8", newline="")
+    paths["csv"].write_text(csv_table(SUITE_CSV_FIELDS, suite_csv_rows(out["rows"])), encoding="utf-8", newline="")
     src = out["source"]
     head = (f"# Suite {out['suite']}: {len(out['rows'])} languages, {out['setting']} setting, task {out.get('task', 'recognition')}, "
             f"{out['profile']} profile\n\n"

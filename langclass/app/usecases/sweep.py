@@ -352,20 +352,12 @@ def write_outputs(out: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path
     """Write ``sweep.json``, ``sweep.csv``, ``sweep.md`` and ``sweep.png``; returns their paths."""
     from langclass.models.experiments.sweep_report import CSV_FIELDS, csv_records
 
-    from .export_csv import csv_cell
+    from .export_csv import csv_table
 
     d = Path(out_dir)
     paths = {k: d / f"sweep.{k}" for k in ("json", "csv", "md", "png")}
     paths["json"].write_text(json.dumps(out, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\r\n")
-    w.writerow(CSV_FIELDS)
-    for row in csv_records(out["records"]):
-        w.writerow([csv_cell(row[f]) for f in CSV_FIELDS])
-    paths["csv"].write_text(buf.getvalue(), encoding="utf-8", newline="")
+    paths["csv"].write_text(csv_table(CSV_FIELDS, csv_records(out["records"])), encoding="utf-8", newline="")
     paths["md"].write_text(markdown_report(out), encoding="utf-8")
     paths["png"].write_bytes(heatmap_png(out))
     return paths
