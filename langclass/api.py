@@ -182,7 +182,7 @@ def _dfa_json(dfa: DFA) -> dict[str, Any]:
 
 
 def classify(regex: str | None = None, *, alphabet: str | Sequence[str] | None = None, dfa: Any = None,
-             formula: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Classification:
+             formula: str | None = None, limits: Limits = DEFAULT_LIMITS, cross_check: bool = False) -> Classification:
     """Classify one regular language in every class of the lattice, with certificates and encodings.
 
     Give exactly one of:
@@ -193,6 +193,11 @@ def classify(regex: str | None = None, *, alphabet: str | Sequence[str] | None =
     * ``formula=`` with ``alphabet`` (past LTL, docs/formulas.md).
 
     ``alphabet`` is a string (one symbol per character) or a list of symbols.
+
+    ``cross_check=True`` runs every class's own decider, so every answer carries its class's own
+    certificate or witness, and checks that they agree; by default a class the lattice already
+    answers (a member of a subclass, a non-member of a superclass) carries that class's evidence
+    with the inclusion (``method == "lattice"``), which a replay checks the same way.
 
     Returns:
         :class:`Classification`.
@@ -209,7 +214,7 @@ def classify(regex: str | None = None, *, alphabet: str | Sequence[str] | None =
     from langclass.core.classification.analysis import analyze
 
     machine, source, names = _parse(regex, alphabet, dfa, formula, limits)
-    return Classification(source, analyze(machine, limits), names)
+    return Classification(source, analyze(machine, limits, cross_check=cross_check), names)
 
 
 @dataclass(frozen=True)

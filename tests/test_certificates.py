@@ -26,7 +26,7 @@ LANGS = [
 
 def _analysis(rx: str, al: str, **kw):
     dfa = parse_regex(rx, list(al))
-    return dfa, analyze(dfa, **kw)
+    return dfa, analyze(dfa, cross_check=True, **kw)
 
 
 @pytest.mark.parametrize("rx,al", LANGS)
@@ -191,7 +191,7 @@ def test_tampered_witness_replay_failure_names_the_check() -> None:
     from langclass.core.algebra.classes import ReplayError
 
     dfa = parse_regex("(ab)*", ["a", "b"])
-    record = analyze(dfa).classes["ltl_p"].to_dict()
+    record = analyze(dfa, cross_check=True).classes["ltl_p"].to_dict()
     replay(dfa, record)  # the genuine witness replays
     bad = copy.deepcopy(record)
     bad["witness"]["v"] = ["a"]
@@ -207,7 +207,7 @@ def test_every_replay_failure_carries_a_message() -> None:
     failures = 0
     for regex in ("(ab)*", "(aa)*", "a*b", "(a|b)*a(a|b)*"):
         dfa = parse_regex(regex, ["a", "b"])
-        for key, res in analyze(dfa).classes.items():
+        for key, res in analyze(dfa, cross_check=True).classes.items():
             record = res.to_dict()
             ev_key = "certificate" if record["member"] else "witness"
             ev = record.get(ev_key)
@@ -252,7 +252,7 @@ CASES = [  # (regex, alphabet, class key, evidence field, tampering)
 out = {"optimize": sys.flags.optimize, "cases": []}
 for rx, al, key, field, corrupt in CASES:
     dfa = parse_regex(rx, list(al))
-    record = copy.deepcopy(analyze(dfa).classes[key].to_dict())
+    record = copy.deepcopy(analyze(dfa, cross_check=True).classes[key].to_dict())
     replay(dfa, record)
     corrupt(record[field])
     try:
@@ -264,7 +264,7 @@ for rx, al, key, field, corrupt in CASES:
 # every word of every witness/certificate lengthened (test_every_replay_failure_carries_a_message)
 for rx in ("(ab)*", "(aa)*", "a*b", "(a|b)*a(a|b)*"):
     dfa = parse_regex(rx, ["a", "b"])
-    for key, res in analyze(dfa).classes.items():
+    for key, res in analyze(dfa, cross_check=True).classes.items():
         record = res.to_dict()
         kind = "certificate" if record["member"] else "witness"
         ev = record.get(kind)

@@ -19,7 +19,7 @@ from _ground_truth import BY_ID as LANGS, EXPECTED_TO_KEY
 def analysis_of(lang_id: str):
     lang = LANGS[lang_id]
     dfa = parse_dfa_json({**lang["dfa"], "alphabet": lang["alphabet"]})
-    return dfa, analyze(dfa)
+    return dfa, analyze(dfa, cross_check=True)
 
 
 def test_ground_truth_has_42_languages():
@@ -104,7 +104,7 @@ def test_trap_checking_only_reachable_states_of_A_k():
 
 
 def _classify(regex: str, alphabet: str):
-    return analyze(parse_regex(regex, list(alphabet)))
+    return analyze(parse_regex(regex, list(alphabet)), cross_check=True)
 
 
 def test_anchor_aa_star_and_ab_star_period_2():

@@ -56,7 +56,7 @@ def _pool() -> dict[tuple[str, bool], list[dict]]:
     if _POOL is None:
         _POOL = {}
         for rx, al in OTHERS:
-            for key, r in analyze(parse_regex(rx, list(al))).classes.items():
+            for key, r in analyze(parse_regex(rx, list(al)), cross_check=True).classes.items():
                 if r.member is None or r.method == "lattice":
                     continue
                 ev = (r.certificate if r.member else r.witness).to_dict()
@@ -73,7 +73,7 @@ def _answer(dfa: DFA) -> tuple[DFA, dict, str | None]:
     fp = A.transitions.tobytes() + A.accepting.tobytes() + bytes([A.initial, A.num_letters])
     got = _ANSWERS.get(fp)
     if got is None:
-        a = analyze(A)
+        a = analyze(A, cross_check=True)
         mw = monoid_words(a.monoid) if a.monoid is not None else None
         got = _ANSWERS[fp] = (A, {k: r.member for k, r in a.classes.items()}, None if mw is None else json.dumps(mw.to_dict()))
     return got
@@ -287,7 +287,7 @@ def test_forged_evidence_of_the_opposite_verdict_is_refused_thoroughly(key, data
 
 
 def _orbit_forgery(rx: str, al: str, key: str, gap: str, side: str) -> tuple[dict, dict]:
-    d = langclass.classify(rx, alphabet=al).to_dict()
+    d = langclass.classify(rx, alphabet=al, cross_check=True).to_dict()
     rec = copy.deepcopy(d["classes"][key])
     rec.update(member=True, witness=None, period=1,
                certificate={"gap": gap, "side": side, "period": 1, "orbits": [], "truncated": False, "monoid": None})

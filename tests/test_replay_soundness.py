@@ -40,7 +40,7 @@ def _record(key: str, member: bool, ev: dict) -> dict:
 
 def test_forged_fo_mod_counter_with_a_wrong_stability_index_is_refused():
     dfa = _dfa("((a|b)(a|b))*a")
-    a = analyze(dfa)
+    a = analyze(dfa, cross_check=True)
     assert a.classes["fo_mod"].member is True and a.monoid.stability_index == 2
     W = Checker(dfa).closure()
     e, g = W.element(["a", "a"]), W.element(["a"])
@@ -58,7 +58,7 @@ def test_forged_fo_mod_counter_with_a_wrong_stability_index_is_refused():
 
 def test_forged_fo2_mod_witness_with_a_wrong_stability_index_is_refused():
     dfa = _dfa("(ab)*")
-    a = analyze(dfa)
+    a = analyze(dfa, cross_check=True)
     assert a.classes["fo2_mod"].member is True and a.monoid.stability_index == 2
     q0 = dfa.canonical().initial
     forged = {"x": ["a"], "y": ["b"], "omega": 1, "xy_omega": ["a", "b"], "lhs": ["a", "b", "a", "a", "b"],
@@ -69,7 +69,7 @@ def test_forged_fo2_mod_witness_with_a_wrong_stability_index_is_refused():
 
 def test_forged_hasse_diagram_is_refused():
     dfa = _dfa("a(a|b)*")
-    rec = analyze(dfa).classes["ltl_p_mod"].to_dict()
+    rec = analyze(dfa, cross_check=True).classes["ltl_p_mod"].to_dict()
     assert rec["member"] and rec["certificate"]["hasse"] is not None
     replay(dfa, rec)
     rec["certificate"]["hasse"] = [[0, 99], [99, 0]]
@@ -82,7 +82,7 @@ def test_forged_hasse_diagram_is_refused():
 
 def test_certificates_without_the_monoids_words_are_replayed_on_the_dfa():
     dfa = _dfa("(a|b)*a" + "(a|b)" * 8)  # 1023 elements: over CERT_MONOID_MAX, no words listed
-    a = analyze(dfa)
+    a = analyze(dfa, cross_check=True)
     assert a.monoid.size > CERT_MONOID_MAX
     fm = a.classes["fo_mod"].to_dict()
     assert fm["member"] and fm["certificate"]["monoid"] is None
@@ -102,7 +102,7 @@ def test_certificates_without_the_monoids_words_are_replayed_on_the_dfa():
 def test_the_replays_closure_is_the_deciders_monoid_with_the_same_words():
     for rx in ("(a|b)*ab(a|b)*", "((a|b)(a|b))*a", "(b*ab*a)*b*", "(a|b)*a(a|b)(a|b)"):
         dfa = _dfa(rx)
-        M = analyze(dfa).monoid
+        M = analyze(dfa, cross_check=True).monoid
         W = Checker(dfa).closure()
         assert W.m == M.size
         assert list(W.words.parents) == M.parent[1:].tolist()
@@ -116,7 +116,7 @@ def test_a_replay_over_its_bound_names_the_bound():
     from langclass.core.base.errors import LimitExceeded
 
     dfa = _dfa("(a|b)*a" + "(a|b)" * 8)
-    rec = analyze(dfa).classes["fo_mod"].to_dict()
+    rec = analyze(dfa, cross_check=True).classes["fo_mod"].to_dict()
     with pytest.raises(LimitExceeded) as info:
         replay(dfa, rec, limits=Limits(max_monoid_size=100))
     assert info.value.limit == "max_monoid_size"
@@ -205,7 +205,7 @@ def _instances():
     """(evidence class, record, path to the evidence dict, dfa, alphabet) for every evidence object of the pool."""
     for rx, al, limits in POOL:
         dfa = _dfa(rx, al)
-        a = analyze(dfa, limits) if limits is not None else analyze(dfa)
+        a = analyze(dfa, limits, cross_check=True) if limits is not None else analyze(dfa, cross_check=True)
         for key, r in a.classes.items():
             if r.member is None:
                 continue

@@ -20,7 +20,7 @@ from langclass.core.ingest.parse import parse_regex
 
 def _analysis(rx: str, al: str):
     dfa = parse_regex(rx, list(al))
-    return dfa, analyze(dfa)
+    return dfa, analyze(dfa, cross_check=True)
 
 
 def test_the_issue_member_even_length_ending_in_a():
@@ -66,7 +66,7 @@ def dfas(draw, n_max: int = 5, k_max: int = 3):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dfas())
 def test_new_answers_replay_on_random_dfas(dfa):
-    a = analyze(dfa)  # asserts the lattice, with the new inclusions and the period facts
+    a = analyze(dfa, cross_check=True)  # asserts the lattice, with the new inclusions and the period facts
     for key in TEMPORAL_KEYS:
         replay(dfa, a.classes[key].to_dict())
     m = a.members
@@ -156,7 +156,7 @@ def test_the_stable_modulus_of_a_witness_is_checked():
     table = [[2 * (1 - p) + 1 if a == "a" else 2 * (1 - p) if a == "b" else 2 * (1 - p) + f
               for a in "abc"] for p in (0, 1) for f in (0, 1)]
     dfa = DFA.from_table("abc", table, 0, [1]).canonical()
-    a = analyze(dfa)
+    a = analyze(dfa, cross_check=True)
     rec = a.classes["ltl_p_y_mod"].to_dict()
     assert rec["member"] is False and rec["witness"]["modulus"] == 2 and a.monoid.stability_index == 2
     _tampered(dfa, rec, "witness", _set("modulus", 1))  # η(Σ) ≠ η(Σ²): the words are not in every kernel

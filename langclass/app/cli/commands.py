@@ -254,6 +254,7 @@ def classify(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="with --batch: the .jsonl or .csv to write (appended to: a rerun resumes)")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, max=256, help="with --batch: worker processes (0: the CPU count)")] = 0,
     progress: Annotated[bool, typer.Option(help="with --batch: show a progress bar on stderr")] = True,
+    cross_check: Annotated[bool, typer.Option("--cross-check", help="run every class's own decider (each answer with its own certificate) and check that they agree, instead of answering through the lattice's inclusions")] = False,
 ) -> None:
     """Classify one language: classes with certificates and the encoding that suffices
     (or, with --batch, a file of languages: one row each, in parallel, resumable)."""
@@ -262,6 +263,9 @@ def classify(
     settings = get_settings()
     limits = settings.limits()
     if batch is not None:
+        if cross_check:
+            _fail(InputError("--cross-check classifies one language; it is not taken with --batch", field="cross_check"), as_json)
+            return
         _classify_batch(batch, output, jobs, progress, limits, regex=regex, dfa=dfa, formula=formula)
         return
     try:
@@ -276,7 +280,7 @@ def classify(
         parsed = parse_language(regex=regex, dfa=dfa_text, formula=formula, alphabet=alpha, limits=limits)
         from langclass.core.classification.analysis import analyze, format_table
 
-        analysis = analyze(parsed.dfa, limits)
+        analysis = analyze(parsed.dfa, limits, cross_check=cross_check)
     except LangclassError as err:
         _fail(err, as_json)
         return

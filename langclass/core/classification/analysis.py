@@ -27,6 +27,7 @@ import numpy as np
 
 from langclass.core.automata.automaton import DFA
 from langclass.core.algebra.classes.definite import find_definite
+from langclass.core.algebra.classes.implied import MOD_FREE, implied_period
 from langclass.core.algebra.classes import (
     AUTOMATON_KEYS,
     DECIDERS,
@@ -40,7 +41,7 @@ from langclass.core.algebra.classes import (
 )
 from langclass.core.precision.encoding_choice import DEFAULT_PARAMS, EncodingParams, choose_encodings
 from langclass.core.base.errors import LimitExceeded
-from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS, LatticeViolation, check_consistency, infer
+from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS, LatticeViolation, check_consistency, implied_by, infer
 from langclass.core.base.limits import DEFAULT_LIMITS, Limits
 from langclass.core.algebra.monoid import MAX_GROUPS_REPORTED, TransitionMonoid, monoid_summary, nontrivial_groups, transition_monoid
 from langclass.core.algebra.monoid.groups import group_label
@@ -102,7 +103,42 @@ def _limit_result(key: str, err: LimitExceeded) -> ClassResult:
                        error=err.to_dict())
 
 
-def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams = DEFAULT_PARAMS) -> Analysis:
+def _subclasses(key: str) -> list[str]:
+    return [k for k in CLASS_KEYS if key in implied_by(k)]
+
+
+_DECISION_ORDER: tuple[str, ...] = tuple(sorted(CLASS_KEYS, key=lambda k: -len(_subclasses(k))))
+"""The order the monoid's deciders run in: the classes with the most subclasses first (stable in
+:data:`CLASS_KEYS` order), so that a non-member of a large class (the common case) answers all of
+its subclasses through the lattice."""
+
+_UP: dict[str, tuple[str, ...]] = {k: tuple(sorted(implied_by(k), key=lambda s: -len(implied_by(s)))) for k in CLASS_KEYS}
+"""Superclasses of each class, the smallest first (most superclasses of their own)."""
+
+_DOWN: dict[str, tuple[str, ...]] = {k: tuple(sorted(_subclasses(k), key=lambda s: -len(_subclasses(s)))) for k in CLASS_KEYS}
+"""Subclasses of each class, the largest first (most subclasses of their own)."""
+
+
+def _implying(key: str, results: Mapping[str, ClassResult]) -> str | None:
+    """A class decided by its own decider whose answer the lattice carries to ``key``: the largest
+    subclass that holds the language, else the smallest superclass that does not. ``None`` when
+    there is none — or when the language is a member of ``ltl_p_y_mod`` only through a class whose
+    inclusion does not fix the least period m (then its decider runs, to find m)."""
+    for sub in _DOWN[key]:
+        r = results.get(sub)
+        if r is not None and r.member is True and r.method != "lattice":
+            if key in MOD_FREE and key not in AUTOMATON_KEYS and implied_period(key, sub) != 1:
+                continue  # the inclusion does not give the least period
+            return sub
+    for sup in _UP[key]:
+        r = results.get(sup)
+        if r is not None and r.member is False and r.method != "lattice":
+            return sup
+    return None
+
+
+def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams = DEFAULT_PARAMS,
+            cross_check: bool = False) -> Analysis:
     """Classify L(dfa) in every class of the lattice, with certificates, and choose the encodings.
 
     Args:
@@ -111,6 +147,13 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
             ``time_limit_s`` bounds the whole analysis; ``max_states`` bounds the product automaton
             used to find the Y-offset of LTL[P,Y] languages.
         params: parameters of the conventional-RoPE certificate (angle g, scale C, dtype, max_length).
+        cross_check: run every class's own decider. By default a class whose answer the lattice
+            already carries from a decided class (a member of a subclass, a non-member of a
+            superclass; the classes with the most subclasses are decided first) is answered
+            through that inclusion with that class's evidence (``method`` ``"lattice"``; a replay
+            checks the inclusion and the evidence). With ``cross_check`` every decider runs and
+            :func:`~langclass.core.algebra.lattice.check_consistency` compares their answers
+            (the tests run it on random languages; the answers are the same).
 
     Returns:
         :class:`Analysis`. Classes with polynomial automaton tests (LTL[P], LTL[P,MOD],
@@ -145,8 +188,11 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
     ctx.monoid = monoid
     extra: dict[str, Any] = {"min_dfa_states": A.num_states}
     if monoid is not None:
-        for key in CLASS_KEYS:
+        for key in _DECISION_ORDER:
             if key in results:
+                continue
+            if not cross_check and (by := _implying(key, results)) is not None:
+                results[key] = implied_result(key, results[by].member, results[by])
                 continue
             try:
                 results[key] = DECIDERS[key](ctx)

@@ -1,0 +1,100 @@
+"""``analyze`` answers a class through the lattice when a decided class already carries it, and
+``cross_check=True`` runs every decider: the two must give the same answers, periods and
+encodings, and every answer of either replays from its JSON record."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from langclass.core.algebra.classes import replay
+from langclass.core.algebra.lattice import CLASS_KEYS, implied_by
+from langclass.core.automata.automaton import DFA
+from langclass.core.classification.analysis import _DECISION_ORDER, analyze
+from langclass.core.ingest.parse import parse_regex
+
+
+def _random_dfa(rng: random.Random) -> DFA:
+    n = rng.randint(1, 5)
+    k = rng.randint(1, 3)
+    rows = [[rng.randrange(n) for _ in range(k)] for _ in range(n)]
+    acc = [q for q in range(n) if rng.random() < 0.5]
+    return DFA.from_table("abc"[:k], rows, 0, acc)
+
+
+def _answer_only(encodings: dict) -> dict:
+    """The encodings with the evidence of an ``outside`` explanation left out (its reason and
+    witness, which the answer's reason quotes, are the implying class's when the lattice answered)."""
+    out = {}
+    for fam, e in encodings.items():
+        e = dict(e)
+        if isinstance(e.get("outside"), dict):
+            e.pop("reason", None)
+        if isinstance(e.get("outside"), dict):
+            e["outside"] = {k: v for k, v in e["outside"].items() if k not in ("reason", "witness")}
+        out[fam] = e
+    return out
+
+
+def _same(a, b) -> None:
+    assert a.members == b.members
+    for key in ("ltl_p_mod", "ltl_p_y_mod"):
+        assert a.classes[key].period == b.classes[key].period, key
+    assert _answer_only(a.encodings) == _answer_only(b.encodings)
+    assert a.extra == b.extra
+    assert a.beyond == b.beyond
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_lattice_order_answers_what_every_decider_answers(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(40):
+        d = _random_dfa(rng)
+        _same(analyze(d), analyze(d, cross_check=True))
+
+
+@pytest.mark.parametrize("rx, al", [
+    ("(aa)*", "a"), ("(ab)*", "ab"), ("a*b*", "ab"), ("(a|b)*ab(a|b)*", "ab"), ("((a|b)(a|b))*", "ab"),
+    ("(a|b)*a(a|b)", "ab"), ("b*(ab*ab*)*", "ab"), ("a(a|b)*", "ab"), ("(ab|ba)*", "ab"),
+    ("((a|b)(a|b))*(a|b)a", "ab"), ("(a(aaa)*b)*", "ab"),
+])
+def test_every_answer_of_the_default_order_replays_from_json(rx: str, al: str) -> None:
+    dfa = parse_regex(rx, list(al))
+    a = analyze(dfa)
+    for r in a.classes.values():
+        replay(dfa, json.loads(json.dumps(r.to_dict())))
+    _same(a, analyze(dfa, cross_check=True))
+
+
+def test_a_non_member_of_a_large_class_answers_its_subclasses_through_the_lattice() -> None:
+    # ((a|b)(a|b))* is outside star-free, so every subclass of star-free is answered by the lattice
+    a = analyze(parse_regex("((a|b)(a|b))*", ["a", "b"]))
+    assert a.classes["star_free"].member is False
+    for key in CLASS_KEYS:
+        r = a.classes[key]
+        if "star_free" in implied_by(key) and r.method != "automaton":
+            assert r.method == "lattice" and r.member is False, key
+            assert r.witness.to_dict()["implied_by"] in implied_by(key)
+    direct = analyze(parse_regex("((a|b)(a|b))*", ["a", "b"]), cross_check=True)
+    assert all(r.method != "lattice" for r in direct.classes.values())
+
+
+def test_a_member_through_a_class_that_does_not_fix_the_period_runs_its_decider() -> None:
+    # (aa)*: in LTL[P,MOD] with k = 2, so in LTL[P,Y,MOD]; that inclusion does not give the least m
+    a = analyze(parse_regex("(aa)*", ["a"]))
+    y_mod = a.classes["ltl_p_y_mod"]
+    assert y_mod.member is True and y_mod.method != "lattice" and y_mod.period == 2
+    # a*b*: in LTL[P] ⊆ LTL[P,Y], so m = 1 comes with the inclusion
+    b = analyze(parse_regex("a*b*", ["a", "b"]))
+    assert b.classes["ltl_p_y_mod"].method == "lattice" and b.classes["ltl_p_y_mod"].period == 1
+
+
+def test_the_order_decides_larger_classes_before_their_subclasses() -> None:
+    pos = {k: i for i, k in enumerate(_DECISION_ORDER)}
+    assert sorted(_DECISION_ORDER) == sorted(CLASS_KEYS)
+    for key in CLASS_KEYS:
+        for sup in implied_by(key):
+            if key not in implied_by(sup):  # no two classes of the lattice are equal
+                assert pos[sup] < pos[key], (sup, key)
