@@ -434,3 +434,11 @@ def test_or_of_disjoint_cubes_is_one_feed_forward_level():
     for p in (prog("b"), prog("a")):
         out = verify_counting_model(build_counting_transformer(p), p, None, all_words_up_to=8, random_lengths=[100])
         assert out["all_words"]["wrong"] == 0 == out["all_words"]["sim_inexact"] == out["random"]["wrong"]
+
+
+def test_strict_names_the_fixed_setting_as_in_training() -> None:
+    from langclass.models.construct.options import is_causal
+
+    for setting in ("fixed", "strict", None):
+        assert is_causal({"regex": "(ab)*", "alphabet": ["a", "b"], "options": {"setting": setting}}) is False
+    assert is_causal({"regex": "(ab)*", "alphabet": ["a", "b"], "options": {"setting": "causal"}}) is True

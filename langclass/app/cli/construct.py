@@ -97,7 +97,7 @@ def construct(
     as_written: Annotated[bool, typer.Option("--as-written", help="build the --formula as written, even when its language is in a class with a weaker model (by default such a formula is replaced by the synthesized formula of its class, e.g. LTL[P]: NoPE)")] = False,
     time_limit: Annotated[Optional[float], typer.Option("--time-limit", help="wall-clock seconds for synthesis, build and verification (default LANGCLASS_TIME_LIMIT_S, 60)")] = None,
     max_parameters: Annotated[Optional[int], typer.Option("--max-parameters", help="parameter budget, checked on the plan before any weight is allocated (default LANGCLASS_MAX_PARAMETERS, 10000000)")] = None,
-    setting: Annotated[str, typer.Option(help="fixed (fixed-precision soft attention with a strict mask, or hard attention) | causal (the language's C-RASP program: soft attention, non-strict causal mask, NoPE, read at the last position; exact up to the certified length)")] = "fixed",
+    setting: Annotated[str, typer.Option(help="fixed, also named strict as in train (fixed-precision soft attention with a strict mask, or hard attention) | causal (the language's C-RASP program: soft attention, non-strict causal mask, NoPE, read at the last position; exact up to the certified length)")] = "fixed",
     crasp_program: Annotated[Optional[Path], typer.Option("--crasp-program", help="C-RASP program JSON file for --setting causal (default: the program of the language's crasp certificate)")] = None,
     save: Annotated[Optional[Path], typer.Option("--save", help="write the verified model to this folder: config.json, model.safetensors and langclass_runner.py (docs/models.md)")] = None,
 ) -> None:
@@ -113,7 +113,7 @@ def construct(
                      "random_max_length": random_max_length, "seed": seed, "y_mode": y_mode, "g": g, "C_y": c_y,
                      "target_length": target_length, "mask": None if mask == "strict" else mask,
                      "by_class": False if as_written else None, "route": route,
-                     "setting": None if setting == "fixed" else setting,
+                     "setting": None if setting in ("fixed", "strict") else setting,
                      "crasp_program": _read_json(crasp_program, "crasp_program") if crasp_program is not None else None},
         )
         from langclass.models.construct.verify import run_construction

@@ -24,10 +24,11 @@ MAX_VERIFY_WORDS = 3_000_000
 MAX_RANDOM_LENGTH = 100_000
 """Longest random word a verification may use."""
 
-SETTINGS = ("fixed", "causal")
+SETTINGS = ("fixed", "strict", "causal")
 """Construction settings: ``fixed`` — the fixed-precision constructions (soft attention with a strict
-mask, hard attention); ``causal`` — the C-RASP construction, soft attention with a non-strict causal
-mask and NoPE read at the last position (:mod:`langclass.models.construct.verify_causal`)."""
+mask, hard attention), also named ``strict`` as in training; ``causal`` — the C-RASP construction,
+soft attention with a non-strict causal mask and NoPE read at the last position
+(:mod:`langclass.models.construct.verify_causal`)."""
 
 
 def _options(spec: Mapping) -> dict[str, Any]:

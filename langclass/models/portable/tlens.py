@@ -31,7 +31,7 @@ What TL cannot represent is refused with :class:`TLensUnsupported` (an ``Unsuppo
 422, CLI exit 2) listing every reason: strict masks (j < i), anticausal masks, mixed masks,
 unique hard attention, periodic tables (absolute or rotary: TL's rotary is θ·i from a base,
 a periodic table is exact at every length), PJ-rotary jets, custom rotary schedules, ALiBi with
-other slopes or without a causal mask, lag-table biases, per-layer encodings, the C-RASP
+other slopes or under any mask but the non-strict causal one, lag-table biases, per-layer encodings, the C-RASP
 ``pair_norm`` gadget, post-norm, log-length score scaling, per-layer score scales or activations.
 
 Source of the architecture conventions: *Attention Is All You Need* (the transformer),
@@ -167,7 +167,8 @@ def tlens_refusals(model: Any) -> list[str]:
             elif not torch.allclose(enc.slopes.double(), _tl_alibi_slopes(enc.n_heads).double(), rtol=1e-6, atol=0.0):
                 why.append("ALiBi slopes other than TransformerLens' 2^(−8(h+1)/H)")
             if masks != {"causal_nonstrict"}:
-                why.append("ALiBi without a causal mask (TransformerLens' ALiBi is 0 on future keys)")
+                why.append("ALiBi under a mask other than the non-strict causal one (j <= i; TransformerLens' ALiBi "
+                           "is 0 on future keys)")
             if "soft_uniform" in kinds:
                 why.append("uniform heads under ALiBi (the bias would weigh their keys)")
     return why
