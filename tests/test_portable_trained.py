@@ -119,6 +119,8 @@ def test_model_runs_without_langclass(trained_models, trained_runs, name):
         assert enc["kind"] == "rotary" and enc["family"] == "recency_periodic" and enc["periods"] and len(enc["slopes"]) == enc["n_heads"]
     if "hard" in name:
         assert all(layer["attention"]["score_grid"] in (1.0, 0.5) for layer in config["layers"])
+    # a model a /1 reader runs correctly is written as /1; score_grid needs /2 (a /1 reader ignores it)
+    assert config["format"] == ("langclass.portable/2" if "hard" in name else "langclass.portable/1")
 
 
 @pytest.mark.slow
@@ -164,6 +166,8 @@ def _tamper(d, edit) -> None:
     ("hard-grid-coarse-leftmost", lambda c: c["layers"][0]["attention"].update(score_grid=0), "ConfigError", "score_grid"),
     ("hard-grid-coarse-leftmost", lambda c: c["layers"][0]["attention"].update(score_grid="1"), "ConfigError", "score_grid"),
     ("hard-grid-coarse-leftmost", lambda c: c["layers"][0]["attention"].update(score_grid=2.0), "DigestError", "config"),
+    ("hard-grid-coarse-leftmost", lambda c: c.update(format="langclass.portable/1"), "ConfigError", "needs format"),
+    ("learned-post-norm", lambda c: c.update(format="langclass.portable/3"), "ConfigError", "format"),
 ])
 def test_tampered_new_fields_are_refused(tmp_path, model, edit, kind, expect):
     save_model(_random(RANDOM[model]), tmp_path / "m", {"kind": "test"})

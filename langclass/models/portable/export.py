@@ -283,7 +283,8 @@ def portable_parts(model: Any, provenance: Mapping[str, Any] | None = None, *, n
                          "CountingTransformer)", field="model")
     tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
     model_params = sum(v.numel() for k, v in tensors.items() if not k.startswith("encodings."))
-    config = {"format": R.FORMAT, **config, "parameters": model_params,
+    grid = any((layer.get("attention") or {}).get("score_grid") is not None for layer in config.get("layers", ()))
+    config = {"format": R.FORMAT if grid else R.FORMATS[0], **config, "parameters": model_params,
               "provenance": {"code_version": code_version(), "model_class": kind, **dict(provenance or {})}}
     config = json.loads(R.canonical_json(config))  # plain JSON (tuples → lists), the text the digest is taken of
     return config, tensors
@@ -297,7 +298,7 @@ def model_files(model: Any, provenance: Mapping[str, Any] | None = None, *, n_la
     runner refuses either file once changed alone."""
     config, tensors = portable_parts(model, provenance, n_lags=n_lags)
     config_digest = hashlib.sha256(R.canonical_json(config).encode()).hexdigest()
-    blob = st_save(tensors, metadata={"format": R.FORMAT, "config_sha256": config_digest})
+    blob = st_save(tensors, metadata={"format": config["format"], "config_sha256": config_digest})
     n = int.from_bytes(blob[:8], "little")
     config["digests"] = {"tensors_sha256": hashlib.sha256(blob[8 + n:]).hexdigest(), "config_sha256": config_digest}
     text = json.dumps(config, indent=1, ensure_ascii=False, allow_nan=False).encode()

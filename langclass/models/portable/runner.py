@@ -1,24 +1,23 @@
 """langclass portable model runner: load ``config.json`` + ``model.safetensors`` and classify words.
 
-Standalone on purpose: it imports only the standard library, torch and safetensors (never
-``langclass``), and every download of a model ships this file as ``langclass_runner.py``. The
-format (``langclass.portable/1``) is documented in langclass's docs/models.md; in short the config
+Standalone on purpose: it imports only the standard library, torch and safetensors (never ``langclass``), and
+every download of a model ships this file as ``langclass_runner.py``. The format (``langclass.portable/1``, and
+``/2`` when attention carries ``score_grid``) is documented in langclass's docs/models.md; in short the config
 states the vocabulary and framing (``BOS w EOS``, ``BOS w`` or the bare word), the residual width, every layer
-(attention heads with their kind — ``soft``, ``soft_uniform``, ``hard_unique`` with a tie rule —
-and mask — ``causal_strict`` j < i, ``causal_nonstrict`` j <= i, ``anticausal_strict`` j > i,
-``anticausal_nonstrict`` j >= i, ``none``), C-RASP's ``pair_norm``, the positional encodings as data
-(periodic tables are tables, never angle × position), the readout position and threshold, the provenance.
+(attention heads with their kind — ``soft``, ``soft_uniform``, ``hard_unique`` with a tie rule — and mask —
+``causal_strict`` j < i, ``causal_nonstrict`` j <= i, ``anticausal_strict`` j > i, ``anticausal_nonstrict``
+j >= i, ``none``), C-RASP's ``pair_norm``, the positional encodings as data (periodic tables are tables, never
+angle × position), the readout position and threshold, the provenance.
 
 Usage::
 
     python langclass_runner.py MODEL_DIR abba ab ""        # one line per word: word, logit, accept
     python -c "import langclass_runner as r; m = r.load('MODEL_DIR'); print(m.classify(['ab']))"
 
-Loading never executes anything from the files: the config is JSON checked field by field, the
-weights are read by safetensors (no pickle) after their header was checked against the config
-(names, shapes, dtypes, offsets covering the file exactly), both digests are compared, and the
-parameter count must stay under ``max_parameters``. Every refusal is a :class:`ModelFileError`
-subclass naming the problem.
+Loading never executes anything from the files: the config is JSON checked field by field, the weights are read
+by safetensors (no pickle) after their header was checked against the config (names, shapes, dtypes, offsets
+covering the file exactly), both digests are compared, and the parameter count must stay under
+``max_parameters``. Every refusal is a :class:`ModelFileError` subclass naming the problem.
 """
 
 from __future__ import annotations
@@ -34,11 +33,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-FORMAT = "langclass.portable/1"
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.safetensors"
-MAX_CONFIG_BYTES = 64 * 2 ** 20
-MAX_PARAMETERS = 200_000_000
+FORMAT = "langclass.portable/2"  # /2: attention may carry score_grid; a model without one is written as /1
+FORMATS = ("langclass.portable/1", FORMAT)
+CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
+MAX_CONFIG_BYTES, MAX_PARAMETERS = 64 * 2 ** 20, 200_000_000
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
 ST_DTYPES = {"F32": "float32", "F64": "float64", "BF16": "bfloat16", "F16": "float16"}
 MASKS = ("causal_strict", "causal_nonstrict", "anticausal_strict", "anticausal_nonstrict", "none")
@@ -53,7 +51,7 @@ class ModelFileError(ValueError):
 
 
 class ConfigError(ModelFileError):
-    """config.json is not a valid ``langclass.portable/1`` config."""
+    """config.json is not a valid ``langclass.portable`` config."""
 
 
 class WeightsError(ModelFileError):
@@ -295,7 +293,7 @@ def _pair_norm(pn: dict, x: torch.Tensor) -> torch.Tensor:
 
 
 class PortableTransformer(nn.Module):
-    """A transformer recognizer rebuilt from a ``langclass.portable/1`` config and its tensors.
+    """A transformer recognizer rebuilt from a ``langclass.portable`` config and its tensors.
 
     ``forward(ids int64 [batch, seq], valid bool [batch, seq])`` → accept logits ``[batch]`` (float32;
     float64 for float64 models) read at each row's readout position; :meth:`classify` and
@@ -444,8 +442,8 @@ def _check_config(c) -> dict:
     """Every field of the config checked; returns the parsed form the model runs on."""
     if not isinstance(c, dict):
         raise ConfigError("config must be a JSON object")
-    if c.get("format") != FORMAT:
-        raise _bad("format", f"must be {FORMAT!r}, got {c.get('format')!r}"[:200])
+    if c.get("format") not in FORMATS:
+        raise _bad("format", f"must be one of {FORMATS}, got {c.get('format')!r}"[:200])
     dtype = _get(c, "dtype", "", str, choices=tuple(DTYPES))
     vocab = _get(c, "vocabulary", "", dict)
     letters = _get(vocab, "letters", "vocabulary", list)
@@ -504,6 +502,8 @@ def _check_config(c) -> dict:
             att = {"encoding": e, "heads": parsed, "score_scale": _get(att, "score_scale", pa, float),
                    "length_scale": _get(att, "length_scale", pa, str, choices=("none", "log")),
                    "score_grid": _get(att, "score_grid", pa, float, optional=True, lo=2.0 ** -100, hi=2.0 ** 100)}
+            if att["score_grid"] is not None and c["format"] == FORMATS[0]:
+                raise _bad(pa + ".score_grid", f"needs format {FORMAT!r} (a /1 reader would ignore it)")
         if ff is not None:
             pf = p + ".ffn"
             H = _get(ff, "d_ff", pf, int, lo=1, hi=2 ** 24)
