@@ -331,3 +331,15 @@ def test_state_prediction_trains_everywhere_a_model_is_kept(tmp_path):
     r = langclass.train("a*b*", alphabet="ab", encodings=["nope"], setting="causal", task="state_prediction",
                         overrides=tiny, return_model=True)
     assert r.model["nope"].config.outputs == 3 and not r.downloads  # the module, but no portable download
+
+
+def test_a_learned_table_too_short_for_the_run_is_refused_before_training():
+    from langclass.models.experiments.experiment import validate_spec
+
+    spec = {"language": LANG_JSON, "profile": "quick", "setting": "causal",
+            "encodings": [{"name": "nope"}, {"name": "learned", "params": {"max_positions": 10}}]}
+    with pytest.raises(InputError) as err:
+        validate_spec(spec)
+    assert err.value.field == "encodings[1].params.max_positions" and "no row" in err.value.detail
+    spec["encodings"][1] = {"name": "learned"}  # sized to the run by default
+    assert validate_spec(spec)["model_configs"]["learned"].encoding["max_positions"] >= 12
