@@ -207,6 +207,14 @@ def test_catalogue_names_the_trainable_models():
     assert trains[("nope", "hard", "strict")]["name"] == "hard_nope"
     assert trains[("mod_onehot", "hard", "strict")]["name"] == "hard_mod_onehot"
     assert trains[("nope", "hard", "nonstrict")] is None
+    crasp = next(e for e in cat if e["class"] == "crasp")
+    assert crasp["train"] == {"name": "nope", "params": {}} and crasp["train_setting"] == "causal"
+    assert {e["train_setting"] for e in cat if e["train"] is not None and e["class"] != "crasp"} == {"strict"}
+    assert all(e["train_setting"] is None for e in cat if e["train"] is None)
+    from langclass.models.experiments.experiment import validate_spec  # pasted into a spec as is, it validates
+
+    validate_spec({"language": {"alphabet": ["a", "b"], "initial": 0, "accepting": [0], "transitions": [[0, 1], [1, 1]]},
+                   "profile": "quick", "setting": crasp["train_setting"], "encodings": [crasp["train"]]})
 
 
 def test_portable_export_of_recency_periodic_rope_and_score_grid(tmp_path):

@@ -386,13 +386,15 @@ def encoding_catalogue() -> list[dict[str, Any]]:
     for ``GET /v1/encodings``). Every entry names its ``family`` (``soft``, ``hard``, ``causal``: the
     families of :func:`choose_encodings`), ``setting`` (:data:`SETTINGS`), ``mask`` and ``precision``
     (:data:`PRECISION`), so the causal NoPE entry (C-RASP, non-strict mask, counting precision) is not
-    read as the fixed-precision one (LTL[P], strict mask); ``train`` names the train-spec encoding
-    that trains the entry's model (:func:`_train`)."""
+    read as the fixed-precision one (LTL[P], strict mask); ``train`` is the train-spec encoding that
+    trains the entry's model (:func:`_train`; an item of a spec's ``encodings`` as is) and
+    ``train_setting`` the spec's ``setting`` it trains in (``strict`` or ``causal``; null with ``train``)."""
     out = []
     for e in _CATALOGUE:
         fam = "causal" if e["class"] == "crasp" else e["attention"]
+        train = _train(e)
         out.append(dict(e, family=fam, setting=SETTINGS[fam], precision=PRECISION[fam], build=_build(e["encoding"], {"period": 2}),
-                        train=_train(e)))
+                        train=train, train_setting=None if train is None else "causal" if fam == "causal" else "strict"))
     return out
 
 
@@ -407,14 +409,14 @@ PRECISION = {
 def _train(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     """The train-spec encoding (``{"name", "params"}``, docs/training.md) that trains a model of a catalogue
     entry, or None when training does not reach it (a non-strict mask outside C-RASP); the C-RASP
-    entry trains NoPE with ``"setting": "causal"`` (docs/training.md, the causal setting); soft
+    entry trains NoPE in the causal setting (``train_setting``; docs/training.md); soft
     attention under the strict mask trains the family itself — the recency constructions (``alibi``
     with slope ≥ f_large, ``rope_periodic+alibi``) train as ``recency`` / ``recency_periodic``, whose
     slopes are learned — and unique hard attention with rightmost ties under the strict mask trains
     ``hard_<family>`` (NoPE, or marks i mod m)."""
     enc, attention = entry["encoding"], entry.get("attention")
     if entry.get("class") == "crasp":  # the causal setting's NoPE (non-strict mask, BOS w, readout at the last position)
-        return {"name": enc, "params": {}, "setting": "causal"}
+        return {"name": enc, "params": {}}
     if entry.get("mask") != "strict" or entry.get("setting") is not None:
         return None
     if attention == "soft" and enc == _ALIBI:  # the recency construction: its slopes are learned by ``recency``
