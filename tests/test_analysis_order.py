@@ -98,3 +98,46 @@ def test_the_order_decides_larger_classes_before_their_subclasses() -> None:
         for sup in implied_by(key):
             if key not in implied_by(sup):  # no two classes of the lattice are equal
                 assert pos[sup] < pos[key], (sup, key)
+
+
+@pytest.mark.parametrize("rx, al, stopped", [
+    ("a*b*", "ab", "fo2_succ"),        # a member: ltl_p (decided) ⊆ ltl_p_y (lattice) ⊆ fo2_succ
+    ("((a|b)(a|b))*", "ab", "fo2_succ"),  # a non-member: star_free (lattice) ⊇ fo2_succ, fo_mod decided
+    ("(aa)*", "a", "ltl_p_y_mod"),     # a member through ltl_p_mod, whose inclusion does not fix m
+    ("a*b*", "ab", "star_free"),       # decided early: its subclasses come later, some through the lattice
+    ("(ab)*", "ab", "fo_mod"),         # the first decided
+])
+def test_a_class_a_limit_left_open_is_filled_from_a_directly_decided_class(monkeypatch, rx, al, stopped):
+    from langclass.core.algebra.classes import DECIDERS
+    from langclass.core.base.errors import LimitExceeded
+
+    def over(ctx):
+        raise LimitExceeded("orbit_work", 1, "forced by the test")
+
+    dfa = parse_regex(rx, list(al))
+    want = analyze(dfa, cross_check=True).classes[stopped]
+    monkeypatch.setitem(DECIDERS, stopped, over)
+    for cc in (False, True):
+        r = analyze(dfa, cross_check=cc).classes[stopped]
+        assert r.member is want.member and r.method == "lattice"
+        assert (r.error is not None) is (cc or stopped == "ltl_p_y_mod")  # by default the decider may not even run
+        by = (r.certificate if r.member else r.witness).to_dict()["implied_by"]
+        assert analyze(dfa, cross_check=cc).classes[by].method != "lattice"
+        replay(dfa, json.loads(json.dumps(r.to_dict())))
+
+
+@pytest.mark.parametrize("stopped", [k for k in CLASS_KEYS if k not in ("ltl_p", "ltl_p_mod", "stutter_invariant", "group", "crasp")])
+def test_every_record_replays_when_any_one_decider_hits_a_limit(monkeypatch, stopped):
+    from langclass.core.algebra.classes import DECIDERS
+    from langclass.core.base.errors import LimitExceeded
+
+    def over(ctx):
+        raise LimitExceeded("orbit_work", 1, "forced by the test")
+
+    monkeypatch.setitem(DECIDERS, stopped, over)
+    rng = random.Random(stopped)
+    for _ in range(25):
+        d = _random_dfa(rng)
+        for r in analyze(d).classes.values():
+            if r.member is not None:
+                replay(d, json.loads(json.dumps(r.to_dict())))

@@ -41,7 +41,7 @@ from langclass.core.algebra.classes import (
 )
 from langclass.core.precision.encoding_choice import DEFAULT_PARAMS, EncodingParams, choose_encodings
 from langclass.core.base.errors import LimitExceeded
-from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS, LatticeViolation, check_consistency, implied_by, infer
+from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS, LatticeViolation, check_consistency, implied_by
 from langclass.core.base.limits import DEFAULT_LIMITS, Limits
 from langclass.core.algebra.monoid import MAX_GROUPS_REPORTED, TransitionMonoid, monoid_summary, nontrivial_groups, transition_monoid
 from langclass.core.algebra.monoid.groups import group_label
@@ -119,15 +119,17 @@ _DOWN: dict[str, tuple[str, ...]] = {k: tuple(sorted(_subclasses(k), key=lambda 
 """Subclasses of each class, the largest first (most subclasses of their own)."""
 
 
-def _implying(key: str, results: Mapping[str, ClassResult]) -> str | None:
+def _implying(key: str, results: Mapping[str, ClassResult], *, need_period: bool = True) -> str | None:
     """A class decided by its own decider whose answer the lattice carries to ``key``: the largest
-    subclass that holds the language, else the smallest superclass that does not. ``None`` when
-    there is none — or when the language is a member of ``ltl_p_y_mod`` only through a class whose
+    subclass that holds the language, else the smallest superclass that does not (an answer itself
+    carried by the lattice is never the one named: its own implying class implies ``key`` too, and
+    the evidence stays one level deep, as replay reads it). ``None`` when there is none — or, with
+    ``need_period``, when the language is a member of ``ltl_p_y_mod`` only through a class whose
     inclusion does not fix the least period m (then its decider runs, to find m)."""
     for sub in _DOWN[key]:
         r = results.get(sub)
         if r is not None and r.member is True and r.method != "lattice":
-            if key in MOD_FREE and key not in AUTOMATON_KEYS and implied_period(key, sub) != 1:
+            if need_period and key in MOD_FREE and key not in AUTOMATON_KEYS and implied_period(key, sub) != 1:
                 continue  # the inclusion does not give the least period
             return sub
     for sup in _UP[key]:
@@ -242,10 +244,10 @@ def analyze(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, params: EncodingParams
         summary = {"error": monoid_error.to_dict()}
     timings["algebraic_tests"] = (time.perf_counter() - t0) * 1e3
 
-    # fill what the lattice implies
-    members = {k: r.member for k, r in results.items()}
-    for key, (val, by) in infer(members).items():
-        results[key] = implied_result(key, val, results[by], error=results[key].error)
+    # fill what the lattice implies for the classes a limit left undecided
+    for key in CLASS_KEYS:
+        if results[key].member is None and (by := _implying(key, results, need_period=False)) is not None:
+            results[key] = implied_result(key, bool(results[by].member), results[by], error=results[key].error)
     members = {k: results[k].member for k in CLASS_KEYS}
     period = results["ltl_p_mod"].period
     check_consistency(members, period=period, monoid_size=monoid.size if monoid is not None else None,
