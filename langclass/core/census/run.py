@@ -188,8 +188,8 @@ def classify(dfa: Any, keys: Iterable[str] | None = None, limits: Any = None, *,
 
     Returns:
         class key → ``True`` / ``False``, or ``None`` where a limit stopped the decision. (An answer
-        the lattice implies is never decided again, so there is no cross-check here; ``analyze``
-        does that.)
+        the lattice implies is never decided again, so there is no cross-check here;
+        ``analyze(..., cross_check=True)`` runs every decider and compares.)
     """
     from langclass.core.algebra.classes import REGISTRY, Context
     from langclass.core.algebra.monoid import transition_monoid
