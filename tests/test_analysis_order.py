@@ -141,3 +141,54 @@ def test_every_record_replays_when_any_one_decider_hits_a_limit(monkeypatch, sto
         for r in analyze(d).classes.values():
             if r.member is not None:
                 replay(d, json.loads(json.dumps(r.to_dict())))
+
+
+@pytest.mark.parametrize("bend", [
+    lambda r: r.update(witness="x", certificate="x"),
+    lambda r: r.update(witness=5, certificate=5),
+    lambda r: r.update(witness=["a"], certificate=["a"]),
+    lambda r: r["witness"].update(implied_by=["fo_mod"]),
+    lambda r: r["witness"].update(implied_by={"k": 1}),
+    lambda r: r["witness"].update(extra=1),
+])
+def test_a_malformed_lattice_non_member_is_refused_never_a_crash(bend):
+    from langclass.core.algebra.classes import ReplayError
+
+    dfa = parse_regex("(b*ab*a)*b*", ["a", "b"])
+    rec = json.loads(json.dumps(analyze(dfa).classes["piecewise_testable"].to_dict()))
+    assert rec["method"] == "lattice" and rec["member"] is False
+    bend(rec)
+    with pytest.raises(ReplayError):
+        replay(dfa, rec)
+
+
+@pytest.mark.parametrize("bend", [
+    lambda r: r.update(certificate="x"),
+    lambda r: r["certificate"].update(implied_by=["ltl_p"]),
+    lambda r: r["certificate"].update(inclusion=["x"]),
+    lambda r: r["certificate"].update(extra=1),
+    lambda r: r.update(period=True),
+    lambda r: r.update(period=1.0),
+])
+def test_a_malformed_lattice_member_is_refused_never_a_crash(bend):
+    from langclass.core.algebra.classes import ReplayError
+
+    dfa = parse_regex("a*b*", ["a", "b"])
+    rec = json.loads(json.dumps(analyze(dfa).classes["ltl_p_y_mod"].to_dict()))
+    assert rec["method"] == "lattice" and rec["member"] is True and rec["period"] == 1
+    replay(dfa, json.loads(json.dumps(rec)))
+    bend(rec)
+    with pytest.raises(ReplayError):
+        replay(dfa, rec)
+
+
+@pytest.mark.parametrize("key", ["ltl_p_mod", "ltl_p_y_mod"])
+def test_a_decided_period_must_be_an_integer(key):
+    from langclass.core.algebra.classes import ReplayError
+
+    dfa = parse_regex("(a|b)*", ["a", "b"])  # k = m = 1, so true == 1 would pass a bare comparison
+    rec = json.loads(json.dumps(analyze(dfa, cross_check=True).classes[key].to_dict()))
+    assert rec["period"] == 1 and rec["method"] != "lattice"
+    rec["period"] = True
+    with pytest.raises(ReplayError, match="integer"):
+        replay(dfa, rec)

@@ -177,14 +177,15 @@ def replay(dfa: DFA | Mapping[str, Any], result: ClassResult | dict[str, Any], m
         chk = checker_for(dfa, limits)
         _states_in_range(ev.to_dict(), chk.n, kind)
         if lattice:
-            if member and d.get("period") != implied_period(key, ev.implied_by):
-                raise ReplayError(f"the period of an implied answer is {implied_period(key, ev.implied_by)}")
+            want, got = implied_period(key, ev.implied_by), d.get("period")
+            if member and (got != want or type(got) is not type(want)):  # 1, not true or 1.0
+                raise ReplayError(f"the period of an implied answer is {want}, not {got!r}")
             replay_implied(chk, key, bool(member), ev)
         elif member:
-            if key == "ltl_p_mod" and d.get("period") != ev.k:
-                raise ReplayError("the period is the certificate's k")
-            if key == "ltl_p_y_mod" and d.get("period") != ev.period:
-                raise ReplayError("the period is the certificate's period")
+            if key == "ltl_p_mod" and (d.get("period") != ev.k or type(d.get("period")) is not int):
+                raise ReplayError("the period is the certificate's k (an integer)")
+            if key == "ltl_p_y_mod" and (d.get("period") != ev.period or type(d.get("period")) is not int):
+                raise ReplayError("the period is the certificate's period (an integer)")
             dec.replay_yes(chk, ev)
         else:
             dec.replay_no(chk, ev)

@@ -29,10 +29,13 @@ class Implied(Evidence):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "evidence") -> Implied:
-        by = _key(d, where)
+        by = _key(d, where, ("implied_by", "inclusion", "certificate"))
         raw = d.get("certificate")
         cert = None if raw is None else parse_evidence(REGISTRY[by].certificate_types, raw, f"{where}.certificate")
-        return cls(by, str(d.get("inclusion", "")), cert)
+        inclusion = d.get("inclusion", "")
+        if not isinstance(inclusion, str):
+            raise ValueError(f"{where}.inclusion: expected a string, got {type(inclusion).__name__}")
+        return cls(by, inclusion, cert)
 
 
 @dataclass(frozen=True)
@@ -45,16 +48,25 @@ class ImpliedWitness(Evidence):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "evidence") -> ImpliedWitness:
-        by = _key(d, where)
+        by = _key(d, where, ("implied_by", "witness"))
         raw = d.get("witness")
         wit = None if raw is None else parse_evidence(REGISTRY[by].witness_types, raw, f"{where}.witness")
         return cls(by, wit)
 
 
-def _key(d: dict[str, Any], where: str) -> str:
+def _key(d: Any, where: str, fields: tuple[str, ...]) -> str:
+    """The ``implied_by`` key of a record with no fields but ``fields`` (and ``check``).
+
+    Raises:
+        ValueError: not an object, an unknown field, or ``implied_by`` not a class key."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected an object, got {type(d).__name__}")
+    extra = set(d) - set(fields) - {"check"}
+    if extra:
+        raise ValueError(f"{where}: unknown fields {sorted(extra)} for an answer implied through the lattice")
     by = d.get("implied_by")
-    if by not in REGISTRY:
-        raise ValueError(f"{where}.implied_by: not a class key: {by!r}")
+    if not isinstance(by, str) or by not in REGISTRY:
+        raise ValueError(f"{where}.implied_by: not a class key: {by!r}"[:300])
     return by
 
 
