@@ -341,5 +341,9 @@ def test_a_learned_table_too_short_for_the_run_is_refused_before_training():
     with pytest.raises(InputError) as err:
         validate_spec(spec)
     assert err.value.field == "encodings[1].params.max_positions" and "no row" in err.value.detail
+    assert "as BOS w)" in err.value.detail  # the causal framing: no EOS row
+    longest = max(validate_spec({**spec, "encodings": [{"name": "nope"}]})["settings"]["test_lengths"])
+    spec["encodings"][1] = {"name": "learned", "params": {"max_positions": longest + 1}}  # BOS w: one row more is enough
+    validate_spec(spec)
     spec["encodings"][1] = {"name": "learned"}  # sized to the run by default
     assert validate_spec(spec)["model_configs"]["learned"].encoding["max_positions"] >= 12

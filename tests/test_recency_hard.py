@@ -215,6 +215,20 @@ def test_catalogue_names_the_trainable_models():
 
     validate_spec({"language": {"alphabet": ["a", "b"], "initial": 0, "accepting": [0], "transitions": [[0, 1], [1, 1]]},
                    "profile": "quick", "setting": crasp["train_setting"], "encodings": [crasp["train"]]})
+    # every entry pasted into a train job on a stored language: the period comes from the language, never a fixed 2
+    from langclass.app.usecases.experiments import ExperimentRequest, build_train_spec
+    from langclass.core.classification.analysis import analyze
+
+    aaa = DFA.from_table(["a", "b"], [[1, 3], [2, 3], [0, 3], [3, 3]], 0, [0])  # (aaa)* over {a, b}
+    stored = {"dfa": aaa.to_canonical_dict(), "analysis": analyze(aaa).to_dict()}
+    for e in cat:
+        if e["train"] is None:
+            continue
+        spec = build_train_spec(ExperimentRequest(kind="train", encodings=[e["train"]], setting=e["train_setting"]), stored)
+        params = spec["encodings"][0].get("params") or {}
+        periods = params.get("periods", params.get("period"))
+        if periods is not None:  # the language's own period, 3
+            assert set(periods if isinstance(periods, list) else [periods]) == {3}, (e["encoding"], params)
 
 
 def test_portable_export_of_recency_periodic_rope_and_score_grid(tmp_path):

@@ -413,7 +413,9 @@ def _train(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     attention under the strict mask trains the family itself — the recency constructions (``alibi``
     with slope ≥ f_large, ``rope_periodic+alibi``) train as ``recency`` / ``recency_periodic``, whose
     slopes are learned — and unique hard attention with rightmost ties under the strict mask trains
-    ``hard_<family>`` (NoPE, or marks i mod m)."""
+    ``hard_<family>`` (NoPE, or marks i mod m). No period is given: a train job on a stored language
+    takes the language's own (k, m or the least modulus, docs/jobs.md), where a fixed one would be
+    wrong for most languages."""
     enc, attention = entry["encoding"], entry.get("attention")
     if entry.get("class") == "crasp":  # the causal setting's NoPE (non-strict mask, BOS w, readout at the last position)
         return {"name": enc, "params": {}}
@@ -422,14 +424,13 @@ def _train(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     if attention == "soft" and enc == _ALIBI:  # the recency construction: its slopes are learned by ``recency``
         return {"name": _RECENCY_TRAINED, "params": {}}
     if attention == "soft" and enc == f"{_ROPE_PERIODIC}+{_ALIBI}":
-        return {"name": _RECENCY_PERIODIC, "params": {"periods": 2}}
+        return {"name": _RECENCY_PERIODIC, "params": {}}
     if "+" in enc:
         return None
-    params = {"periods": 2} if enc in (_ROPE_PERIODIC, _SINUSOIDAL_PERIODIC, _RECENCY_PERIODIC) else {}
     if attention == "soft":
-        return {"name": enc, "params": params}
+        return {"name": enc, "params": {}}
     if attention == "hard" and entry.get("tie") == "rightmost" and enc in {f.value for f in HARD_FAMILIES}:
-        return {"name": HARD_PREFIX + enc, "params": {"period": 2} if enc == _MOD_ONEHOT else {}}
+        return {"name": HARD_PREFIX + enc, "params": {}}
     return None
 
 

@@ -31,13 +31,14 @@ def model_config(dfa: DFA, enc: GridEncoding, settings: Mapping[str, Any], setti
     if "name" in enc.params:
         raise InputError("encoding params must not contain 'name'", field="encodings.params.name")
     params = dict(enc.params)
-    if enc.name == "learned":  # a row for every position the run will see (BOS w EOS: the longest word + 2)
-        rows = max(max(settings["train_lengths"]), max(settings["test_lengths"])) + 2
-        given = params.setdefault("max_positions", rows)
-        if isinstance(given, int) and not isinstance(given, bool) and given < rows:
+    if enc.name == "learned":  # a row for every position the run will see: BOS w EOS (strict), BOS w (causal)
+        framing, extra = ("BOS w", 1) if setting == "causal" else ("BOS w EOS", 2)
+        longest = max(max(settings["train_lengths"]), max(settings["test_lengths"]))
+        given = params.setdefault("max_positions", longest + 2)  # the default as documented, in both settings
+        if isinstance(given, int) and not isinstance(given, bool) and 1 <= given < longest + extra:
             raise InputError(f"a learned table of {given} rows has no row for the run's longest strings (length "
-                             f"{rows - 2} needs {rows} rows with BOS and EOS); give max_positions ≥ {rows} or leave it out",
-                             field="encoding.max_positions")
+                             f"{longest} needs {longest + extra} rows as {framing}); give max_positions ≥ "
+                             f"{longest + extra} or leave it out", field="encoding.max_positions")
     attention, family = attention_of(enc.name)  # hard_<family>: unique hard attention, strict, rightmost ties
     try:
         return RecognizerConfig(
