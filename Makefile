@@ -1,7 +1,7 @@
 # langclass — the two commands of the README's Quick start:
 #   make serve   virtual environment + install + migrations + API on http://127.0.0.1:8000
 #   make test    virtual environment + install + the test suite without the slow tier, in parallel
-#                (pytest-xdist, PYTEST_JOBS workers; about 6 minutes on a quiet 2-core machine)
+#                (pytest-xdist, PYTEST_JOBS workers; about 4-5 minutes on a quiet 2-core machine)
 #   make test-slow  the slow tier (tests marked slow: full-size examples, Ray clusters, long
 #                property runs, the TransformerLens export): installs the `interop` extra, then runs
 #                in parallel without Ray, then the Ray tests in one process; .ci/run runs both

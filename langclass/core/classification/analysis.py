@@ -112,11 +112,18 @@ _DECISION_ORDER: tuple[str, ...] = tuple(sorted(CLASS_KEYS, key=lambda k: -len(_
 :data:`CLASS_KEYS` order), so that a non-member of a large class (the common case) answers all of
 its subclasses through the lattice."""
 
-_UP: dict[str, tuple[str, ...]] = {k: tuple(sorted(implied_by(k), key=lambda s: -len(implied_by(s)))) for k in CLASS_KEYS}
-"""Superclasses of each class, the smallest first (most superclasses of their own)."""
+_NOT_IMPLYING = frozenset({"crasp"})
+"""Classes whose answers are never carried to another class: C-RASP's certificate is a whole
+program (costly to replay) and its inclusions rest on the counting characterization, so a class it
+would settle is decided by its own decider or through a textbook inclusion."""
 
-_DOWN: dict[str, tuple[str, ...]] = {k: tuple(sorted(_subclasses(k), key=lambda s: -len(_subclasses(s)))) for k in CLASS_KEYS}
-"""Subclasses of each class, the largest first (most subclasses of their own)."""
+_UP: dict[str, tuple[str, ...]] = {k: tuple(sorted((s for s in implied_by(k) if s not in _NOT_IMPLYING),
+                                                   key=lambda s: -len(implied_by(s)))) for k in CLASS_KEYS}
+"""Superclasses of each class that may carry a non-member answer, the smallest first (most superclasses of their own)."""
+
+_DOWN: dict[str, tuple[str, ...]] = {k: tuple(sorted((s for s in _subclasses(k) if s not in _NOT_IMPLYING),
+                                                     key=lambda s: -len(_subclasses(s)))) for k in CLASS_KEYS}
+"""Subclasses of each class that may carry a member answer, the largest first (most subclasses of their own)."""
 
 
 def _implying(key: str, results: Mapping[str, ClassResult], *, need_period: bool = True) -> str | None:
