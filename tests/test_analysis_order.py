@@ -192,3 +192,13 @@ def test_a_decided_period_must_be_an_integer(key):
     rec["period"] = True
     with pytest.raises(ReplayError, match="integer"):
         replay(dfa, rec)
+
+
+def test_the_web_page_shows_a_lattice_answer_as_the_implying_class_evidence_item_by_item():
+    from langclass.app.web.pages import evidence_items
+
+    rec = analyze(parse_regex("(b*ab*a)*b*", ["a", "b"])).to_dict()["classes"]["piecewise_testable"]
+    assert rec["method"] == "lattice"
+    items = dict(evidence_items(rec["witness"]))
+    assert items["implied by"] == "LTL[P] (ltl_p)"
+    assert items["ltl_p: u"] == "a" and items["ltl_p: p"] == "0"  # words as words, not JSON

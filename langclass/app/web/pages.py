@@ -79,6 +79,13 @@ def evidence_items(d: Any, state_names: Any = None) -> list[tuple[str, str]]:
     user's names with the canonical number alongside (``4 (canonical 0)``)."""
     if not isinstance(d, dict):
         return []
+    by = d.get("implied_by")
+    if isinstance(by, str) and by in CLASS_INFO:  # an answer through the lattice: the implying class's evidence, item by item
+        out = [("implied by", f"{CLASS_INFO[by].name} ({by})")]
+        if isinstance(d.get("inclusion"), str):
+            out.append(("inclusion", d["inclusion"]))
+        inner = d.get("certificate", d.get("witness"))
+        return out + [(f"{by}: {k}", v) for k, v in evidence_items(inner, state_names) if k != "check"]
     out = []
     for k, v in with_state_names(d, state_names).items():
         if v is None:
