@@ -142,6 +142,8 @@ class Classification:
             ev = r.certificate if r.member else r.witness
             if ev is not None and hasattr(ev, "to_dict"):
                 ev = ev.to_dict()
+            if isinstance(ev, Mapping) and "implied_by" in ev:  # through the lattice: the implying class's words
+                ev = ev.get("certificate") or ev.get("witness")
             words = ""
             if isinstance(ev, Mapping):
                 shown = [f"{k}={word_text(v)}" for k, v in ev.items()
