@@ -202,3 +202,20 @@ def test_the_web_page_shows_a_lattice_answer_as_the_implying_class_evidence_item
     items = dict(evidence_items(rec["witness"]))
     assert items["implied by"] == "LTL[P] (ltl_p)"
     assert items["ltl_p: u"] == "a" and items["ltl_p: p"] == "0"  # words as words, not JSON
+
+
+@pytest.mark.parametrize("cc", [False, True])
+def test_a_record_carries_no_evidence_beside_the_one_replay_checks(cc):
+    from langclass.core.algebra.classes import ReplayError
+
+    dfa = parse_regex("(ab)*", ["a", "b"])
+    a = analyze(dfa, cross_check=cc).to_dict()["classes"]
+    no, yes = json.loads(json.dumps(a["ltl_p"])), json.loads(json.dumps(a["ltl_p_mod"]))
+    assert no["member"] is False and no["certificate"] == no["witness"] and yes["member"] is True
+    replay(dfa, no), replay(dfa, yes)
+    no["certificate"] = yes["certificate"]  # a genuine witness beside a foreign certificate
+    with pytest.raises(ReplayError, match="repeated"):
+        replay(dfa, no)
+    yes["witness"] = a["ltl_p"]["witness"]
+    with pytest.raises(ReplayError, match="no witness"):
+        replay(dfa, yes)

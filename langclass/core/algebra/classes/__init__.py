@@ -197,6 +197,11 @@ def replay(dfa: DFA | Mapping[str, Any], result: ClassResult | dict[str, Any], m
         raise ReplayError(f"{key}: the {kind} does not replay: an id out of range or not an element ({err})") from None
     except (ArithmeticError, ValueError, TypeError) as err:  # a figure no check can use (a zero modulus, …)
         raise ReplayError(f"{key}: the {kind} does not replay: a malformed figure ({type(err).__name__}: {err})") from None
+    # the evidence replayed; nothing else may ride beside it
+    if member and d.get("witness") is not None:
+        raise ReplayError(f"{key}: a member has no witness")
+    if not member and d.get("certificate") not in (None, raw):  # a non-member's certificate repeats its witness
+        raise ReplayError(f"{key}: a non-member's certificate is its witness repeated, and this one differs")
 
 
 def _states_in_range(ev: Any, n: int, where: str) -> None:
