@@ -442,3 +442,15 @@ def test_strict_names_the_fixed_setting_as_in_training() -> None:
     for setting in ("fixed", "strict", None):
         assert is_causal({"regex": "(ab)*", "alphabet": ["a", "b"], "options": {"setting": setting}}) is False
     assert is_causal({"regex": "(ab)*", "alphabet": ["a", "b"], "options": {"setting": "causal"}}) is True
+
+
+def test_construct_job_names_its_own_setting_field(make_client, sqlite_url):
+    from langclass.app.store.db import upgrade
+
+    upgrade(sqlite_url)
+    client = make_client(sqlite_url, worker_slots=0)
+    lid = _store(client, "(ab)*", ["a", "b"])
+    r = client.post(f"/v1/languages/{lid}/experiments", json={"kind": "construct", "setting": "Strict"})
+    assert r.status_code == 422 and r.json()["field"] == "setting" and "'Strict'" in r.json()["detail"], r.text
+    r = client.post(f"/v1/languages/{lid}/experiments", json={"kind": "construct", "setting": "strict"})
+    assert r.status_code == 202, r.text

@@ -498,7 +498,12 @@ def build_construct_spec(body: ExperimentRequest, language: Mapping[str, Any]) -
             raise InputError(f"unknown field {key!r} for a construct experiment; expected formula, program, options "
                              f"or one of {sorted(option_keys)}", field=key)
         spec[key] = value
-    if body.setting is not None:  # the construction's own settings (fixed | causal), checked by the construction
+    if body.setting is not None:  # the construction's own settings (fixed | strict | causal)
+        from langclass.models.construct.options import SETTINGS
+
+        if body.setting not in SETTINGS:  # named as the body names it (the construction would say options.setting)
+            raise InputError(f"setting must be one of {list(SETTINGS)} for a construct experiment, got {body.setting!r}",
+                             field="setting")
         spec["setting"] = body.setting
     if "formula" in spec and "program" in spec:
         raise InputError("give a formula or a program, not both", field="program")
