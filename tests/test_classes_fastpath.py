@@ -259,6 +259,15 @@ def test_d_class_representatives_cover_the_maximal_idempotents(seed):
         assert sorted(maxi) == sorted(want)
         for e in plain.E[:6]:
             assert np.array_equal(ctx.local_mask(e), ctx.local_mask_reference(e))
+        # fixed_masks three ways: composed transformations (no table yet), the table, the Cayley graphs
+        es = np.flatnonzero(M.idempotent)
+        composed = Context(dfa, M).fixed_masks(es)
+        tabled = Context(dfa, M)
+        tabled.mult_table  # noqa: B018 - built first, so its rows are read
+        by_rows = Context(dfa, M)
+        by_rows.__dict__["mult_table"] = None  # neither table nor composition: rows from the Cayley graphs
+        for other in (tabled.fixed_masks(es), by_rows.fixed_masks(es)):
+            assert all(np.array_equal(a, b) for a, b in zip(composed, other))
 
 
 def _delay_reference(dfa: DFA, max_k: int) -> int | None:

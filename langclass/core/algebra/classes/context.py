@@ -39,6 +39,11 @@ then the table is built once. Either way the products are the same; only the tim
 TABLE_ROWS_DIVISOR = 8
 """See :data:`TABLE_AT_ONCE_ELEMENTS`."""
 
+TRANSFORMATION_MASK_ENTRIES = 1 << 16
+""":meth:`Context.fixed_masks` composes transformations (r idempotents × m elements × n states
+compared) instead of reading the multiplication table when that table is not built yet and
+r·m·n is at most this: a small language's local tests then build no table at all."""
+
 
 class Context:
     """Shared, lazily computed facts about one minimal DFA (and its monoid, when available).
@@ -356,11 +361,20 @@ class Context:
         """Boolean ``([r, m], [r, m])`` for idempotents es: ``[i, x]`` is e·x = x (x ∈ eM), resp.
         x·e = x (x ∈ Me). Row i of the first times row j of the second is e_iMe_j."""
         es = np.asarray(es, dtype=np.int64).reshape(-1)
-        m = self.monoid.size
+        M = self.monoid
+        m = M.size
         ar = np.arange(m)
         lm = np.ones((es.size, m), dtype=bool)  # the identity (element 0): 1·M = M·1 = M
         rm = np.ones((es.size, m), dtype=bool)
         todo = np.flatnonzero(es != 0)
+        if "mult_table" not in self.__dict__ and todo.size * m * M.num_states <= TRANSFORMATION_MASK_ENTRIES:
+            # few states, no table built: compose the transformations (O(r·m·n)) instead of building
+            # the table; e·x = x ⇔ x(e(q)) = x(q) and x·e = x ⇔ e(x(q)) = x(q) for every state q
+            X = M.elements.astype(np.intp)  # [m, n]
+            Es = X[es[todo]]  # [r, n]
+            lm[todo] = (X[:, Es] == X[:, None, :]).all(axis=2).T  # X[:, Es]: [m, r, n], x(e(q))
+            rm[todo] = (Es[:, X] == X[None, :, :]).all(axis=2)  # Es[:, X]: [r, m, n], e(x(q))
+            return lm, rm
         chunk = max(1, 4_000_000 // max(1, m))
         for c0 in range(0, todo.size, chunk):
             self.check_time("local submonoids")
