@@ -122,6 +122,8 @@ def test_a_class_a_limit_left_open_is_filled_from_a_directly_decided_class(monke
         assert r.member is want.member and r.method == "lattice"
         assert (r.error is not None) is (cc or stopped == "ltl_p_y_mod")  # by default the decider may not even run
         by = (r.certificate if r.member else r.witness).to_dict()["implied_by"]
+        if stopped == "ltl_p_y_mod":  # m is not determined, but LTL[P,MOD]'s k = 2 bounds it
+            assert r.period is None and "at most k = 2" in r.reason
         assert analyze(dfa, cross_check=cc).classes[by].method != "lattice"
         replay(dfa, json.loads(json.dumps(r.to_dict())))
 

@@ -96,7 +96,9 @@ def implied_result(key: str, val: bool, by: ClassResult, error: dict[str, Any] |
     if val and key in MOD_FREE:
         free = CLASS_INFO[MOD_FREE[key]].name
         reason += (f"; period 1 ({nb} ⊆ {free})" if period == 1 else
-                   "; the least period is not determined by this inclusion (the decision hit a limit)")
+                   "; the least period is not determined by this inclusion (the decision hit a limit)"
+                   + (f", but it is at most k = {by.period} (LTL[P,MOD_k] ⊆ LTL[P,Y,MOD_k])"
+                      if key == "ltl_p_y_mod" and by.key == "ltl_p_mod" and by.period else ""))
     return ClassResult(key, val, reason, cert if val else wit, wit, CLASS_INFO[key].source, "lattice",
                        period=period, error=error)
 
