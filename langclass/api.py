@@ -388,13 +388,13 @@ def train(regex: str | None = None, *, alphabet: str | Sequence[str] | None = No
         spec["prediction"] = dict(prediction)
     if not return_model:
         return RunResult("train", run_experiment(spec))
-    from langclass.models.portable.provenance import BestRuns
+    from langclass.models.portable.provenance import BestRuns, run_rank
 
     best, models, keys = BestRuns(machine, prediction), {}, {}
 
     def keep(run: dict[str, Any], model: Any) -> None:
         best.on_model(run, model)  # the download (none for a model the portable format cannot carry)
-        key = (run.get("longest_perfect_length") or 0, run.get("accuracy") or 0.0)
+        key = run_rank(run)
         if run["encoding"] not in keys or key > keys[run["encoding"]]:  # the best run of its encoding so far
             models[run["encoding"]], keys[run["encoding"]] = model, key
 

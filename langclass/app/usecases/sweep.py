@@ -33,9 +33,10 @@ __all__ = ["SWEEP_SETTINGS", "train_spec_for", "cell_encodings", "encodings_of",
            "load_census_run", "check_census_run", "stored_run_languages", "census_run_summary", "sweep_test_lengths"]
 
 MAX_PER_CELL = 1000
+"""Most languages per cell a sweep takes (field ``per_cell``)."""
+
 DEFAULT_PER_CELL = 10
 """Languages per cell when neither the caller nor the profile names a number."""
-"""Most languages per cell a sweep takes (field ``per_cell``)."""
 
 SWEEP_SETTINGS = ("strict", "causal", "both")
 """What ``setting`` a sweep takes: one training setting, or both (:func:`run_settings`)."""

@@ -31,6 +31,7 @@ __all__ = [
     "check_consistency",
     "infer",
     "implied_by",
+    "contained_in",
 ]
 
 
@@ -194,9 +195,12 @@ def implied_by(key: str) -> list[str]:
     return _closure(key, upward=True)
 
 
-def _contained_in(key: str) -> list[str]:
+def contained_in(key: str) -> list[str]:
     """All classes contained in ``key`` (transitive closure of :data:`INCLUSIONS`), excluding itself."""
     return _closure(key, upward=False)
+
+
+_contained_in = contained_in
 
 
 def _closure(key: str, *, upward: bool) -> list[str]:

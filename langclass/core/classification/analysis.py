@@ -41,7 +41,7 @@ from langclass.core.algebra.classes import (
 )
 from langclass.core.precision.encoding_choice import DEFAULT_PARAMS, EncodingParams, choose_encodings
 from langclass.core.base.errors import LimitExceeded
-from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS, LatticeViolation, check_consistency, implied_by
+from langclass.core.algebra.lattice import CLASS_INFO, CLASS_KEYS, LatticeViolation, check_consistency, contained_in, implied_by
 from langclass.core.base.limits import DEFAULT_LIMITS, Limits
 from langclass.core.algebra.monoid import MAX_GROUPS_REPORTED, TransitionMonoid, monoid_summary, nontrivial_groups, transition_monoid
 from langclass.core.algebra.monoid.groups import group_label
@@ -103,11 +103,7 @@ def _limit_result(key: str, err: LimitExceeded) -> ClassResult:
                        error=err.to_dict())
 
 
-def _subclasses(key: str) -> list[str]:
-    return [k for k in CLASS_KEYS if key in implied_by(k)]
-
-
-_DECISION_ORDER: tuple[str, ...] = tuple(sorted(CLASS_KEYS, key=lambda k: -len(_subclasses(k))))
+_DECISION_ORDER: tuple[str, ...] = tuple(sorted(CLASS_KEYS, key=lambda k: -len(contained_in(k))))
 """The order the monoid's deciders run in: the classes with the most subclasses first (stable in
 :data:`CLASS_KEYS` order), so that a non-member of a large class (the common case) answers all of
 its subclasses through the lattice."""
@@ -121,8 +117,8 @@ _UP: dict[str, tuple[str, ...]] = {k: tuple(sorted((s for s in implied_by(k) if 
                                                    key=lambda s: -len(implied_by(s)))) for k in CLASS_KEYS}
 """Superclasses of each class that may carry a non-member answer, the smallest first (most superclasses of their own)."""
 
-_DOWN: dict[str, tuple[str, ...]] = {k: tuple(sorted((s for s in _subclasses(k) if s not in _NOT_IMPLYING),
-                                                     key=lambda s: -len(_subclasses(s)))) for k in CLASS_KEYS}
+_DOWN: dict[str, tuple[str, ...]] = {k: tuple(sorted((s for s in contained_in(k) if s not in _NOT_IMPLYING),
+                                                     key=lambda s: -len(contained_in(s)))) for k in CLASS_KEYS}
 """Subclasses of each class that may carry a member answer, the largest first (most subclasses of their own)."""
 
 
@@ -136,7 +132,7 @@ def _implying(key: str, results: Mapping[str, ClassResult], *, need_period: bool
     for sub in _DOWN[key]:
         r = results.get(sub)
         if r is not None and r.member is True and r.method != "lattice":
-            if need_period and key in MOD_FREE and key not in AUTOMATON_KEYS and implied_period(key, sub) != 1:
+            if need_period and key in MOD_FREE and implied_period(key, sub) != 1:
                 continue  # the inclusion does not give the least period
             return sub
     for sup in _UP[key]:

@@ -48,6 +48,7 @@ with periodic RoPE (LTL[P,Y,MOD]), unique hard attention with NoPE (star-free) a
 STRICT_SWEEP_CATALOGUE: tuple[str, ...] = SWEEP_ENCODINGS + SWEEP_TRAINED_MODELS
 """What a strict sweep may train: the soft catalogue and the product's other predicted models."""
 
+
 def check_sweep_encodings(setting: str, encodings: Sequence[str]) -> None:
     """Every encoding is one the ``setting``'s sweep trains (:data:`CAUSAL_SWEEP_ENCODINGS` in the causal
     setting, :data:`STRICT_SWEEP_CATALOGUE` in the strict one).

@@ -14,7 +14,7 @@ from typing import Any
 from langclass.core.base.errors import InputError
 from langclass.models.portable.export import DEFAULT_LAG_TOKENS, model_files, zip_models
 
-__all__ = ["construct_provenance", "train_provenance", "BestRuns", "construct_files", "run_folder"]
+__all__ = ["construct_provenance", "train_provenance", "BestRuns", "construct_files", "run_folder", "run_rank"]
 
 
 def _language(dfa: Any) -> dict[str, Any] | None:
@@ -103,6 +103,12 @@ def run_folder(run: Mapping[str, Any], index: int | None = None) -> str:
     return f"run{index:04d}-{label}-s{run.get('seed')}-lr{run.get('learning_rate')}"
 
 
+def run_rank(run: Mapping[str, Any]) -> tuple[int, float]:
+    """How good a trained run is, for keeping the best of an encoding: its N* (longest perfect
+    length), then its accuracy (missing values count as 0; a tie keeps the earlier run)."""
+    return (run.get("longest_perfect_length") or 0, run.get("accuracy") or 0.0)
+
+
 class BestRuns:
     """Collects the downloads of an experiment's runs: the best run per encoding (highest
     longest-perfect-length, then accuracy, then the earliest), or every run with ``all_runs``.
@@ -122,7 +128,7 @@ class BestRuns:
         kept: its folder's reason goes to :attr:`refused` and the training goes on."""
         index = self.count
         self.count += 1
-        key = (run.get("longest_perfect_length") or 0, run.get("accuracy") or 0.0, -index)
+        key = (*run_rank(run), -index)
         folder = run_folder(run, index if self.all_runs else None)
         if not self.all_runs and folder in self.best and self.best[folder][0] >= key:
             return False

@@ -177,14 +177,14 @@ def replay(dfa: DFA | Mapping[str, Any], result: ClassResult | dict[str, Any], m
         chk = checker_for(dfa, limits)
         _states_in_range(ev.to_dict(), chk.n, kind)
         if lattice:
-            want, got = implied_period(key, ev.implied_by), d.get("period")
-            if member and (got != want or type(got) is not type(want)):  # 1, not true or 1.0
-                raise ReplayError(f"the period of an implied answer is {want}, not {got!r}")
+            want = implied_period(key, ev.implied_by)
+            if member and not _same_period(d.get("period"), want):
+                raise ReplayError(f"the period of an implied answer is {want}, not {d.get('period')!r}")
             replay_implied(chk, key, bool(member), ev)
         elif member:
-            if key == "ltl_p_mod" and (d.get("period") != ev.k or type(d.get("period")) is not int):
+            if key == "ltl_p_mod" and not _same_period(d.get("period"), ev.k):
                 raise ReplayError("the period is the certificate's k (an integer)")
-            if key == "ltl_p_y_mod" and (d.get("period") != ev.period or type(d.get("period")) is not int):
+            if key == "ltl_p_y_mod" and not _same_period(d.get("period"), ev.period):
                 raise ReplayError("the period is the certificate's period (an integer)")
             dec.replay_yes(chk, ev)
         else:
@@ -202,6 +202,11 @@ def replay(dfa: DFA | Mapping[str, Any], result: ClassResult | dict[str, Any], m
         raise ReplayError(f"{key}: a member has no witness")
     if not member and d.get("certificate") not in (None, raw):  # a non-member's certificate repeats its witness
         raise ReplayError(f"{key}: a non-member's certificate is its witness repeated, and this one differs")
+
+
+def _same_period(got: Any, want: int | None) -> bool:
+    """A record's ``period`` equals ``want`` with its type: 1, not ``true`` or ``1.0``; ``None`` only for ``None``."""
+    return got == want and type(got) is type(want)
 
 
 def _states_in_range(ev: Any, n: int, where: str) -> None:

@@ -236,11 +236,16 @@ class Context:
             return None
         return self.monoid.multiplication_table(self.deadline, MULT_TABLE_MAX_ENTRIES)
 
+    @property
+    def table_built(self) -> bool:
+        """The multiplication table has been built (reading :attr:`mult_table` now costs nothing)."""
+        return "mult_table" in self.__dict__
+
     def table_if_built(self, rows: int = 0) -> np.ndarray | None:
         """The multiplication table if it is built or worth building now for ``rows`` more rows or
         columns (a small monoid, or the rows asked for so far reach m / :data:`TABLE_ROWS_DIVISOR`);
         else ``None`` (the caller computes its products from the Cayley graphs)."""
-        if "mult_table" in self.__dict__:
+        if self.table_built:
             return self.mult_table
         if not self.table_fits:
             return None
@@ -367,7 +372,7 @@ class Context:
         lm = np.ones((es.size, m), dtype=bool)  # the identity (element 0): 1·M = M·1 = M
         rm = np.ones((es.size, m), dtype=bool)
         todo = np.flatnonzero(es != 0)
-        if "mult_table" not in self.__dict__ and todo.size * m * M.num_states <= TRANSFORMATION_MASK_ENTRIES:
+        if not self.table_built and todo.size * m * M.num_states <= TRANSFORMATION_MASK_ENTRIES:
             # few states, no table built: compose the transformations (O(r·m·n)) instead of building
             # the table; e·x = x ⇔ x(e(q)) = x(q) and x·e = x ⇔ e(x(q)) = x(q) for every state q
             X = M.elements.astype(np.intp)  # [m, n]

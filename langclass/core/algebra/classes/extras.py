@@ -35,7 +35,7 @@ def monoid_extras(ctx: Context) -> dict[str, Any]:
     g = M.green
     R, L = g["R"], g["L"]
     E = ctx.semigroup_idempotents
-    if "mult_table" in ctx.__dict__ or E.size * M.num_states > 4 * M.size:  # letters' rows/columns: O(|Σ|·m)
+    if ctx.table_built or E.size * M.num_states > 4 * M.size:  # letters' rows/columns: O(|Σ|·m)
         definite = bool((ctx.left_rows(M.letter_ids)[:, E] == E[None, :]).all())  # a·e = e
         reverse_definite = bool((ctx.right_cols(M.letter_ids)[E, :] == E[:, None]).all())  # e·a = e
     else:  # few idempotents: compose their transformations, O(|E|·n·|Σ|)
