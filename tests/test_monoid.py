@@ -284,3 +284,32 @@ def test_canonical_labels_and_table_components_agree_with_the_sorting_definition
         table[np.arange(m - 1), 0] = np.arange(1, m)  # a path keeps some components large
         src = np.repeat(np.arange(m), k)
         assert np.array_equal(table_components(table), strong_components(m, src, table.ravel()))
+
+
+def test_scatter_first_and_insert_new_equal_the_sorting_definitions():
+    """scatter_first equals np.minimum.at (also on a table that already holds smaller values), and
+    DenseLookup.insert_new numbers distinct codes in order of first occurrence, as np.unique's
+    return_index sorted by position does; DenseLookup.code equals Σ x[q]·n^q."""
+    from langclass.core.algebra.monoid.lookup import DenseLookup, scatter_first
+
+    rng = np.random.default_rng(11)
+    for m, span in ((1, 1), (40, 3), (1000, 50), (5000, 20_000)):
+        keys = rng.integers(0, span, size=m)
+        pos = np.arange(m, dtype=np.int64)
+        init = rng.integers(0, 2 * m, size=span)
+        want, got = init.copy(), init.copy()
+        np.minimum.at(want, keys, pos)
+        scatter_first(got, keys, pos)
+        assert np.array_equal(got, want)
+    for n, m in ((1, 3), (3, 50), (5, 2000), (7, 4000)):
+        table = DenseLookup(n)
+        rows = rng.integers(0, n, size=(m, n)).astype(np.uint8)
+        codes = table.code(rows)
+        assert np.array_equal(codes, rows.astype(np.int64) @ np.asarray([n ** q for q in range(n)]))
+        table.store(codes[:1], np.zeros(1, dtype=np.int64))  # one code known already
+        miss = np.flatnonzero(table.ids(codes) < 0)
+        first = table.insert_new(codes[miss], 1)
+        u, idx = np.unique(codes[miss], return_index=True)
+        assert np.array_equal(first, np.sort(idx))
+        assert np.array_equal(table.ids(codes[miss][first]), np.arange(1, 1 + first.size))
+        assert (table.ids(codes) >= 0).all()

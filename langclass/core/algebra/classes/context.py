@@ -372,6 +372,8 @@ class Context:
         lm = np.ones((es.size, m), dtype=bool)  # the identity (element 0): 1·M = M·1 = M
         rm = np.ones((es.size, m), dtype=bool)
         todo = np.flatnonzero(es != 0)
+        if todo.size == 0:
+            return lm, rm
         if not self.table_built and todo.size * m * M.num_states <= TRANSFORMATION_MASK_ENTRIES:
             # few states, no table built: compose the transformations (O(r·m·n)) instead of building
             # the table; e·x = x ⇔ x(e(q)) = x(q) and x·e = x ⇔ e(x(q)) = x(q) for every state q

@@ -184,13 +184,10 @@ def transition_monoid(dfa: DFA, limits: Limits = DEFAULT_LIMITS, *, deadline: De
                 miss = np.flatnonzero(arr < 0)
                 new_here = np.zeros(0, dtype=np.int64)
                 if miss.size:
-                    u, first = np.unique(ck[miss], return_index=True)
-                    order = np.argsort(first, kind="stable")
-                    u_ord = u[order]
-                    table.store(u_ord, np.arange(size, size + u.size))
+                    first = table.insert_new(ck[miss], size)  # first occurrence = shortlex order
                     arr[miss] = table.ids(ck[miss])
-                    new_here = miss[first[order]]
-                    size += u.size
+                    new_here = miss[first]
+                    size += first.size
                     over(size, depth)
             elif packed:
                 ck = PackedLookup.pack(cand)

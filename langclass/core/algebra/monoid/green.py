@@ -144,20 +144,22 @@ class GreenMixin:
         n, m = self.num_states, self.size
         if n > 15:
             return None
-        X = self.elements
+        XT = np.ascontiguousarray(self.elements.T)  # [n, m]: one contiguous row per state
         pow2 = np.left_shift(np.int64(1), np.arange(n, dtype=np.int64))
-        bits = np.zeros(m, dtype=np.int64)
+        b16 = np.zeros(m, dtype=np.uint16)  # the image as a bit set (n ≤ 15)
         for q in range(n):
-            bits |= pow2[X[:, q]]
-        first = np.empty((m, n), dtype=np.int8)  # first[x, v] = least q with x(q) = v
-        rows = np.arange(m)
-        for q in range(n - 1, -1, -1):
-            first[rows, X[:, q]] = q
+            b16 |= np.left_shift(np.uint16(1), XT[q], dtype=np.uint16)
+        bits = b16.astype(np.int64)
+        del b16
         weights = np.asarray([n ** q for q in range(n)], dtype=np.int64)
-        kcode = np.zeros(m, dtype=np.int64)
+        kcode = np.zeros(m, dtype=np.int64)  # the kernel: per state q, the least p with x(p) = x(q)
+        least = np.empty(m, dtype=np.int8)
         for q in range(n):
-            kcode += first[rows, X[:, q]].astype(np.int64) * weights[q]  # the kernel: least equal state, per state
-        del first, rows
+            least.fill(q)
+            for p in range(q - 1, -1, -1):
+                np.copyto(least, np.int8(p), where=XT[p] == XT[q])
+            kcode += least * weights[q]
+        del XT, least
         imgs, img_id = _unique_inverse(bits, 1 << n)
         kers, ker_id = _unique_inverse(kcode, n ** n)
         # the action of the letters on the images, and its strong components

@@ -228,13 +228,20 @@ class GroupsMixin:
         assert len(mask) == order, "the candidates do not generate the group"
         abelian = all(mul(a, b) == mul(b, a) for a in gens for b in gens)
 
-        def power(x: int, k: int) -> int:
-            r = identity
-            for _ in range(k):
-                r = mul(r, x)
-            return r
+        def element_order(perm: tuple[int, ...]) -> int:  # the lcm of its cycle lengths
+            seen, out = [False] * degree, 1
+            for q in range(degree):
+                if not seen[q]:
+                    length, r = 0, q
+                    while not seen[r]:
+                        seen[r] = True
+                        r = perm[r]
+                        length += 1
+                    out = out * length // math.gcd(out, length)
+            return out
 
-        cyclic = abelian and all(any(power(x, order // p) != identity for x in range(order)) for p in prime_factors(order))
+        # a finite abelian group is cyclic iff some element's order is the group's order
+        cyclic = abelian and any(element_order(p) == order for p in perms)
         gen_perms = [perms[i] for i in gens]
         name = group_name(order, gen_perms, abelian, cyclic, True, lambda: False)
         hs = [int(members[i]) for i in gens]

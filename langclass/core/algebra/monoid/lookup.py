@@ -14,7 +14,21 @@ from scipy.sparse.csgraph import connected_components
 
 from langclass.core.automata.smallgraph import SMALL_GRAPH_EDGES, canonical, strong_labels
 
-__all__ = ["canonical_labels", "strong_components", "table_components", "BytesLookup", "PackedLookup", "DenseLookup"]
+__all__ = ["canonical_labels", "scatter_first", "strong_components", "table_components", "BytesLookup", "PackedLookup", "DenseLookup"]
+
+
+def scatter_first(table: np.ndarray, keys: np.ndarray, pos: np.ndarray) -> None:
+    """``table[k] = min(table[k], least pos[i] with keys[i] = k)`` for increasing ``pos``, as
+    ``np.minimum.at`` does, in O(len(keys)) vectorized steps: the positions are written from the
+    last to the first (NumPy writes a 1-D index in order, so the first occurrence remains), then
+    any key whose stored position is not its least (an order NumPy does not promise) is repaired
+    with ``np.minimum.at`` on those keys alone."""
+    keys, pos = keys[::-1], pos[::-1]
+    before = table[keys]
+    table[keys] = np.minimum(before, pos)
+    late = pos < table[keys]
+    if late.any():
+        np.minimum.at(table, keys[late], pos[late])
 
 
 def canonical_labels(labels: np.ndarray) -> np.ndarray:
@@ -42,7 +56,7 @@ def canonical_labels(labels: np.ndarray) -> np.ndarray:
     # dense labels: first occurrence of each label in O(m + span), then rank the labels present by it
     off = lab - lo
     first = np.full(span, m, dtype=np.int64)
-    np.minimum.at(first, off, np.arange(m, dtype=np.int64))
+    scatter_first(first, off, np.arange(m, dtype=np.int64))
     present = np.flatnonzero(first < m)
     rank = np.empty(span, dtype=np.int64)
     rank[present[np.argsort(first[present], kind="stable")]] = np.arange(present.size)
@@ -142,8 +156,30 @@ class DenseLookup:
         self._shifted = np.zeros(max(1, n ** n), dtype=np.int32)
 
     def code(self, rows: np.ndarray) -> np.ndarray:
-        """The codes Σ x[q]·n^q of ``rows`` ([m, n] transformations) as int64, shape [m]."""
-        return np.asarray(rows, dtype=np.int64) @ self.weights
+        """The codes Σ x[q]·n^q of ``rows`` ([m, n] transformations) as int64, shape [m] (Horner's
+        rule on the columns in int32: every code is below n^n ≤ 2^24)."""
+        rows = np.asarray(rows)
+        m, n = rows.shape
+        if n == 0 or m == 0:
+            return np.zeros(m, dtype=np.int64)
+        acc = rows[:, n - 1].astype(np.int32)
+        for q in range(n - 2, -1, -1):
+            acc *= n
+            acc += rows[:, q]
+        return acc.astype(np.int64)
+
+    def insert_new(self, codes: np.ndarray, start: int) -> np.ndarray:
+        """Give the distinct codes among ``codes`` (none stored yet) the ids start, start + 1, … in
+        the order of their first occurrence, store them, and return the positions of those first
+        occurrences (increasing), without sorting (:func:`scatter_first` on the table's own slots,
+        which hold 0 for every absent code; O(len(codes)))."""
+        codes = np.asarray(codes, dtype=np.int64)
+        pos = np.arange(codes.size, dtype=np.int32)
+        self._shifted[codes] = 2 ** 31 - 1  # no code is stored yet: mark, then keep the least position
+        scatter_first(self._shifted, codes, pos)
+        first = np.flatnonzero(self._shifted[codes] == pos)
+        self._shifted[codes[first]] = np.arange(start + 1, start + 1 + first.size, dtype=np.int32)
+        return first
 
     def ids(self, codes: np.ndarray) -> np.ndarray:
         """The element ids stored under ``codes`` (int64, -1 where none is)."""

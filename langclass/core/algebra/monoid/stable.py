@@ -93,6 +93,8 @@ class StableMixin:
                 packed_levels.append(np.packbits(mask))
             return small[0], small[1], small[2], packed_levels
         right = self.right
+        if m * right.shape[1] < 2 ** 31:
+            right = right.astype(np.int32)  # halves the bytes every gather below moves
         mask = np.zeros(m, dtype=bool)
         mask[right[0]] = True
         packed = np.packbits(mask)
@@ -109,8 +111,9 @@ class StableMixin:
                 cand = right[delta].ravel()
                 fresh = cand[~mask[cand]]
                 mask[fresh] = True
-                slot[fresh] = np.arange(fresh.size)  # keep one copy of each: the last writer of its slot
-                delta = fresh[slot[fresh] == np.arange(fresh.size)]
+                pos = np.arange(fresh.size, dtype=slot.dtype)
+                slot[fresh] = pos  # keep one copy of each: the last writer of its slot
+                delta = fresh[slot[fresh] == pos]
                 ring.append(mask)
             else:
                 cur = np.flatnonzero(mask)
@@ -130,7 +133,7 @@ class StableMixin:
                         lag = d
                         ring = [np.unpackbits(levels[i], count=m).astype(bool) for i in range(j - d, j - 1)] + [mask]
                         delta = np.flatnonzero(mask & ~np.unpackbits(levels[j - 1 - d], count=m).astype(bool))
-                        slot = np.zeros(m, dtype=np.int64)
+                        slot = np.zeros(m, dtype=right.dtype)
                         break
         s = per * max(1, -(-pre // per))
         return s, pre, per, levels

@@ -306,18 +306,23 @@ class TransitionMonoid(GreenMixin, StableMixin, GroupsMixin, DescribeMixin):
 
     @cached_property
     def idempotent(self) -> np.ndarray:
-        """Boolean ``[m]``: x·x = x (on the transformations, O(m·n), or by :meth:`multiply_many`,
-        O(m·ℓ) for ℓ the longest shortlex word, whichever is smaller)."""
-        if int(self.lengths.max()) < self.num_states:
-            ids = np.arange(self.size)
-            out = self.multiply_many(ids, ids) == ids
-        else:
-            e = self.elements
-            out = np.empty(self.size, dtype=bool)
-            step = max(1, (1 << 22) // max(1, self.num_states))  # bounded temporaries (int indices)
-            for c0 in range(0, self.size, step):
-                blk = e[c0:c0 + step]
-                out[c0:c0 + step] = (np.take_along_axis(blk, blk.astype(np.intp), axis=1) == blk).all(axis=1)
+        """Boolean ``[m]``: x·x = x, i.e. x(x(q)) = x(q) for every state q, checked one state at a
+        time on the elements that passed the states before (O(m·n) at worst; most non-idempotents
+        fail at the first state or two, so about O(m + n·#idempotents) in practice: a cycle of
+        length n has one idempotent, T7 6,322 of 823,543)."""
+        e = self.elements
+        m, n = e.shape
+        flat = e.reshape(-1)
+        dt = np.int32 if m * n < 2 ** 31 else np.int64
+        cand = np.arange(m, dtype=dt)
+        for q in range(n):
+            if cand.size == 0:
+                break
+            base = cand * dt(n)
+            col = flat[base + q]
+            cand = cand[flat[base + col] == col]
+        out = np.zeros(m, dtype=bool)
+        out[cand] = True
         out.setflags(write=False)
         return out
 
