@@ -119,7 +119,8 @@ def test_every_member_program_agrees_with_the_dfa_and_evidence_replays(dfa):
     r = decide_crasp(Context(dfa))
     replay(dfa, r.to_dict())
     if r.member:
-        prog = CraspProgram.from_json(r.certificate.program)
+        prog = CraspProgram.from_json(r.certificate.program)  # every operation through CraspOp's own checks
+        assert prog.to_json() == r.certificate.program  # the construction's trusted operations are exactly those
         _agrees_everywhere(dfa, prog, 10 if dfa.num_letters <= 2 else 6, random.Random(7), n_random=5)
 
 

@@ -32,7 +32,7 @@ from ..base.errors import InputError
 __all__ = [
     "CraspOp", "CraspProgram", "SOURCE", "BOOL_KINDS", "COUNT_KINDS", "KINDS", "RELATIONS",
     "MAX_OPS", "MAX_TERMS", "MAX_ABS_INT", "MAX_NAME_LENGTH", "MAX_ALPHABET", "MAX_ARGS",
-    "JSON_FORMAT", "iter_words",
+    "JSON_FORMAT", "iter_words", "needed_ops",
 ]
 
 SOURCE = ("Counting Like Transformers: Compiling Temporal Counting Logic into Softmax Transformers "
@@ -164,6 +164,19 @@ class CraspOp:
         """``"bool"`` or ``"count"``."""
         return "bool" if self.kind in BOOL_KINDS else "count"
 
+    @classmethod
+    def trusted(cls, name: str, kind: str, args: tuple) -> "CraspOp":
+        """An operation built by langclass's own construction (:mod:`langclass.core.algebra.classes.crasp_build`):
+        a well-formed name and ``args`` already in tuples, so the local checks of ``__post_init__``
+        are skipped. The :class:`CraspProgram` that holds it still checks every name and type, and
+        a test checks that ``CraspOp(name, kind, args)`` accepts every operation the construction
+        makes."""
+        op = object.__new__(cls)
+        object.__setattr__(op, "name", name)
+        object.__setattr__(op, "kind", kind)
+        object.__setattr__(op, "args", args)
+        return op
+
     def refs(self) -> tuple[str, ...]:
         """Names of the earlier operations this one reads."""
         if self.kind in ("symbol", "const_bool"):
@@ -210,6 +223,15 @@ class CraspOp:
             else:
                 parts.append(("+ " if a[1] >= 0 else "− ") + str(abs(a[1])))
         return " ".join(parts)
+
+
+def needed_ops(ops: Sequence[CraspOp], output: str) -> tuple[CraspOp, ...]:
+    """The operations of ``ops`` (in SSA order) that ``output`` depends on, in that order."""
+    need = {output}
+    for op in reversed(ops):
+        if op.name in need:
+            need.update(op.refs())
+    return tuple(op for op in ops if op.name in need)
 
 
 @dataclass(frozen=True)
@@ -298,11 +320,7 @@ class CraspProgram:
 
     def needed(self) -> tuple[CraspOp, ...]:
         """The operations the output depends on, in program order."""
-        need = {self.output}
-        for op in reversed(self.ops):
-            if op.name in need:
-                need.update(op.refs())
-        return tuple(op for op in self.ops if op.name in need)
+        return needed_ops(self.ops, self.output)
 
     # ------------------------------------------------------------------ interpreter
     def _symbols(self, word: str | Sequence[str]) -> list[str]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langclass.core.logic.crasp import MAX_OPS, CraspOp, CraspProgram
+from langclass.core.logic.crasp import MAX_OPS, CraspOp, CraspProgram, needed_ops
 
 from .crasp_fixpoint import ComponentFixpoint
 
@@ -50,7 +50,7 @@ class _Builder:
         if len(self.ops) >= MAX_OPS:
             raise ProgramTooLarge(f"more than {MAX_OPS} operations")
         name = f"{hint}_{len(self.ops)}"
-        self.ops.append(CraspOp(name, kind, args))
+        self.ops.append(CraspOp.trusted(name, kind, args))
         self.memo[key] = name
         return name
 
@@ -183,5 +183,4 @@ def build_program(alphabet: Sequence[str], t: list[list[int]], initial: int, acc
                 parts.append(ent_state[q])
             at[q] = b.any_of(parts, f"at_q{q}")
     out = b.any_of([at[q] for q in sorted(at)], "accept")
-    full = CraspProgram(b.alphabet, tuple(b.ops), out, bool(accepting[initial]))
-    return CraspProgram(b.alphabet, full.needed(), out, bool(accepting[initial]))  # only what the output reads
+    return CraspProgram(b.alphabet, needed_ops(b.ops, out), out, bool(accepting[initial]))  # only what the output reads
