@@ -102,7 +102,9 @@ class GreenMixin:
         else:
             g = csr_matrix((np.ones(er.size, dtype=np.int8), (er, nr + el)), shape=(nr + nl, nr + nl))
             _, comp = connected_components(g, directed=False)
-        J = canonical_labels(comp[R])
+        # R is canonical, so D-classes first occur in the order of their least R-class: rank them on
+        # the R-class ids (nr of them) instead of on all m elements
+        J = canonical_labels(comp[:nr])[R]
         for arr in (R, L, J, H):
             arr.setflags(write=False)
         return {"R": R, "L": L, "H": H, "J": J}

@@ -109,11 +109,16 @@ class StableMixin:
             if lag:
                 mask = ring.pop(0)  # η(Σ^{j+1-d}), updated in place to η(Σ^{j+1})
                 cand = right[delta].ravel()
-                fresh = cand[~mask[cand]]
-                mask[fresh] = True
-                pos = np.arange(fresh.size, dtype=slot.dtype)
-                slot[fresh] = pos  # keep one copy of each: the last writer of its slot
-                delta = fresh[slot[fresh] == pos]
+                if 8 * cand.size >= m:  # many candidates: scatter them all, read the new ones off the mask
+                    before = mask.copy()
+                    mask[cand] = True
+                    delta = np.flatnonzero(mask > before).astype(slot.dtype, copy=False)
+                else:
+                    fresh = cand[~mask[cand]]
+                    mask[fresh] = True
+                    pos = np.arange(fresh.size, dtype=slot.dtype)
+                    slot[fresh] = pos  # keep one copy of each: the last writer of its slot
+                    delta = fresh[slot[fresh] == pos]
                 ring.append(mask)
             else:
                 cur = np.flatnonzero(mask)
