@@ -159,7 +159,7 @@ class Settings(BaseSettings):
     classify_light_max_monoid_size: int = Field(50_000, ge=1)
     classify_light_time_limit_s: float = Field(1.0, gt=0, allow_inf_nan=False)
     classify_light_queue_max: int = Field(8, ge=0)
-    classify_worker_max_tasks: int = Field(500, ge=1)
+    classify_worker_max_tasks: int = Field(10_000, ge=1)
     classify_worker_max_rss_mb: int = Field(1024, ge=16)
     monoid_cache_mb: int = Field(256, ge=0)
 
