@@ -155,6 +155,27 @@ def test_the_prediction_agrees_with_the_light_lanes_own_parse_on_random_regexes(
     assert seen == {True, False}
 
 
+def test_a_dfa_declaring_fewer_states_than_the_bound_is_light_without_a_parse(monkeypatch) -> None:
+    """A DFA that declares fewer than ``max_states`` states is predicted light without parsing it; the
+    independent check: the bounded parse of every such random DFA (complete or not, so a sink may be
+    added) finishes within the bound."""
+    import random
+
+    from langclass.core.ingest.source import language_source, parse_language
+
+    rng = random.Random(5)
+    bound = 6
+    for _ in range(60):
+        n = rng.randint(1, bound - 1)
+        rows = [[rng.choice([None] + list(range(n))) for _ in _AB] for _ in range(n)]
+        named = {"alphabet": _AB, "states": list(range(n)), "initial": 0, "accepting": [0],
+                 "transitions": {str(q): {a: t for a, t in zip(_AB, row) if t is not None} for q, row in enumerate(rows)}}
+        assert service.predicted_light(dfa=named, max_states=bound) is True
+        parse_language(language_source(dfa=named), Limits(max_states=bound, time_limit_s=None))  # no LimitExceeded
+    monkeypatch.setattr(service, "parse_source", lambda *a, **k: (_ for _ in ()).throw(AssertionError("parsed")))
+    assert service.predicted_light(dfa={"alphabet": _AB, "transitions": [[1, 0], [0, 1]]}, max_states=bound) is True
+
+
 def test_a_heavy_request_without_a_counter_never_reaches_the_light_lane(make_client: Any, sqlite_url: str) -> None:
     client = make_client(sqlite_url, **ROOMY, classify_isolation="thread", max_states=20_000)
     runner: ClassifyRunner = client.app.state.runner

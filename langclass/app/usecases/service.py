@@ -206,6 +206,10 @@ def predicted_light(*, regex: str | None = None, dfa: Any = None, formula: str |
         declared = dfa_json_states(dfa)
         if declared is not None and declared > max_states:
             return False
+        if declared is not None and declared < max_states:
+            # completed with a sink it has at most max_states states, so the bounded parse would
+            # finish (light) or fail on the input (light too): no need to parse it twice
+            return True
     else:
         text = regex if regex is not None else formula
         if isinstance(text, str) and len(text) > max_text:
