@@ -42,6 +42,8 @@ class _Builder:
         self.alphabet = tuple(alphabet)
         self.ops: list[CraspOp] = []
         self.memo: dict[tuple, str] = {}
+        self._true: str | None = None  # the names of the two constants once made (made where first asked)
+        self._false: str | None = None
 
     def _op(self, kind: str, args: tuple, hint: str) -> str:
         key = (kind, args)
@@ -55,10 +57,14 @@ class _Builder:
         return name
 
     def true(self) -> str:
-        return self._op("const_bool", (True,), "true")
+        if self._true is None:
+            self._true = self._op("const_bool", (True,), "true")
+        return self._true
 
     def false(self) -> str:
-        return self._op("const_bool", (False,), "false")
+        if self._false is None:
+            self._false = self._op("const_bool", (False,), "false")
+        return self._false
 
     def sym(self, a: int) -> str:
         return self._op("symbol", (self.alphabet[a],), "Q")
