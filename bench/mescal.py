@@ -7,7 +7,7 @@ pass the binary with ``--mescal``. Nothing of its code is used here; it is run a
 Usage::
 
     python bench/mescal.py --mescal /path/to/mescal/src/mescal              # 300 regexes, batches of 50
-    python bench/mescal.py --mescal /path/to/mescal --count 600 --batch 100 --seed 3
+    python bench/mescal.py --mescal /path/to/mescal/src/mescal --count 600 --batch 100 --seed 3
 
 What it does, in interleaved rounds (one MeSCaL batch, then the same batch here, so both see the
 same load):
@@ -16,8 +16,9 @@ same load):
   pairwise *different languages* (distinct canonical minimal DFAs, at most ``--max-states``);
 * MeSCaL: one process per batch reads ``L = "…"`` and ``membership(C, L)`` for the 15 classes both
   tools decide, output to a pipe; its CPU time (user + system, ``RUSAGE_CHILDREN``) minus that of a
-  process that starts and exits at once (the median of ``--batch``-sized rounds) is divided by the
-  batch size. That counts MeSCaL's regex parse, automata and syntactic monoid, as ours counts ours;
+  process that starts and exits at once (one such process before each batch; the median over the
+  batches is subtracted) is divided by the batch size. That counts MeSCaL's regex parse, automata
+  and syntactic monoid, as ours counts ours;
 * langclass: ``langclass.classify(regex, alphabet="ab")`` in this process, CPU time per language —
   every class (20, certificates and encodings included), not only the 15;
 * prints both per-language means, the ratio, and the agreement per class (every verdict compared;

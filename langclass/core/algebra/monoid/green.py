@@ -71,8 +71,7 @@ class GreenMixin:
         m, k = self.right.shape
         if m * k <= SMALL_GRAPH_EDGES:
             return self._green_small()
-        # a small monoid: the strong components of its Cayley graphs directly (plain Python, a few µs)
-        fast = self._regular_by_images() if m * k > SMALL_GRAPH_EDGES else None
+        fast = self._regular_by_images()
         if fast is None:
             R = table_components(self.right)
             L = table_components(self.left)
