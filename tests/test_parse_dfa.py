@@ -257,3 +257,12 @@ def test_random_dfa_json_round_trips(pair) -> None:
     parsed = parse_dfa_json(json.dumps(doc))
     assert parsed.fingerprint() == dfa.fingerprint()
     assert parse_dfa_json(json.dumps(dfa_to_json(parsed))) == parsed
+
+
+@pytest.mark.parametrize("states", [None, "q0", 3, {"q0": 1}])
+def test_list_form_transitions_beside_a_states_key_that_is_no_list_names_states(states: object) -> None:
+    """``transitions`` in the list form with a ``states`` key that is not a list is neither form: the
+    error names ``states`` (it named a missing ``initial`` before)."""
+    with pytest.raises(DfaFormatError) as e:
+        parse_dfa_json({"alphabet": ["a"], "states": states, "transitions": [[0]]})
+    assert e.value.field == "states" and "list of state names" in str(e.value)

@@ -250,6 +250,11 @@ def read_dfa_json(data: str | bytes | Mapping, limits: Limits = DEFAULT_LIMITS) 
     for key in doc:
         if key not in DFA_KEYS:
             raise DfaFormatError(f"unknown key {key!r} in the DFA object (allowed: {', '.join(DFA_KEYS)})", field=str(key), key=key)
+    if isinstance(doc.get("transitions"), list) and not isinstance(doc.get("states"), (list, tuple)):
+        # list-form transitions with a 'states' key that is no list: neither form; say which key is wrong
+        raise DfaFormatError(f"'states' must be a list of state names, not {type(doc['states']).__name__}; leave it "
+                             "out to give 'transitions' in the list form (row q = the successors of state q)",
+                             field="states")
     for key in DFA_KEYS:
         if key not in doc:
             raise DfaFormatError(f"the DFA object lacks the required key {key!r}", field=key, key=key)
