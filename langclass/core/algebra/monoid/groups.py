@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from langclass.core.automata.smallgraph import reachable
-from .permgroup import PermGroup, cycle_lcm, is_even, prime_factors, solvable_by_order
+from .permgroup import PermGroup, cycle_lcm, is_even, solvable_by_order
 
 __all__ = ["GroupInfo", "GroupsMixin", "nontrivial_groups", "group_label", "group_name", "center_is_trivial", "MAX_GROUPS_REPORTED"]
 
